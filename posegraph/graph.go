@@ -1,0 +1,269 @@
+package posegraph
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Pose is an element of SE(d) (or SO(d), ignoring T). R is the d x d rotation,
+// row-major with stride d (entry (a, b) is R[a*d+b]); T holds the first d
+// entries of the translation.
+type Pose struct {
+	R [9]float64
+	T [3]float64
+}
+
+// Identity returns the identity pose of SE(d).
+func Identity(d int) Pose {
+	var p Pose
+	for a := 0; a < d; a++ {
+		p.R[a*d+a] = 1
+	}
+	return p
+}
+
+// Edge is a relative measurement of pose J seen from pose I: R ~ R_I^T R_J,
+// T ~ R_I^T (t_J - t_I), with isotropic precisions Kappa (rotation) and Tau
+// (translation), both > 0.
+type Edge struct {
+	I, J       int
+	R          [9]float64
+	T          [3]float64
+	Kappa, Tau float64
+
+	// The record as read, so a writer can reproduce it bit for bit:
+	// Meas holds the file's measurement values (dx dy dth for SE(2),
+	// x y z qx qy qz qw for SE(3), quaternion as written, not normalized),
+	// Info the information matrix's upper triangle in g2o order (6 or 21
+	// values). Both are empty for edges made in memory.
+	Meas []float64
+	Info []float64
+	// Line is the edge's line in its source file (0 if none).
+	Line int
+}
+
+// Graph is a pose graph. Poses are indexed 0..n-1; IDs maps an index back to
+// the id the file used, so results can be written under the original ids.
+type Graph struct {
+	D     int
+	IDs   []int
+	Edges []Edge
+	// Initial holds the file's VERTEX estimates; HasInitial[i] says whether
+	// pose i had one (files with no VERTEX lines leave them all false).
+	Initial    []Pose
+	HasInitial []bool
+	// Fixed lists the indices of FIX'ed poses, in file order.
+	Fixed []int
+	// Source names the file the graph came from, for messages.
+	Source string
+}
+
+// N is the number of poses.
+func (g *Graph) N() int { return len(g.IDs) }
+
+// M is the number of edges.
+func (g *Graph) M() int { return len(g.Edges) }
+
+// Anchor is the pose whose input estimate fixes the gauge: the first FIX'ed
+// pose, else pose 0.
+func (g *Graph) Anchor() int {
+	if len(g.Fixed) > 0 {
+		return g.Fixed[0]
+	}
+	return 0
+}
+
+// Components returns the connected components, each a sorted list of pose
+// indices, largest first (ties by smallest index).
+func (g *Graph) Components() [][]int {
+	n := g.N()
+	parent := make([]int, n)
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for _, e := range g.Edges {
+		a, b := find(e.I), find(e.J)
+		if a != b {
+			if a < b {
+				parent[b] = a
+			} else {
+				parent[a] = b
+			}
+		}
+	}
+	byRoot := map[int][]int{}
+	var roots []int
+	for i := 0; i < n; i++ {
+		r := find(i)
+		if _, ok := byRoot[r]; !ok {
+			roots = append(roots, r)
+		}
+		byRoot[r] = append(byRoot[r], i)
+	}
+	comps := make([][]int, 0, len(roots))
+	for _, r := range roots {
+		comps = append(comps, byRoot[r])
+	}
+	sort.SliceStable(comps, func(a, b int) bool { return len(comps[a]) > len(comps[b]) })
+	return comps
+}
+
+// DisconnectedError reports a graph with more than one connected component.
+type DisconnectedError struct {
+	Source string
+	Sizes  []int // component sizes, largest first
+}
+
+func (e *DisconnectedError) Error() string {
+	src := e.Source
+	if src == "" {
+		src = "graph"
+	}
+	return fmt.Sprintf("%s: pose graph is disconnected: %d components of sizes %v (a certified solve needs one; use the largest component)", src, len(e.Sizes), e.Sizes)
+}
+
+// Validate checks the graph's structure: d in {2, 3}, at least one pose,
+// edge endpoints in range and distinct, finite measurements, proper
+// rotations, positive finite precisions, and one connected component (a
+// *DisconnectedError otherwise).
+func (g *Graph) Validate() error {
+	if g.D != 2 && g.D != 3 {
+		return fmt.Errorf("%s: dimension %d is not 2 or 3", g.src(), g.D)
+	}
+	n := g.N()
+	if n == 0 {
+		return fmt.Errorf("%s: graph has no poses", g.src())
+	}
+	if len(g.Initial) != 0 && len(g.Initial) != n || len(g.HasInitial) != 0 && len(g.HasInitial) != n {
+		return fmt.Errorf("%s: %d poses but %d initial estimates", g.src(), n, len(g.Initial))
+	}
+	seen := make(map[int]int, n)
+	for i, id := range g.IDs {
+		if k, ok := seen[id]; ok {
+			return fmt.Errorf("%s: id %d names poses %d and %d", g.src(), id, k, i)
+		}
+		seen[id] = i
+	}
+	for k, e := range g.Edges {
+		at := g.where(k)
+		if e.I < 0 || e.I >= n || e.J < 0 || e.J >= n {
+			return fmt.Errorf("%s: edge (%d, %d) has an endpoint outside 0..%d", at, e.I, e.J, n-1)
+		}
+		if e.I == e.J {
+			return fmt.Errorf("%s: edge from pose %d to itself", at, g.IDs[e.I])
+		}
+		if !(e.Kappa > 0) || !(e.Tau > 0) || math.IsInf(e.Kappa, 0) || math.IsInf(e.Tau, 0) {
+			return fmt.Errorf("%s: precisions kappa=%g tau=%g must be positive and finite", at, e.Kappa, e.Tau)
+		}
+		for _, v := range e.R[:g.D*g.D] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s: rotation is not finite", at)
+			}
+		}
+		for _, v := range e.T[:g.D] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s: translation is not finite", at)
+			}
+		}
+		if dev := rotationDeviation(e.R[:], g.D); dev > 1e-6 {
+			return fmt.Errorf("%s: measurement is not a rotation (||R^T R - I|| + |det R - 1| = %.3g)", at, dev)
+		}
+	}
+	if comps := g.Components(); len(comps) > 1 {
+		sizes := make([]int, len(comps))
+		for i, c := range comps {
+			sizes[i] = len(c)
+		}
+		return &DisconnectedError{Source: g.Source, Sizes: sizes}
+	}
+	return nil
+}
+
+// IsDisconnected reports whether err is (or wraps) a *DisconnectedError.
+func IsDisconnected(err error) bool {
+	var d *DisconnectedError
+	return errors.As(err, &d)
+}
+
+func (g *Graph) src() string {
+	if g.Source == "" {
+		return "graph"
+	}
+	return g.Source
+}
+
+func (g *Graph) where(k int) string {
+	if l := g.Edges[k].Line; l > 0 {
+		return fmt.Sprintf("%s:%d", g.src(), l)
+	}
+	return fmt.Sprintf("%s: edge %d", g.src(), k)
+}
+
+func rotationDeviation(r []float64, d int) float64 {
+	dev := 0.0
+	for a := 0; a < d; a++ {
+		for b := 0; b < d; b++ {
+			s := 0.0
+			for k := 0; k < d; k++ {
+				s += r[k*d+a] * r[k*d+b]
+			}
+			if a == b {
+				s--
+			}
+			dev += s * s
+		}
+	}
+	return math.Sqrt(dev) + math.Abs(Det(r, d)-1)
+}
+
+// Det returns the determinant of the d x d row-major matrix r.
+func Det(r []float64, d int) float64 {
+	if d == 2 {
+		return r[0]*r[3] - r[1]*r[2]
+	}
+	return r[0]*(r[4]*r[8]-r[5]*r[7]) - r[1]*(r[3]*r[8]-r[5]*r[6]) + r[2]*(r[3]*r[7]-r[4]*r[6])
+}
+
+// Subgraph returns the graph induced by the given pose indices (sorted), with
+// poses renumbered in that order and only edges between them kept. IDs,
+// initial estimates and FIX marks carry over.
+func (g *Graph) Subgraph(poses []int) *Graph {
+	idx := make(map[int]int, len(poses))
+	for k, i := range poses {
+		idx[i] = k
+	}
+	s := &Graph{D: g.D, Source: g.Source}
+	for _, i := range poses {
+		s.IDs = append(s.IDs, g.IDs[i])
+		if len(g.Initial) > 0 {
+			s.Initial = append(s.Initial, g.Initial[i])
+		}
+		if len(g.HasInitial) > 0 {
+			s.HasInitial = append(s.HasInitial, g.HasInitial[i])
+		}
+	}
+	for _, f := range g.Fixed {
+		if k, ok := idx[f]; ok {
+			s.Fixed = append(s.Fixed, k)
+		}
+	}
+	for _, e := range g.Edges {
+		a, okA := idx[e.I]
+		b, okB := idx[e.J]
+		if okA && okB {
+			e.I, e.J = a, b
+			s.Edges = append(s.Edges, e)
+		}
+	}
+	return s
+}

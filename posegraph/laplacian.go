@@ -1,0 +1,144 @@
+package posegraph
+
+import (
+	"github.com/bcmsync/bcmsync/internal/sparse"
+)
+
+// Problem selects what is synchronized.
+type Problem int
+
+const (
+	// Poses is SE(d) synchronization: blocks of size d+1, [Y_i p_i].
+	Poses Problem = iota
+	// Rotations is SO(d) synchronization: blocks of size d, translations ignored.
+	Rotations
+)
+
+func (p Problem) String() string {
+	if p == Rotations {
+		return "SO(d)"
+	}
+	return "SE(d)"
+}
+
+// BlockSize is the size of one block of Q for this problem in dimension d.
+func (p Problem) BlockSize(d int) int {
+	if p == Rotations {
+		return d
+	}
+	return d + 1
+}
+
+// Laplacian assembles the connection Laplacian Q (DESIGN.md section 3), so
+// that F(X) = tr(X Q X^T) for the lifted variable X = [X_1 ... X_n]. For
+// Poses the blocks are (d+1) x (d+1):
+//
+//	Q_ii += [[kappa I + tau t t^T, tau t], [tau t^T, tau]]
+//	Q_jj += diag(kappa I, tau)
+//	Q_ij += -[[kappa R, tau t], [0, tau]]
+//
+// and for Rotations d x d: Q_ii += kappa I, Q_jj += kappa I, Q_ij += -kappa R.
+func (g *Graph) Laplacian(p Problem) *sparse.BlockSym {
+	d := g.D
+	b := p.BlockSize(d)
+	bb := sparse.NewBlockBuilder(g.N(), b)
+	di := make([]float64, b*b)
+	dj := make([]float64, b*b)
+	off := make([]float64, b*b)
+	for _, e := range g.Edges {
+		for k := range di {
+			di[k], dj[k], off[k] = 0, 0, 0
+		}
+		for a := 0; a < d; a++ {
+			di[a*b+a] = e.Kappa
+			dj[a*b+a] = e.Kappa
+			for c := 0; c < d; c++ {
+				off[a*b+c] = -e.Kappa * e.R[a*d+c]
+			}
+		}
+		if p == Poses {
+			for a := 0; a < d; a++ {
+				for c := 0; c < d; c++ {
+					di[a*b+c] += e.Tau * e.T[a] * e.T[c]
+				}
+				di[a*b+d] = e.Tau * e.T[a]
+				di[d*b+a] = e.Tau * e.T[a]
+				off[a*b+d] = -e.Tau * e.T[a]
+			}
+			di[d*b+d] = e.Tau
+			dj[d*b+d] = e.Tau
+			off[d*b+d] = -e.Tau
+		}
+		bb.AddDiag(e.I, di)
+		bb.AddDiag(e.J, dj)
+		bb.AddOff(e.I, e.J, off)
+	}
+	return bb.Build()
+}
+
+// Cost evaluates F edge by edge (DESIGN.md section 1, no factor 1/2):
+//
+//	F = sum_e kappa ||R_j - R_i R_e||_F^2 + tau ||t_j - t_i - R_i t_e||^2.
+//
+// For Rotations only the first sum is taken.
+func (g *Graph) Cost(x []Pose, p Problem) float64 {
+	d := g.D
+	f := 0.0
+	for _, e := range g.Edges {
+		ri, rj := &x[e.I].R, &x[e.J].R
+		s := 0.0
+		for a := 0; a < d; a++ {
+			for c := 0; c < d; c++ {
+				v := rj[a*d+c]
+				for k := 0; k < d; k++ {
+					v -= ri[a*d+k] * e.R[k*d+c]
+				}
+				s += v * v
+			}
+		}
+		f += e.Kappa * s
+		if p == Poses {
+			s = 0
+			for a := 0; a < d; a++ {
+				v := x[e.J].T[a] - x[e.I].T[a]
+				for k := 0; k < d; k++ {
+					v -= ri[a*d+k] * e.T[k]
+				}
+				s += v * v
+			}
+			f += e.Tau * s
+		}
+	}
+	return f
+}
+
+// Lift returns the r x (b n) block matrix X with X_i = [R_i t_i] (or R_i for
+// Rotations) in its top d rows and zeros below; r >= d.
+func (g *Graph) Lift(x []Pose, p Problem, r int) *sparse.Blocks {
+	d := g.D
+	b := p.BlockSize(d)
+	out := sparse.NewBlocks(r, b, len(x))
+	for i := range x {
+		blk := out.Block(i)
+		for a := 0; a < d; a++ {
+			for c := 0; c < d; c++ {
+				blk[a*b+c] = x[i].R[a*d+c]
+			}
+			if p == Poses {
+				blk[a*b+d] = x[i].T[a]
+			}
+		}
+	}
+	return out
+}
+
+// TraceCost returns tr(X Q X^T) = sum_i <X_i, (X Q)_i>, using work (same
+// shape as x) for X Q.
+func TraceCost(q *sparse.BlockSym, x, work *sparse.Blocks) float64 {
+	q.MulBlocks(work, x)
+	s := 0.0
+	for k, v := range x.Data {
+		s += v * work.Data[k]
+	}
+	return s
+}
