@@ -58,8 +58,14 @@ func (g *Graph) Laplacian(p Problem) *sparse.BlockSym {
 		}
 		if p == Poses {
 			for a := 0; a < d; a++ {
-				for c := 0; c < d; c++ {
-					di[a*b+c] += e.Tau * e.T[a] * e.T[c]
+				// Fill both triangles from one product so Q is
+				// symmetric to the bit: solvers read either triangle.
+				for c := 0; c <= a; c++ {
+					v := e.Tau * e.T[a] * e.T[c]
+					di[a*b+c] += v
+					if c != a {
+						di[c*b+a] += v
+					}
 				}
 				di[a*b+d] = e.Tau * e.T[a]
 				di[d*b+a] = e.Tau * e.T[a]
