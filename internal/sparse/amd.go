@@ -1,0 +1,307 @@
+package sparse
+
+import "container/heap"
+
+// AMD returns a fill-reducing symmetric permutation of the matrix whose lower
+// triangle a holds: perm[k] is the original index of the k-th pivot.
+//
+// It is an approximate minimum degree ordering on the quotient graph
+// (eliminated nodes become elements that stand for the cliques they create,
+// degrees are the upper bounds of Amestoy, Davis and Duff, elements contained
+// in a newer one are absorbed). Consecutive columns with identical patterns
+// are first merged into weighted supervariables, which shrinks the graph of
+// block-structured matrices by the block size and keeps each block's columns
+// together. Ties are broken by the smallest index, so the result is
+// deterministic.
+func AMD(a *CSC) []int {
+	n := a.N
+	if n == 0 {
+		return []int{}
+	}
+	// Full symmetric adjacency without the diagonal.
+	cnt := make([]int, n+1)
+	for j := 0; j < n; j++ {
+		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+			if i := a.RowIdx[p]; i != j {
+				cnt[i+1]++
+				cnt[j+1]++
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		cnt[i+1] += cnt[i]
+	}
+	adj := make([]int, cnt[n])
+	next := append([]int(nil), cnt[:n]...)
+	// Two passes keep every list sorted: first each row's neighbours
+	// below it (columns in increasing order), then those above it.
+	for j := 0; j < n; j++ {
+		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+			if i := a.RowIdx[p]; i > j {
+				adj[next[i]] = j
+				next[i]++
+			}
+		}
+	}
+	for j := 0; j < n; j++ {
+		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+			if i := a.RowIdx[p]; i > j {
+				adj[next[j]] = i
+				next[j]++
+			}
+		}
+	}
+	// Supervariables: column j joins j-1's group when adj(j)+{j} equals
+	// adj(j-1)+{j-1}, i.e. both lists agree after removing j-1 from adj(j)
+	// and j from adj(j-1). Checking only against the previous column of
+	// the group is enough, since equality is transitive.
+	group := make([]int, n)
+	ng := 0
+	for j := 0; j < n; j++ {
+		if j > 0 && samePattern(adj[cnt[j-1]:cnt[j]], j-1, adj[cnt[j]:cnt[j+1]], j) {
+			group[j] = group[j-1]
+			continue
+		}
+		group[j] = ng
+		ng++
+	}
+	first := make([]int, ng+1)
+	for j := n - 1; j >= 0; j-- {
+		first[group[j]] = j
+	}
+	first[ng] = n
+	w := make([]int, ng)
+	xadj := make([]int, ng+1)
+	var gadj []int
+	for g := 0; g < ng; g++ {
+		j := first[g]
+		w[g] = first[g+1] - first[g]
+		last := -1
+		for _, i := range adj[cnt[j]:cnt[j+1]] {
+			if gi := group[i]; gi != g && gi != last {
+				gadj = append(gadj, gi)
+				last = gi
+			}
+		}
+		xadj[g+1] = len(gadj)
+	}
+	order := minDegree(ng, xadj, gadj, w)
+	perm := make([]int, 0, n)
+	for _, g := range order {
+		for j := first[g]; j < first[g+1]; j++ {
+			perm = append(perm, j)
+		}
+	}
+	return perm
+}
+
+// samePattern reports whether a+{i} equals b+{j} for sorted a (of node i)
+// and b (of node j).
+func samePattern(a []int, i int, b []int, j int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	p, q := 0, 0
+	sawJ, sawI := false, false
+	for p < len(a) || q < len(b) {
+		if p < len(a) && a[p] == j {
+			p++
+			sawJ = true
+			continue
+		}
+		if q < len(b) && b[q] == i {
+			q++
+			sawI = true
+			continue
+		}
+		if p == len(a) || q == len(b) || a[p] != b[q] {
+			return false
+		}
+		p++
+		q++
+	}
+	// i and j must be adjacent, or i is missing from b+{j}.
+	return sawI && sawJ
+}
+
+// BlockAMD orders the block graph of q (with its first drop block rows and
+// columns removed, as in q.LowerCSC(shift, drop)) and expands the block
+// order to a scalar permutation for that CSC matrix. Ordering pose blocks
+// rather than scalars is cheaper and keeps every block contiguous, which the
+// supernodal factorization exploits.
+func BlockAMD(q *BlockSym, drop int) []int {
+	nb := q.N - drop
+	if nb <= 0 {
+		return []int{}
+	}
+	xadj := make([]int, nb+1)
+	var adj []int
+	for i := drop; i < q.N; i++ {
+		for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
+			if j := q.ColIdx[k]; j != i && j >= drop {
+				adj = append(adj, j-drop)
+			}
+		}
+		xadj[i-drop+1] = len(adj)
+	}
+	w := make([]int, nb)
+	for i := range w {
+		w[i] = q.B
+	}
+	order := minDegree(nb, xadj, adj, w)
+	perm := make([]int, 0, nb*q.B)
+	for _, i := range order {
+		for c := 0; c < q.B; c++ {
+			perm = append(perm, i*q.B+c)
+		}
+	}
+	return perm
+}
+
+// minDegree returns an elimination order of the n nodes of the symmetric
+// graph adj[xadj[i]:xadj[i+1]] (no self loops) whose node i stands for w[i]
+// scalar variables. Degrees are weighted.
+func minDegree(n int, xadj, adj []int, w []int) []int {
+	const (
+		variable = iota
+		element
+		absorbed
+	)
+	vadj := make([][]int, n) // adjacent variables
+	eadj := make([][]int, n) // adjacent elements
+	le := make([][]int, n)   // variables of element e
+	lenW := make([]int, n)   // weight of le[e]
+	state := make([]uint8, n)
+	deg := make([]int, n)
+	mark := make([]int, n)
+	wE := make([]int, n)
+	wStamp := make([]int, n)
+	total := 0
+	q := make(degHeap, 0, n)
+	for i := 0; i < n; i++ {
+		vadj[i] = append([]int(nil), adj[xadj[i]:xadj[i+1]]...)
+		for _, v := range vadj[i] {
+			deg[i] += w[v]
+		}
+		total += w[i]
+		q = append(q, degItem{deg[i], i})
+	}
+	heap.Init(&q)
+	order := make([]int, 0, n)
+	stamp := 0
+	nleft := total
+	for len(order) < n {
+		it := heap.Pop(&q).(degItem)
+		p := it.node
+		if state[p] != variable || it.deg != deg[p] {
+			continue // stale entry
+		}
+		order = append(order, p)
+		nleft -= w[p]
+		stamp++
+		mark[p] = stamp
+		// The new element's variables: p's variable neighbours and the
+		// variables of every element adjacent to p, which p absorbs.
+		var lp []int
+		lpW := 0
+		for _, v := range vadj[p] {
+			if state[v] == variable && mark[v] != stamp {
+				mark[v] = stamp
+				lp = append(lp, v)
+				lpW += w[v]
+			}
+		}
+		for _, e := range eadj[p] {
+			if state[e] != element {
+				continue
+			}
+			for _, v := range le[e] {
+				if state[v] == variable && mark[v] != stamp {
+					mark[v] = stamp
+					lp = append(lp, v)
+					lpW += w[v]
+				}
+			}
+			state[e] = absorbed
+			le[e] = nil
+		}
+		state[p] = element
+		le[p], lenW[p] = lp, lpW
+		vadj[p], eadj[p] = nil, nil
+		// wE[e] = weight of le[e] outside lp, for every element e that
+		// touches lp (Amestoy-Davis-Duff).
+		for _, i := range lp {
+			for _, e := range eadj[i] {
+				if state[e] != element {
+					continue
+				}
+				if wStamp[e] != stamp {
+					wStamp[e] = stamp
+					wE[e] = lenW[e]
+				}
+				wE[e] -= w[i]
+			}
+		}
+		for _, i := range lp {
+			es := eadj[i][:0]
+			degE := 0
+			for _, e := range eadj[i] {
+				if state[e] != element {
+					continue
+				}
+				if wE[e] == 0 {
+					// le[e] lies inside lp: aggressive absorption.
+					state[e] = absorbed
+					le[e] = nil
+					continue
+				}
+				es = append(es, e)
+				degE += wE[e]
+			}
+			eadj[i] = append(es, p)
+			vs := vadj[i][:0]
+			degV := 0
+			for _, v := range vadj[i] {
+				// Neighbours inside lp are now reached through p.
+				if state[v] == variable && mark[v] != stamp {
+					vs = append(vs, v)
+					degV += w[v]
+				}
+			}
+			vadj[i] = vs
+			d := degV + degE + lpW - w[i]
+			if b := deg[i] + lpW - w[i]; b < d {
+				d = b
+			}
+			if b := nleft - w[i]; b < d {
+				d = b
+			}
+			if d < 0 {
+				d = 0
+			}
+			deg[i] = d
+			heap.Push(&q, degItem{d, i})
+		}
+	}
+	return order
+}
+
+type degItem struct{ deg, node int }
+
+type degHeap []degItem
+
+func (h degHeap) Len() int { return len(h) }
+func (h degHeap) Less(a, b int) bool {
+	if h[a].deg != h[b].deg {
+		return h[a].deg < h[b].deg
+	}
+	return h[a].node < h[b].node
+}
+func (h degHeap) Swap(a, b int)  { h[a], h[b] = h[b], h[a] }
+func (h *degHeap) Push(x any)   { *h = append(*h, x.(degItem)) }
+func (h *degHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,352 @@
+package sparse
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// NotPositiveDefiniteError reports that the factorization met a pivot that
+// is not positive (or is NaN): the matrix is not positive definite to
+// working precision. Column is the original (unpermuted) index of the
+// failing pivot and Pivot its value before the square root.
+type NotPositiveDefiniteError struct {
+	Column int
+	Pivot  float64
+}
+
+func (e *NotPositiveDefiniteError) Error() string {
+	return fmt.Sprintf("sparse: matrix is not positive definite: pivot %g at column %d", e.Pivot, e.Column)
+}
+
+// IsNotPositiveDefinite reports whether err is, or wraps, a
+// *NotPositiveDefiniteError.
+func IsNotPositiveDefinite(err error) bool {
+	var e *NotPositiveDefiniteError
+	return errors.As(err, &e)
+}
+
+// Cholesky is a sparse Cholesky factorization P A P^T = L L^T of a symmetric
+// positive definite matrix given by its lower triangle. The symbolic analysis
+// (ordering, elimination tree, pattern of L) is done once by NewCholesky;
+// Factorize recomputes the numbers for new values on the same pattern.
+//
+// Solve, SolveMany and Precondition use buffers held by the factor, so one
+// Cholesky must not be used by several goroutines at once.
+type Cholesky struct {
+	n    int
+	perm []int // perm[k] = original index of pivot k
+	pinv []int
+
+	// The pattern of A it was built for, to check refactorizations.
+	aColPtr, aRowIdx []int
+	// C = upper triangle of P A P^T by columns; amap sends A's entry p to
+	// C's entry amap[p].
+	cp, ci []int
+	cx     []float64
+	amap   []int
+
+	parent []int
+	// L by columns, diagonal first, rows increasing.
+	lp, li []int
+	lx     []float64
+
+	ok bool
+
+	// Work space.
+	x     []float64
+	s     []int
+	flag  []int
+	cnext []int
+}
+
+// NewCholesky orders a with AMD, analyses the pattern and factors it. a
+// holds the lower triangle (see CSC). If a is not positive definite the
+// error is a *NotPositiveDefiniteError.
+func NewCholesky(a *CSC) (*Cholesky, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	return newCholesky(a, AMD(a))
+}
+
+// NewCholeskyPerm is NewCholesky with a given fill-reducing permutation
+// (perm[k] = original index of the k-th pivot), for example BlockAMD's.
+func NewCholeskyPerm(a *CSC, perm []int) (*Cholesky, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if len(perm) != a.N {
+		return nil, fmt.Errorf("sparse: permutation of length %d for a matrix of order %d", len(perm), a.N)
+	}
+	seen := make([]bool, a.N)
+	for k, i := range perm {
+		if i < 0 || i >= a.N || seen[i] {
+			return nil, fmt.Errorf("sparse: perm[%d] = %d is not a permutation entry", k, i)
+		}
+		seen[i] = true
+	}
+	return newCholesky(a, append([]int(nil), perm...))
+}
+
+func newCholesky(a *CSC, perm []int) (*Cholesky, error) {
+	c := &Cholesky{n: a.N, perm: perm}
+	c.symbolic(a)
+	if err := c.Factorize(a); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// symbolic builds C = P A P^T (upper), the elimination tree and the pattern
+// of L.
+func (c *Cholesky) symbolic(a *CSC) {
+	n := a.N
+	c.pinv = make([]int, n)
+	for k, i := range c.perm {
+		c.pinv[i] = k
+	}
+	nnz := a.ColPtr[n]
+	c.aColPtr = append([]int(nil), a.ColPtr...)
+	c.aRowIdx = append([]int(nil), a.RowIdx[:nnz]...)
+	// Entry (i, j) of A goes to row min, column max of (pinv[i], pinv[j]).
+	c.cp = make([]int, n+1)
+	for j := 0; j < n; j++ {
+		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+			pi, pj := c.pinv[a.RowIdx[p]], c.pinv[j]
+			c.cp[max(pi, pj)+1]++
+		}
+	}
+	for k := 0; k < n; k++ {
+		c.cp[k+1] += c.cp[k]
+	}
+	next := append([]int(nil), c.cp[:n]...)
+	c.ci = make([]int, nnz)
+	c.cx = make([]float64, nnz)
+	c.amap = make([]int, nnz)
+	for j := 0; j < n; j++ {
+		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+			pi, pj := c.pinv[a.RowIdx[p]], c.pinv[j]
+			col := max(pi, pj)
+			q := next[col]
+			next[col]++
+			c.ci[q] = min(pi, pj)
+			c.amap[p] = q
+		}
+	}
+	// Elimination tree of C (Liu's algorithm with path compression).
+	c.parent = make([]int, n)
+	anc := make([]int, n)
+	for k := 0; k < n; k++ {
+		c.parent[k], anc[k] = -1, -1
+		for p := c.cp[k]; p < c.cp[k+1]; p++ {
+			for i := c.ci[p]; i != -1 && i < k; {
+				inext := anc[i]
+				anc[i] = k
+				if inext == -1 {
+					c.parent[i] = k
+				}
+				i = inext
+			}
+		}
+	}
+	c.x = make([]float64, n)
+	c.s = make([]int, n)
+	c.flag = make([]int, n)
+	c.cnext = make([]int, n)
+	for i := range c.flag {
+		c.flag[i] = -1
+	}
+	// Column counts from the row patterns (row k of L is the reach of
+	// C's column k in the elimination tree).
+	cnt := make([]int, n)
+	for k := 0; k < n; k++ {
+		cnt[k]++
+		for top := c.ereach(k); top < n; top++ {
+			cnt[c.s[top]]++
+		}
+	}
+	c.lp = make([]int, n+1)
+	for k := 0; k < n; k++ {
+		c.lp[k+1] = c.lp[k] + cnt[k]
+	}
+	c.li = make([]int, c.lp[n])
+	c.lx = make([]float64, c.lp[n])
+	copy(c.cnext, c.lp[:n])
+	for i := range c.flag {
+		c.flag[i] = -1
+	}
+	for k := 0; k < n; k++ {
+		c.li[c.cnext[k]] = k
+		c.cnext[k]++
+		for top := c.ereach(k); top < n; top++ {
+			i := c.s[top]
+			c.li[c.cnext[i]] = k
+			c.cnext[i]++
+		}
+	}
+	for i := range c.flag {
+		c.flag[i] = -1
+	}
+}
+
+// ereach puts the pattern of row k of L (without the diagonal) in
+// c.s[top:n], in topological order, and returns top.
+func (c *Cholesky) ereach(k int) int {
+	n := c.n
+	top := n
+	c.flag[k] = k
+	for p := c.cp[k]; p < c.cp[k+1]; p++ {
+		i := c.ci[p]
+		length := 0
+		for ; c.flag[i] != k; i = c.parent[i] {
+			c.s[length] = i
+			length++
+			c.flag[i] = k
+		}
+		for length > 0 {
+			top--
+			length--
+			c.s[top] = c.s[length]
+		}
+	}
+	return top
+}
+
+// Factorize recomputes the numeric factor for a matrix with the pattern the
+// factor was built for and new values. On failure the factor is unusable
+// (Solve fills its output with NaN) until a successful Factorize.
+func (c *Cholesky) Factorize(a *CSC) error {
+	c.ok = false
+	if a.N != c.n || len(a.ColPtr) != len(c.aColPtr) || a.ColPtr[a.N] != len(c.aRowIdx) {
+		return fmt.Errorf("sparse: Factorize: matrix of order %d with %d entries does not match the analysed pattern", a.N, len(a.RowIdx))
+	}
+	for j, p := range c.aColPtr {
+		if a.ColPtr[j] != p {
+			return fmt.Errorf("sparse: Factorize: column %d differs from the analysed pattern", j)
+		}
+	}
+	for p, i := range c.aRowIdx {
+		if a.RowIdx[p] != i {
+			return fmt.Errorf("sparse: Factorize: entry %d differs from the analysed pattern", p)
+		}
+	}
+	for p, q := range c.amap {
+		c.cx[q] = a.Val[p]
+	}
+	if err := c.numeric(); err != nil {
+		return err
+	}
+	c.ok = true
+	return nil
+}
+
+// numeric is the up-looking factorization: row k of L solves a triangular
+// system with the rows above it, then the pivot is what is left of the
+// diagonal.
+func (c *Cholesky) numeric() error {
+	n := c.n
+	x, s := c.x, c.s
+	lp, li, lx := c.lp, c.li, c.lx
+	for i := range c.flag {
+		c.flag[i] = -1
+	}
+	copy(c.cnext, lp[:n])
+	for k := 0; k < n; k++ {
+		top := c.ereach(k)
+		for p := c.cp[k]; p < c.cp[k+1]; p++ {
+			x[c.ci[p]] = c.cx[p]
+		}
+		d := x[k]
+		x[k] = 0
+		for ; top < n; top++ {
+			i := s[top]
+			lki := x[i] / lx[lp[i]]
+			x[i] = 0
+			end := c.cnext[i]
+			rows := li[lp[i]+1 : end]
+			vals := lx[lp[i]+1 : end]
+			for t, r := range rows {
+				x[r] -= vals[t] * lki
+			}
+			d -= lki * lki
+			lx[end] = lki
+			c.cnext[i]++
+		}
+		if !(d > 0) || math.IsInf(d, 0) {
+			return &NotPositiveDefiniteError{Column: c.perm[k], Pivot: d}
+		}
+		lx[c.cnext[k]] = math.Sqrt(d)
+		c.cnext[k]++
+	}
+	return nil
+}
+
+// N is the order of the factored matrix.
+func (c *Cholesky) N() int { return c.n }
+
+// NNZ is the number of nonzeros of L, diagonal included.
+func (c *Cholesky) NNZ() int { return c.lp[c.n] }
+
+// Perm returns the fill-reducing permutation (perm[k] = original index of
+// the k-th pivot). It aliases the factor's storage.
+func (c *Cholesky) Perm() []int { return c.perm }
+
+// Solve sets x = A^{-1} b. x and b may alias. It does not allocate.
+func (c *Cholesky) Solve(x, b []float64) {
+	n := c.n
+	y := c.x
+	if !c.ok {
+		for i := range x[:n] {
+			x[i] = math.NaN()
+		}
+		return
+	}
+	for k, i := range c.perm {
+		y[k] = b[i]
+	}
+	c.solvePerm(y)
+	for k, i := range c.perm {
+		x[i] = y[k]
+	}
+	for k := range y {
+		y[k] = 0 // the factorization expects a clean work vector
+	}
+}
+
+// solvePerm overwrites y with (L L^T)^{-1} y.
+func (c *Cholesky) solvePerm(y []float64) {
+	lp, li, lx := c.lp, c.li, c.lx
+	n := c.n
+	for j := 0; j < n; j++ {
+		yj := y[j] / lx[lp[j]]
+		y[j] = yj
+		rows := li[lp[j]+1 : lp[j+1]]
+		vals := lx[lp[j]+1 : lp[j+1]]
+		for t, r := range rows {
+			y[r] -= vals[t] * yj
+		}
+	}
+	for j := n - 1; j >= 0; j-- {
+		s := y[j]
+		rows := li[lp[j]+1 : lp[j+1]]
+		vals := lx[lp[j]+1 : lp[j+1]]
+		for t, r := range rows {
+			s -= vals[t] * y[r]
+		}
+		y[j] = s / lx[lp[j]]
+	}
+}
+
+// SolveMany solves A X = B for nrhs right-hand sides stored column-major
+// (column k at b[k*n:(k+1)*n]). x and b may alias. It does not allocate.
+func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
+	n := c.n
+	for k := 0; k < nrhs; k++ {
+		c.Solve(x[k*n:(k+1)*n], b[k*n:(k+1)*n])
+	}
+}
+
+// Precondition is Solve, so a factor (for example of Q + sigma I) serves
+// as a preconditioner for PCG and LOBPCG.
+func (c *Cholesky) Precondition(dst, r []float64) { c.Solve(dst, r) }

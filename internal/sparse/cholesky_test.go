@@ -1,0 +1,274 @@
+package sparse_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+)
+
+// factorer builds a Cholesky factor; the suite runs once per ordering.
+type factorer struct {
+	name string
+	// q is the block matrix a came from (a = q.LowerCSC(shift, 0)).
+	factor func(a *sparse.CSC, q *sparse.BlockSym) (*sparse.Cholesky, error)
+}
+
+func identityPerm(n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	return p
+}
+
+var factorers = []factorer{
+	{"AMD", func(a *sparse.CSC, _ *sparse.BlockSym) (*sparse.Cholesky, error) { return sparse.NewCholesky(a) }},
+	{"BlockAMD", func(a *sparse.CSC, q *sparse.BlockSym) (*sparse.Cholesky, error) {
+		return sparse.NewCholeskyPerm(a, sparse.BlockAMD(q, 0))
+	}},
+	{"natural", func(a *sparse.CSC, _ *sparse.BlockSym) (*sparse.Cholesky, error) {
+		return sparse.NewCholeskyPerm(a, identityPerm(a.N))
+	}},
+}
+
+type cholCase struct {
+	nb, b, ncomp int
+	dens         float64
+}
+
+var cholCases = []cholCase{
+	{1, 1, 1, 0}, {1, 4, 1, 0}, {2, 3, 1, 1}, {5, 2, 2, 0.5}, {12, 1, 1, 0.3},
+	{20, 3, 1, 0.15}, {30, 4, 3, 0.2}, {50, 2, 1, 0.05}, {80, 3, 2, 0.04}, {100, 1, 4, 0.05},
+}
+
+// shiftedPD returns q and the shift that puts the smallest eigenvalue of
+// q + shift I at margin*||q||, with ||q|| the dense infinity norm.
+func shiftedPD(t *testing.T, rng *rand.Rand, c cholCase, margin float64) (*sparse.BlockSym, float64, float64) {
+	q := randBlockSym(rng, c.nb, c.b, c.dens, c.ncomp)
+	d := denseOf(q)
+	ev, _ := eigenvalues(t, d, false)
+	anorm := normInf(d)
+	return q, -ev[0] + margin*anorm, anorm
+}
+
+func TestCholeskySolve(t *testing.T) {
+	for _, f := range factorers {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for ci, c := range cholCases {
+			t.Run(fmt.Sprintf("%s/%d", f.name, ci), func(t *testing.T) {
+				q, shift, _ := shiftedPD(t, rng, c, 1e-3)
+				a := q.LowerCSC(shift, 0)
+				ch, err := f.factor(a, q)
+				if err != nil {
+					t.Fatalf("factor: %v", err)
+				}
+				n := a.N
+				// Oracle: gonum's dense Cholesky.
+				ad := denseOf(a)
+				var dc mat.Cholesky
+				if !dc.Factorize(ad) {
+					t.Fatal("dense Cholesky failed on a PD matrix")
+				}
+				anorm := normInf(ad)
+				b := randVec(rng, n)
+				x := make([]float64, n)
+				ch.Solve(x, b)
+				if r := residual(a, anorm, x, b); r > 1e-12 {
+					t.Errorf("residual %g", r)
+				}
+				var xd mat.VecDense
+				if err := dc.SolveVecTo(&xd, mat.NewVecDense(n, b)); err != nil {
+					t.Fatal(err)
+				}
+				cond := dc.Cond()
+				for i := range x {
+					if math.Abs(x[i]-xd.AtVec(i)) > 1e-13*cond*(1+vnorm(x)) {
+						t.Fatalf("x[%d] = %g, dense %g (cond %g)", i, x[i], xd.AtVec(i), cond)
+					}
+				}
+				// Aliasing x and b.
+				y := append([]float64(nil), b...)
+				ch.Solve(y, y)
+				for i := range y {
+					if y[i] != x[i] {
+						t.Fatalf("aliased Solve differs at %d", i)
+					}
+				}
+				// SolveMany against column-by-column Solve.
+				const nrhs = 3
+				bm := randVec(rng, n*nrhs)
+				xm := make([]float64, n*nrhs)
+				ch.SolveMany(xm, bm, nrhs)
+				for k := 0; k < nrhs; k++ {
+					if r := residual(a, anorm, xm[k*n:(k+1)*n], bm[k*n:(k+1)*n]); r > 1e-12 {
+						t.Errorf("SolveMany column %d residual %g", k, r)
+					}
+				}
+				// The factor's nonzeros: L L^T = P A P^T implies nnz(L) >= nnz(lower A).
+				if ch.NNZ() < a.ColPtr[n] {
+					t.Errorf("NNZ %d below nnz(A) %d", ch.NNZ(), a.ColPtr[n])
+				}
+				// Refactorization with new values on the same pattern.
+				a2 := q.LowerCSC(2*shift+1, 0)
+				if err := ch.Factorize(a2); err != nil {
+					t.Fatalf("Factorize: %v", err)
+				}
+				ch.Solve(x, b)
+				if r := residual(a2, normInf(denseOf(a2)), x, b); r > 1e-12 {
+					t.Errorf("refactorized residual %g", r)
+				}
+			})
+		}
+	}
+}
+
+func TestCholeskyNotPositiveDefinite(t *testing.T) {
+	for _, f := range factorers {
+		rng := rand.New(rand.NewPCG(3, 4))
+		for ci, c := range cholCases {
+			t.Run(fmt.Sprintf("%s/%d", f.name, ci), func(t *testing.T) {
+				// Indefinite by a tiny margin: lambda_min = -1e-9 ||A||.
+				q, shift, _ := shiftedPD(t, rng, c, -1e-9)
+				a := q.LowerCSC(shift, 0)
+				_, err := f.factor(a, q)
+				var npd *sparse.NotPositiveDefiniteError
+				if !errors.As(err, &npd) {
+					t.Fatalf("want NotPositiveDefiniteError, got %v", err)
+				}
+				if npd.Column < 0 || npd.Column >= a.N || npd.Pivot > 0 {
+					t.Errorf("bad error contents %+v", npd)
+				}
+				// Strongly indefinite too.
+				_, err = f.factor(q.LowerCSC(shift-1, 0), q)
+				if !sparse.IsNotPositiveDefinite(err) {
+					t.Fatalf("want NotPositiveDefiniteError, got %v", err)
+				}
+				// A failed refactorization leaves no usable factor, and
+				// a good one afterwards restores it.
+				good := q.LowerCSC(shift+1, 0)
+				ch, err := f.factor(good, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := ch.Factorize(a); !sparse.IsNotPositiveDefinite(err) {
+					t.Fatalf("refactor of indefinite: got %v", err)
+				}
+				x := make([]float64, a.N)
+				b := randVec(rng, a.N)
+				ch.Solve(x, b)
+				if !math.IsNaN(x[0]) {
+					t.Error("Solve after a failed Factorize returned numbers")
+				}
+				if err := ch.Factorize(good); err != nil {
+					t.Fatal(err)
+				}
+				ch.Solve(x, b)
+				if r := residual(good, normInf(denseOf(good)), x, b); r > 1e-12 {
+					t.Errorf("residual after recovery %g", r)
+				}
+			})
+		}
+	}
+}
+
+func TestCholeskyNaN(t *testing.T) {
+	a := gridCSC(4, 2)
+	ch, err := sparse.NewCholesky(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := *a
+	bad.Val = append([]float64(nil), a.Val...)
+	bad.Val[3] = math.NaN()
+	if _, err := sparse.NewCholesky(&bad); err == nil {
+		t.Error("NaN entry accepted")
+	}
+	// Factorize skips validation of values for speed, but must still fail.
+	if err := ch.Factorize(&bad); err == nil {
+		t.Error("Factorize accepted a NaN entry")
+	}
+}
+
+func TestCholeskyBadInput(t *testing.T) {
+	a := gridCSC(3, 2)
+	cases := map[string]func(c *sparse.CSC){
+		"short colptr":  func(c *sparse.CSC) { c.ColPtr = c.ColPtr[:c.N] },
+		"no diagonal":   func(c *sparse.CSC) { c.RowIdx[c.ColPtr[2]] = 3 },
+		"upper entry":   func(c *sparse.CSC) { c.RowIdx[c.ColPtr[2]+1] = 1 },
+		"out of range":  func(c *sparse.CSC) { c.RowIdx[c.ColPtr[2]+1] = 99 },
+		"unsorted rows": func(c *sparse.CSC) { c.RowIdx[c.ColPtr[0]+1], c.RowIdx[c.ColPtr[0]+2] = c.RowIdx[c.ColPtr[0]+2], c.RowIdx[c.ColPtr[0]+1] },
+	}
+	for name, mutate := range cases {
+		c := &sparse.CSC{N: a.N, ColPtr: append([]int(nil), a.ColPtr...), RowIdx: append([]int(nil), a.RowIdx...), Val: append([]float64(nil), a.Val...)}
+		mutate(c)
+		if _, err := sparse.NewCholesky(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := sparse.NewCholeskyPerm(a, []int{0, 0, 1, 2, 3, 4, 5, 6, 7}); err == nil {
+		t.Error("repeated permutation entry accepted")
+	}
+	ch, err := sparse.NewCholesky(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Factorize(gridCSC(4, 2)); err == nil {
+		t.Error("Factorize accepted another pattern")
+	}
+}
+
+func isPerm(p []int, n int) bool {
+	if len(p) != n {
+		return false
+	}
+	seen := make([]bool, n)
+	for _, i := range p {
+		if i < 0 || i >= n || seen[i] {
+			return false
+		}
+		seen[i] = true
+	}
+	return true
+}
+
+func TestAMD(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range cholCases {
+		q := randBlockSym(rng, c.nb, c.b, c.dens, c.ncomp)
+		a := q.LowerCSC(0, 0)
+		if p := sparse.AMD(a); !isPerm(p, a.N) {
+			t.Errorf("AMD of %+v is not a permutation", c)
+		}
+		if p := sparse.BlockAMD(q, 0); !isPerm(p, a.N) {
+			t.Errorf("BlockAMD of %+v is not a permutation", c)
+		}
+		if c.nb > 1 {
+			if p := sparse.BlockAMD(q, 1); !isPerm(p, a.N-c.b) {
+				t.Errorf("BlockAMD with drop of %+v is not a permutation", c)
+			}
+		}
+	}
+	// Fill on grids: minimum degree must beat the natural (banded) order
+	// by a wide margin.
+	for _, g := range []struct{ k, dim int }{{40, 2}, {12, 3}} {
+		a := gridCSC(g.k, g.dim)
+		amd, err := sparse.NewCholesky(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nat, err := sparse.NewCholeskyPerm(a, identityPerm(a.N))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("grid %d^%d: nnz(L) AMD %d, natural %d", g.k, g.dim, amd.NNZ(), nat.NNZ())
+		if 2*amd.NNZ() > nat.NNZ() {
+			t.Errorf("grid %d^%d: AMD fill %d not far below natural %d", g.k, g.dim, amd.NNZ(), nat.NNZ())
+		}
+	}
+}
