@@ -297,7 +297,7 @@ func (h degHeap) Less(a, b int) bool {
 	}
 	return h[a].node < h[b].node
 }
-func (h degHeap) Swap(a, b int)  { h[a], h[b] = h[b], h[a] }
+func (h degHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
 func (h *degHeap) Push(x any)   { *h = append(*h, x.(degItem)) }
 func (h *degHeap) Pop() any {
 	old := *h

@@ -198,11 +198,13 @@ func TestCholeskyNaN(t *testing.T) {
 func TestCholeskyBadInput(t *testing.T) {
 	a := gridCSC(3, 2)
 	cases := map[string]func(c *sparse.CSC){
-		"short colptr":  func(c *sparse.CSC) { c.ColPtr = c.ColPtr[:c.N] },
-		"no diagonal":   func(c *sparse.CSC) { c.RowIdx[c.ColPtr[2]] = 3 },
-		"upper entry":   func(c *sparse.CSC) { c.RowIdx[c.ColPtr[2]+1] = 1 },
-		"out of range":  func(c *sparse.CSC) { c.RowIdx[c.ColPtr[2]+1] = 99 },
-		"unsorted rows": func(c *sparse.CSC) { c.RowIdx[c.ColPtr[0]+1], c.RowIdx[c.ColPtr[0]+2] = c.RowIdx[c.ColPtr[0]+2], c.RowIdx[c.ColPtr[0]+1] },
+		"short colptr": func(c *sparse.CSC) { c.ColPtr = c.ColPtr[:c.N] },
+		"no diagonal":  func(c *sparse.CSC) { c.RowIdx[c.ColPtr[2]] = 3 },
+		"upper entry":  func(c *sparse.CSC) { c.RowIdx[c.ColPtr[2]+1] = 1 },
+		"out of range": func(c *sparse.CSC) { c.RowIdx[c.ColPtr[2]+1] = 99 },
+		"unsorted rows": func(c *sparse.CSC) {
+			c.RowIdx[c.ColPtr[0]+1], c.RowIdx[c.ColPtr[0]+2] = c.RowIdx[c.ColPtr[0]+2], c.RowIdx[c.ColPtr[0]+1]
+		},
 	}
 	for name, mutate := range cases {
 		c := &sparse.CSC{N: a.N, ColPtr: append([]int(nil), a.ColPtr...), RowIdx: append([]int(nil), a.RowIdx...), Val: append([]float64(nil), a.Val...)}
