@@ -1,0 +1,576 @@
+package g2o
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// ReadOptions controls Read.
+type ReadOptions struct {
+	// Lenient skips records of unsupported or unknown types (landmarks,
+	// priors, parameters, ...) instead of failing on the first one.
+	Lenient bool
+	// Warn, if not nil, receives one message per skipped record type, with
+	// the number of records skipped, once reading has finished.
+	Warn func(msg string)
+	// StrictInfo rejects an edge whose full information matrix, cross terms
+	// included, is not positive definite. By default such an edge is read
+	// (its precisions come from the diagonal blocks alone, which must be
+	// positive definite) and Warn gets one summary with the count and the
+	// first line: published data sets have such edges (cubicle).
+	StrictInfo bool
+}
+
+// ParseError is a problem in an input file, located by file and line.
+type ParseError struct {
+	File string
+	Line int // 1-based; 0 for problems with the file as a whole
+	Msg  string
+}
+
+func (e *ParseError) Error() string {
+	f := e.File
+	if f == "" {
+		f = "<input>"
+	}
+	if e.Line > 0 {
+		return f + ":" + strconv.Itoa(e.Line) + ": " + e.Msg
+	}
+	return f + ": " + e.Msg
+}
+
+// MaxLineLength is the longest line Read accepts, in bytes. The longest
+// valid record (EDGE_SE3:QUAT) needs a few hundred.
+const MaxLineLength = 1 << 16
+
+// maxID bounds the absolute value of vertex ids, so id ranges cannot
+// overflow an int.
+const maxID = 1 << 60
+
+// ReadFile reads the g2o or TORO file at path; see Read.
+func ReadFile(path string, opts ReadOptions) (*posegraph.Graph, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(f, path, opts)
+}
+
+// Read parses a pose graph in g2o or TORO format from r. name is used in
+// error messages and as the graph's Source. Problems in the input are
+// reported as a *ParseError naming the line; see the package documentation
+// for the records understood.
+func Read(r io.Reader, name string, opts ReadOptions) (*posegraph.Graph, error) {
+	p := parser{name: name, opts: opts}
+	br := bufio.NewReaderSize(r, MaxLineLength)
+	for {
+		raw, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, p.errorf("line longer than %d bytes", MaxLineLength)
+		}
+		if len(raw) > 0 {
+			p.line++
+			if perr := p.parseLine(raw); perr != nil {
+				return nil, perr
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.fileName(), err)
+		}
+	}
+	return p.finish()
+}
+
+// vertex is a VERTEX record before ids are mapped to indices.
+type vertex struct {
+	id, line int
+	pose     posegraph.Pose
+}
+
+type fix struct{ id, line int }
+
+type parser struct {
+	name string
+	opts ReadOptions
+	line int
+
+	fields [][]byte    // reused field slices of the current line
+	vals   [30]float64 // numeric fields of the current record
+
+	d       int    // dimension fixed by the first record, 0 before
+	dimLine int    // that record's line
+	dimTag  string // and tag
+
+	edges []posegraph.Edge // I, J hold file ids until finish
+	verts []vertex
+	fixes []fix
+	slab  []float64 // backing store for Meas and Info, allocated in chunks
+
+	haveID       bool
+	minID, maxID int
+
+	skipped      map[string]int
+	skippedOrder []string
+
+	notPD      int // edges whose full information matrix is not positive definite
+	notPDFirst int // the first one's line
+	notPDMsg   string
+}
+
+func (p *parser) fileName() string {
+	if p.name == "" {
+		return "<input>"
+	}
+	return p.name
+}
+
+func (p *parser) errorf(format string, args ...any) *ParseError {
+	return &ParseError{File: p.name, Line: p.line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// split cuts a trailing comment and splits the rest into fields at runs of
+// white space (which covers tabs and the CR of CRLF line ends).
+func (p *parser) split(line []byte) {
+	p.fields = p.fields[:0]
+	start := -1
+	for i, c := range line {
+		if c == '#' {
+			line = line[:i]
+			break
+		}
+	}
+	for i, c := range line {
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f' {
+			if start >= 0 {
+				p.fields = append(p.fields, line[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		p.fields = append(p.fields, line[start:])
+	}
+}
+
+func (p *parser) parseLine(line []byte) *ParseError {
+	p.split(line)
+	if len(p.fields) == 0 {
+		return nil
+	}
+	tag := p.fields[0]
+	switch string(tag) {
+	case "VERTEX_SE2", "VERTEX2":
+		return p.vertex(2, 3)
+	case "VERTEX_SE3:QUAT":
+		return p.vertex(3, 7)
+	case "EDGE_SE2":
+		return p.edge(2, 9, false)
+	case "EDGE2":
+		return p.edge(2, 9, true)
+	case "EDGE_SE3:QUAT":
+		return p.edge(3, 28, false)
+	case "FIX":
+		return p.fix()
+	}
+	return p.unsupported(tag)
+}
+
+// unsupported fails on, or in lenient mode counts, a record this package
+// does not read.
+func (p *parser) unsupported(tag []byte) *ParseError {
+	t := string(tag)
+	if !p.opts.Lenient {
+		return p.errorf("%s is not supported (%s)", printable(t), unsupportedReason(t))
+	}
+	if p.skipped == nil {
+		p.skipped = make(map[string]int)
+	}
+	if _, ok := p.skipped[t]; !ok {
+		p.skippedOrder = append(p.skippedOrder, t)
+	}
+	p.skipped[t]++
+	return nil
+}
+
+// unsupportedReason says what kind of record an unsupported tag is.
+func unsupportedReason(tag string) string {
+	switch {
+	case strings.Contains(tag, "PRIOR"):
+		return "priors; only relative pose measurements are read"
+	case strings.HasPrefix(tag, "PARAMS") || strings.Contains(tag, "OFFSET") || strings.HasPrefix(tag, "CACHE"):
+		return "sensor parameters and offsets"
+	case tag == "VERTEX3" || tag == "EDGE3":
+		return "TORO 3-D records; use g2o VERTEX_SE3:QUAT / EDGE_SE3:QUAT"
+	case strings.Contains(tag, "_XY") || strings.Contains(tag, "XYZ") || strings.Contains(tag, "POINT") ||
+		strings.Contains(tag, "LANDMARK") || strings.Contains(tag, "BEARING"):
+		return "landmarks; only pose-pose edges are read"
+	case tag == "VERTEX_SE3" || tag == "EDGE_SE3" || strings.Contains(tag, "EULER"):
+		return "use VERTEX_SE3:QUAT / EDGE_SE3:QUAT"
+	}
+	return "unknown record type; expected VERTEX_SE2, EDGE_SE2, VERTEX_SE3:QUAT, EDGE_SE3:QUAT, VERTEX2, EDGE2 or FIX"
+}
+
+// printable quotes a token that would garble a message and shortens long ones.
+func printable(s string) string {
+	const max = 40
+	short := s
+	if len(short) > max {
+		short = short[:max] + "..."
+	}
+	for _, c := range short {
+		if c < 0x21 || c > 0x7e {
+			return strconv.Quote(short)
+		}
+	}
+	return short
+}
+
+// setDim fixes the file's dimension on its first record and rejects records
+// of the other one.
+func (p *parser) setDim(d int) *ParseError {
+	if p.d == 0 {
+		p.d, p.dimLine, p.dimTag = d, p.line, string(p.fields[0])
+		return nil
+	}
+	if p.d != d {
+		return p.errorf("%s is a %d-D record but line %d has a %d-D one (%s); a file holds one dimension",
+			printable(string(p.fields[0])), d, p.dimLine, p.d, p.dimTag)
+	}
+	return nil
+}
+
+// count checks the number of fields: the tag, ids, then nv numbers.
+func (p *parser) count(ids, nv int) *ParseError {
+	want := ids + nv
+	if got := len(p.fields) - 1; got != want {
+		few := "too few"
+		if got > want {
+			few = "too many"
+		}
+		return p.errorf("%s fields: %s needs %d after the tag (%d ids and %d numbers), found %d",
+			few, string(p.fields[0]), want, ids, nv, got)
+	}
+	return nil
+}
+
+func (p *parser) parseID(k int) (int, *ParseError) {
+	f := p.fields[k]
+	v, err := strconv.ParseInt(string(f), 10, 64)
+	if err != nil || v > maxID || v < -maxID {
+		return 0, p.errorf("field %d of %s (%s) is not a vertex id (an integer of magnitude at most 2^60)",
+			k, string(p.fields[0]), printable(string(f)))
+	}
+	id := int(v)
+	if !p.haveID {
+		p.minID, p.maxID, p.haveID = id, id, true
+	} else if id < p.minID {
+		p.minID = id
+	} else if id > p.maxID {
+		p.maxID = id
+	}
+	return id, nil
+}
+
+// parseVals parses fields[first:] into p.vals.
+func (p *parser) parseVals(first int) *ParseError {
+	for k, f := range p.fields[first:] {
+		v, err := strconv.ParseFloat(string(f), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return p.errorf("field %d of %s (%s) is not a number", first+k, string(p.fields[0]), printable(string(f)))
+		}
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return p.errorf("field %d of %s (%s) is not a finite number", first+k, string(p.fields[0]), printable(string(f)))
+		}
+		p.vals[k] = v
+	}
+	return nil
+}
+
+func (p *parser) vertex(d, nv int) *ParseError {
+	if err := p.setDim(d); err != nil {
+		return err
+	}
+	if err := p.count(1, nv); err != nil {
+		return err
+	}
+	id, err := p.parseID(1)
+	if err != nil {
+		return err
+	}
+	if err := p.parseVals(2); err != nil {
+		return err
+	}
+	v := vertex{id: id, line: p.line}
+	if d == 2 {
+		v.pose.R = RotationFromAngle(p.vals[2])
+		v.pose.T = [3]float64{p.vals[0], p.vals[1]}
+	} else {
+		r, ok := RotationFromQuat(p.vals[3], p.vals[4], p.vals[5], p.vals[6])
+		if !ok {
+			return p.errorf("VERTEX_SE3:QUAT has a zero quaternion")
+		}
+		v.pose.R = r
+		v.pose.T = [3]float64{p.vals[0], p.vals[1], p.vals[2]}
+	}
+	p.verts = append(p.verts, v)
+	return nil
+}
+
+// alloc returns a slice of k floats carved from a shared slab, so Meas and
+// Info cost no allocation per edge.
+func (p *parser) alloc(k int) []float64 {
+	if len(p.slab) < k {
+		p.slab = make([]float64, 1<<14)
+	}
+	s := p.slab[:k:k]
+	p.slab = p.slab[k:]
+	return s
+}
+
+func (p *parser) edge(d, nv int, toro bool) *ParseError {
+	if err := p.setDim(d); err != nil {
+		return err
+	}
+	if err := p.count(2, nv); err != nil {
+		return err
+	}
+	i, err := p.parseID(1)
+	if err != nil {
+		return err
+	}
+	j, err := p.parseID(2)
+	if err != nil {
+		return err
+	}
+	if i == j {
+		return p.errorf("%s from vertex %d to itself", string(p.fields[0]), i)
+	}
+	if err := p.parseVals(3); err != nil {
+		return err
+	}
+	v := &p.vals
+	// Fill the edge in place: an Edge is ~180 bytes, worth not copying.
+	p.edges = append(p.edges, posegraph.Edge{})
+	e := &p.edges[len(p.edges)-1]
+	e.I, e.J, e.Line = i, j, p.line
+	ok := false
+	defer func() {
+		if !ok {
+			p.edges = p.edges[:len(p.edges)-1]
+		}
+	}()
+	nm := 3 // dx dy dth
+	if d == 3 {
+		nm = 7 // x y z qx qy qz qw
+	}
+	e.Meas = p.alloc(nm)
+	copy(e.Meas, v[:nm])
+	var perr error
+	if d == 2 {
+		e.Info = p.alloc(6)
+		if toro {
+			// TORO: Ixx Ixy Iyy Ith Ixth Iyth -> g2o: I11 I12 I13 I22 I23 I33.
+			e.Info[0], e.Info[1], e.Info[2] = v[3], v[4], v[7]
+			e.Info[3], e.Info[4], e.Info[5] = v[5], v[8], v[6]
+		} else {
+			copy(e.Info, v[3:9])
+		}
+		e.R = RotationFromAngle(v[2])
+		e.T = [3]float64{v[0], v[1]}
+		e.Kappa, e.Tau, perr = SE2Precisions(e.Info)
+	} else {
+		e.Info = p.alloc(21)
+		copy(e.Info, v[7:28])
+		r, nonzero := RotationFromQuat(v[3], v[4], v[5], v[6])
+		if !nonzero {
+			return p.errorf("EDGE_SE3:QUAT has a zero quaternion")
+		}
+		e.R = r
+		e.T = [3]float64{v[0], v[1], v[2]}
+		e.Kappa, e.Tau, perr = SE3Precisions(e.Info)
+	}
+	if perr != nil {
+		return p.errorf("%s: %v", string(p.fields[0]), perr)
+	}
+	if err := InfoPositiveDefinite(e.Info); err != nil {
+		if p.opts.StrictInfo {
+			return p.errorf("%s: %v", string(p.fields[0]), err)
+		}
+		if p.notPD == 0 {
+			p.notPDFirst, p.notPDMsg = p.line, err.Error()
+		}
+		p.notPD++
+	}
+	ok = true
+	return nil
+}
+
+func (p *parser) fix() *ParseError {
+	if len(p.fields) < 2 {
+		return p.errorf("too few fields: FIX needs at least one vertex id")
+	}
+	for k := 1; k < len(p.fields); k++ {
+		id, err := p.parseID(k)
+		if err != nil {
+			return err
+		}
+		p.fixes = append(p.fixes, fix{id: id, line: p.line})
+	}
+	return nil
+}
+
+// finish maps ids to pose indices (rank among all ids, ascending) and
+// assembles the graph.
+func (p *parser) finish() (*posegraph.Graph, error) {
+	if len(p.edges) == 0 {
+		msg := "no edges: a pose graph needs at least one EDGE_SE2, EDGE_SE3:QUAT or EDGE2 record"
+		if len(p.skipped) > 0 {
+			msg += " (all records of unsupported types were skipped)"
+		}
+		p.warn()
+		return nil, &ParseError{File: p.name, Msg: msg}
+	}
+	// A vertex declared twice: report the earliest second declaration.
+	slices.SortStableFunc(p.verts, func(a, b vertex) int { return cmpInt(a.id, b.id) })
+	dup := -1
+	for k := 1; k < len(p.verts); k++ {
+		if p.verts[k].id == p.verts[k-1].id && (dup < 0 || p.verts[k].line < p.verts[dup].line) {
+			dup = k
+		}
+	}
+	if dup >= 0 {
+		v := p.verts[dup]
+		p.line = v.line
+		return nil, p.errorf("vertex %d declared twice (first at line %d)", v.id, p.verts[dup-1].line)
+	}
+
+	idx := p.indexer()
+	g := &posegraph.Graph{D: p.d, Source: p.name}
+	g.IDs = idx.ids
+	n := len(g.IDs)
+	for k := range p.edges {
+		e := &p.edges[k]
+		e.I, e.J = idx.index(e.I), idx.index(e.J)
+	}
+	g.Edges = p.edges
+	g.Initial = make([]posegraph.Pose, n)
+	g.HasInitial = make([]bool, n)
+	id := posegraph.Identity(p.d)
+	for i := range g.Initial {
+		g.Initial[i] = id
+	}
+	for _, v := range p.verts {
+		i := idx.index(v.id)
+		g.Initial[i] = v.pose
+		g.HasInitial[i] = true
+	}
+	for _, f := range p.fixes {
+		i := idx.index(f.id)
+		if i < 0 {
+			p.line = f.line
+			return nil, p.errorf("FIX names vertex %d, which no VERTEX or EDGE record mentions", f.id)
+		}
+		if !slices.Contains(g.Fixed, i) {
+			g.Fixed = append(g.Fixed, i)
+		}
+	}
+	p.warn()
+	return g, nil
+}
+
+func (p *parser) warn() {
+	if p.opts.Warn == nil {
+		return
+	}
+	for _, t := range p.skippedOrder {
+		p.opts.Warn(fmt.Sprintf("%s: skipped %d %s record(s): %s", p.fileName(), p.skipped[t], printable(t), unsupportedReason(t)))
+	}
+	if p.notPD > 0 {
+		p.opts.Warn(fmt.Sprintf("%s:%d: %d edge(s) have an information matrix whose cross terms make it indefinite "+
+			"(first: %s); read anyway, since kappa and tau depend on the diagonal blocks only",
+			p.fileName(), p.notPDFirst, p.notPD, p.notPDMsg))
+	}
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// indexer maps file ids to pose indices. Ids that span a range not much
+// larger than their number (the usual 0..n-1) use a dense table; sparse
+// ids fall back to binary search in the sorted list.
+type indexer struct {
+	ids   []int
+	min   int
+	table []int32 // index+1 of id min+k, 0 if absent; nil when sparse
+}
+
+func (p *parser) indexer() *indexer {
+	count := len(p.verts) + 2*len(p.edges)
+	x := &indexer{min: p.minID}
+	// minID and maxID are within +-2^60, so the difference cannot overflow.
+	span := p.maxID - p.minID + 1
+	if span <= 4*count+1<<16 {
+		x.table = make([]int32, span)
+		for _, v := range p.verts {
+			x.table[v.id-x.min] = 1
+		}
+		for _, e := range p.edges {
+			x.table[e.I-x.min] = 1
+			x.table[e.J-x.min] = 1
+		}
+		for k, t := range x.table {
+			if t != 0 {
+				x.ids = append(x.ids, x.min+k)
+				x.table[k] = int32(len(x.ids))
+			}
+		}
+		return x
+	}
+	all := make([]int, 0, count)
+	for _, v := range p.verts {
+		all = append(all, v.id)
+	}
+	for _, e := range p.edges {
+		all = append(all, e.I, e.J)
+	}
+	slices.Sort(all)
+	x.ids = slices.Compact(all)
+	return x
+}
+
+// index returns the pose index of id, or -1 if no record mentions it.
+func (x *indexer) index(id int) int {
+	if x.table != nil {
+		k := id - x.min
+		if k < 0 || k >= len(x.table) {
+			return -1
+		}
+		return int(x.table[k]) - 1
+	}
+	if k, ok := slices.BinarySearch(x.ids, id); ok {
+		return k
+	}
+	return -1
+}
