@@ -1,0 +1,331 @@
+package rounding
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// Chordal returns the chordal initialization: the rotations are relaxed from
+// SO(d) to all of R^{d x d}, where
+//
+//	minimize sum_e kappa_e ||R_j - R_i Rt_e||_F^2,   R_0 = I
+//
+// is linear least squares. Its normal equations are the rotation connection
+// Laplacian with pose 0's block row and column removed, with the d columns
+// of [R_1 ... R_{n-1}]^T as d right-hand sides of one sparse Cholesky
+// factorization. Each block is then projected to SO(d), the translations
+// are recovered exactly (RecoverTranslations) and the result is put in the
+// input's gauge (ToGauge).
+func Chordal(g *posegraph.Graph) ([]posegraph.Pose, error) {
+	poses, err := ChordalRotations(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := RecoverTranslations(g, poses); err != nil {
+		return nil, err
+	}
+	ToGauge(g, poses)
+	return poses, nil
+}
+
+// ChordalRotations is Chordal for rotation synchronization: it returns the
+// projected rotations, in the input's gauge, and leaves the translations
+// zero.
+func ChordalRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
+	poses, err := chordalRotations(g)
+	if err != nil {
+		return nil, err
+	}
+	rotationGauge(g, poses)
+	return poses, nil
+}
+
+func chordalRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
+	relaxed, err := ChordalRelaxed(g)
+	if err != nil {
+		return nil, err
+	}
+	d := g.D
+	poses := make([]posegraph.Pose, len(relaxed))
+	var p projector
+	for i := range relaxed {
+		p.nearestRotation(poses[i].R[:d*d], relaxed[i][:d*d], d)
+	}
+	return poses, nil
+}
+
+// rotationGauge is ToGauge on the rotations only: translations stay as they
+// are (zero for the rotation-only initializations).
+func rotationGauge(g *posegraph.Graph, poses []posegraph.Pose) {
+	saved := make([][3]float64, len(poses))
+	for i := range poses {
+		saved[i] = poses[i].T
+		poses[i].T = [3]float64{}
+	}
+	// With all translations zero the rigid motion's translation is that of
+	// the anchor's target; drop it to keep them zero.
+	ToGauge(g, poses)
+	for i := range poses {
+		poses[i].T = saved[i]
+	}
+}
+
+// ChordalRelaxed returns the minimizer of the relaxed chordal problem before
+// projection: the d x d blocks R_i (row-major, R_0 = I) of the linear least
+// squares in Chordal. It is exported for diagnostics and tests.
+func ChordalRelaxed(g *posegraph.Graph) ([][9]float64, error) {
+	n, d := g.N(), g.D
+	if err := checkPoses(g, make([]posegraph.Pose, n)); err != nil {
+		return nil, err
+	}
+	if err := checkGraph(g); err != nil {
+		return nil, err
+	}
+	out := make([][9]float64, n)
+	for a := 0; a < d; a++ {
+		out[0][a*d+a] = 1
+	}
+	if n == 1 {
+		return out, nil
+	}
+	q := g.Laplacian(posegraph.Rotations)
+	a := q.LowerCSC(0, 1)
+	m := (n - 1) * d
+	// With R_0 = I fixed, the unknown Z = [R_1 ... R_{n-1}]^T solves
+	// Q_ff Z = -Q_f0, and Q_f0 = Q_0f^T is read from block row 0.
+	b := make([]float64, m*d)
+	for k := q.RowPtr[0]; k < q.RowPtr[1]; k++ {
+		j := q.ColIdx[k]
+		if j == 0 {
+			continue
+		}
+		blk := q.Block(k) // Q_0j; Q_j0 entry (c, a) is Q_0j entry (a, c)
+		for ca := 0; ca < d; ca++ {
+			for c := 0; c < d; c++ {
+				b[ca*m+(j-1)*d+c] -= blk[ca*d+c]
+			}
+		}
+	}
+	z := make([]float64, m*d)
+	if err := solveSPD(a, z, b, d); err != nil {
+		return nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
+	}
+	for i := 1; i < n; i++ {
+		for ra := 0; ra < d; ra++ {
+			for c := 0; c < d; c++ {
+				out[i][ra*d+c] = z[ra*m+(i-1)*d+c]
+			}
+		}
+	}
+	return out, nil
+}
+
+// Odometry returns the spanning-tree initialization: a breadth-first tree
+// from the anchor pose, along which the measured rotations are composed
+// (R_j = R_i Rt_e across edge e = (i, j), R_i = R_j Rt_e^T against it). At
+// each pose the edges are tried odometry first (consecutive ids), then by
+// decreasing kappa, so the tree follows the trajectory and the most precise
+// measurements. Translations are then recovered exactly for these rotations
+// (RecoverTranslations; composing the translations along the tree too would
+// only give a worse fit) and the result is put in the input's gauge.
+func Odometry(g *posegraph.Graph) ([]posegraph.Pose, error) {
+	poses, err := odometryRotations(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := RecoverTranslations(g, poses); err != nil {
+		return nil, err
+	}
+	ToGauge(g, poses)
+	return poses, nil
+}
+
+// OdometryRotations is Odometry for rotation synchronization: rotations
+// composed along the tree, in the input's gauge, translations zero.
+func OdometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
+	poses, err := odometryRotations(g)
+	if err != nil {
+		return nil, err
+	}
+	rotationGauge(g, poses)
+	return poses, nil
+}
+
+func odometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
+	n, d := g.N(), g.D
+	if err := checkPoses(g, make([]posegraph.Pose, n)); err != nil {
+		return nil, err
+	}
+	if err := checkGraph(g); err != nil {
+		return nil, err
+	}
+	// Incident edges per pose, in compressed form, sorted by preference.
+	start := make([]int, n+1)
+	for _, e := range g.Edges {
+		start[e.I+1]++
+		start[e.J+1]++
+	}
+	for i := 0; i < n; i++ {
+		start[i+1] += start[i]
+	}
+	inc := make([]int, start[n])
+	fill := append([]int(nil), start[:n]...)
+	for k, e := range g.Edges {
+		inc[fill[e.I]] = k
+		fill[e.I]++
+		inc[fill[e.J]] = k
+		fill[e.J]++
+	}
+	consecutive := func(k int) bool {
+		e := &g.Edges[k]
+		if e.I >= len(g.IDs) || e.J >= len(g.IDs) {
+			return false
+		}
+		diff := g.IDs[e.I] - g.IDs[e.J]
+		return diff == 1 || diff == -1
+	}
+	for i := 0; i < n; i++ {
+		s := inc[start[i]:start[i+1]]
+		sort.SliceStable(s, func(p, q int) bool {
+			cp, cq := consecutive(s[p]), consecutive(s[q])
+			if cp != cq {
+				return cp
+			}
+			return g.Edges[s[p]].Kappa > g.Edges[s[q]].Kappa
+		})
+	}
+	poses := make([]posegraph.Pose, n)
+	seen := make([]bool, n)
+	root := g.Anchor()
+	poses[root] = posegraph.Identity(d)
+	seen[root] = true
+	queue := make([]int, 1, n)
+	queue[0] = root
+	for head := 0; head < len(queue); head++ {
+		u := queue[head]
+		for _, k := range inc[start[u]:start[u+1]] {
+			e := &g.Edges[k]
+			v := e.J
+			if v == u {
+				v = e.I
+			}
+			if seen[v] {
+				continue
+			}
+			seen[v] = true
+			queue = append(queue, v)
+			ru, rv := &poses[u].R, &poses[v].R
+			for a := 0; a < d; a++ {
+				for c := 0; c < d; c++ {
+					s := 0.0
+					for t := 0; t < d; t++ {
+						if v == e.J {
+							s += ru[a*d+t] * e.R[t*d+c] // R_j = R_i Rt
+						} else {
+							s += ru[a*d+t] * e.R[c*d+t] // R_i = R_j Rt^T
+						}
+					}
+					rv[a*d+c] = s
+				}
+			}
+		}
+	}
+	// Long products drift off SO(d) by rounding; one projection each fixes it.
+	var p projector
+	for i := range poses {
+		p.nearestRotation(poses[i].R[:d*d], poses[i].R[:d*d], d)
+	}
+	return poses, nil
+}
+
+// FromVertices returns the file's VERTEX estimates as they are. It is an
+// error, naming the file and the first pose without one, if any pose has no
+// estimate.
+func FromVertices(g *posegraph.Graph) ([]posegraph.Pose, error) {
+	n := g.N()
+	if err := checkPoses(g, make([]posegraph.Pose, n)); err != nil {
+		return nil, err
+	}
+	missing := 0
+	first := -1
+	for i := 0; i < n; i++ {
+		if i >= len(g.HasInitial) || i >= len(g.Initial) || !g.HasInitial[i] {
+			if first < 0 {
+				first = i
+			}
+			missing++
+		}
+	}
+	if missing > 0 {
+		id := first
+		if first < len(g.IDs) {
+			id = g.IDs[first]
+		}
+		return nil, fmt.Errorf("%s: %d of %d poses have no VERTEX estimate (first: id %d); use another initialization", source(g), missing, n, id)
+	}
+	return append([]posegraph.Pose(nil), g.Initial...), nil
+}
+
+// Random returns poses with rotations drawn uniformly (Haar measure) from
+// SO(d) and translations from a normal distribution whose spread is the mean
+// measured translation length times sqrt(n), roughly the size of the
+// trajectory. The same graph and seed give the same poses. It is meant for
+// tests and for studying convergence from poor starts; it does not recover
+// translations.
+func Random(g *posegraph.Graph, seed uint64) []posegraph.Pose {
+	n, d := g.N(), g.D
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	scale := 0.0
+	for _, e := range g.Edges {
+		s := 0.0
+		for a := 0; a < d; a++ {
+			s += e.T[a] * e.T[a]
+		}
+		scale += math.Sqrt(s)
+	}
+	if len(g.Edges) > 0 {
+		scale /= float64(len(g.Edges))
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	scale *= math.Sqrt(float64(n))
+	poses := make([]posegraph.Pose, n)
+	for i := range poses {
+		poses[i].R = RandomRotation(rng, d)
+		for a := 0; a < d; a++ {
+			poses[i].T[a] = scale * rng.NormFloat64()
+		}
+	}
+	return poses
+}
+
+// RandomRotation draws a rotation of SO(d), d = 2 or 3, from the uniform
+// (Haar) distribution: a uniform angle in 2-D, a normalized Gaussian
+// quaternion in 3-D.
+func RandomRotation(rng *rand.Rand, d int) [9]float64 {
+	var r [9]float64
+	if d == 2 {
+		th := 2 * math.Pi * rng.Float64()
+		c, s := math.Cos(th), math.Sin(th)
+		r[0], r[1], r[2], r[3] = c, -s, s, c
+		return r
+	}
+	var w, x, y, z, nn float64
+	for nn < 1e-12 {
+		w, x, y, z = rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()
+		nn = w*w + x*x + y*y + z*z
+	}
+	nn = math.Sqrt(nn)
+	w, x, y, z = w/nn, x/nn, y/nn, z/nn
+	r = [9]float64{
+		1 - 2*(y*y+z*z), 2 * (x*y - w*z), 2 * (x*z + w*y),
+		2 * (x*y + w*z), 1 - 2*(x*x+z*z), 2 * (y*z - w*x),
+		2 * (x*z - w*y), 2 * (y*z + w*x), 1 - 2*(x*x+y*y),
+	}
+	return r
+}

@@ -1,0 +1,232 @@
+package rounding
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// chordalOracle solves the relaxed chordal least squares densely: unknowns
+// the entries of R_1..R_{n-1}, residual rows sqrt(kappa)(R_j - R_i Rt) per
+// edge and entry, R_0 = I.
+func chordalOracle(t *testing.T, g *posegraph.Graph) [][9]float64 {
+	n, d := g.N(), g.D
+	dd := d * d
+	col := func(i, a, c int) int { return (i-1)*dd + a*d + c }
+	a := mat.NewDense(g.M()*dd, (n-1)*dd, nil)
+	b := mat.NewVecDense(g.M()*dd, nil)
+	for k, e := range g.Edges {
+		w := math.Sqrt(e.Kappa)
+		for p := 0; p < d; p++ {
+			for c := 0; c < d; c++ {
+				row := k*dd + p*d + c
+				rhs := 0.0
+				// (R_j)_{pc} - sum_q (R_i)_{pq} Rt_{qc}
+				if e.J == 0 {
+					if p == c {
+						rhs -= w
+					}
+				} else {
+					a.Set(row, col(e.J, p, c), w)
+				}
+				for q := 0; q < d; q++ {
+					if e.I == 0 {
+						if p == q {
+							rhs += w * e.R[q*d+c]
+						}
+					} else {
+						a.Set(row, col(e.I, p, q), a.At(row, col(e.I, p, q))-w*e.R[q*d+c])
+					}
+				}
+				b.SetVec(row, rhs)
+			}
+		}
+	}
+	x := denseLeastSquares(t, a, b)
+	out := make([][9]float64, n)
+	for p := 0; p < d; p++ {
+		out[0][p*d+p] = 1
+	}
+	for i := 1; i < n; i++ {
+		for k := 0; k < dd; k++ {
+			out[i][k] = x.AtVec((i-1)*dd + k)
+		}
+	}
+	return out
+}
+
+func TestChordalRelaxedMatchesDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, d := range []int{2, 3} {
+		for _, n := range []int{2, 6, 25} {
+			g, _ := randomGraph(rng, d, n, 2*n, 0.3, 0.1)
+			got, err := ChordalRelaxed(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := chordalOracle(t, g)
+			for i := range want {
+				for k := 0; k < d*d; k++ {
+					if math.Abs(got[i][k]-want[i][k]) > 1e-8 {
+						t.Fatalf("d=%d n=%d block %d entry %d: %.12g, dense least squares gives %.12g", d, n, i, k, got[i][k], want[i][k])
+					}
+				}
+			}
+			// Chordal is the projection of these blocks, in the input's gauge.
+			poses, err := Chordal(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range poses {
+				checkRotation(t, poses[i].R, d, 1e-12, "chordal rotation")
+			}
+			proj := make([]posegraph.Pose, n)
+			for i := range proj {
+				proj[i].R = NearestRotation(want[i][:d*d], d)
+			}
+			sameUpToGauge(t, poses, proj, d, true, 1e-8)
+		}
+	}
+}
+
+// TestNoiseFreeInitializations: with exact measurements every
+// initialization reproduces the ground truth up to gauge, F = 0 to rounding,
+// and with the truth as the anchor's input estimate, exactly the truth.
+func TestNoiseFreeInitializations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, d := range []int{2, 3} {
+		n := 60
+		g, truth := randomGraph(rng, d, n, 80, 0, 0)
+		g.Fixed = []int{7}
+		g.Initial = append([]posegraph.Pose(nil), truth...)
+		g.HasInitial = make([]bool, n)
+		for i := range g.HasInitial {
+			g.HasInitial[i] = true
+		}
+		inits := map[string]func(*posegraph.Graph) ([]posegraph.Pose, error){
+			"chordal": Chordal, "odometry": Odometry, "vertices": FromVertices,
+		}
+		for name, init := range inits {
+			poses, err := init(g)
+			if err != nil {
+				t.Fatalf("%s d=%d: %v", name, d, err)
+			}
+			if f := g.Cost(poses, posegraph.Poses); f > 1e-16*float64(g.M())*100 {
+				t.Fatalf("%s d=%d: F = %g on a noise-free graph", name, d, f)
+			}
+			sameUpToGauge(t, truth, poses, d, false, 1e-9)
+			for i := range poses {
+				for k := 0; k < d*d; k++ {
+					if math.Abs(poses[i].R[k]-truth[i].R[k]) > 1e-9 {
+						t.Fatalf("%s d=%d pose %d: rotation not in the input's gauge", name, d, i)
+					}
+				}
+				for p := 0; p < d; p++ {
+					if math.Abs(poses[i].T[p]-truth[i].T[p]) > 1e-9*(1+math.Abs(truth[i].T[p])) {
+						t.Fatalf("%s d=%d pose %d: translation not in the input's gauge", name, d, i)
+					}
+				}
+			}
+		}
+		// The rotation-only variants agree with the truth's rotations and
+		// leave translations zero.
+		for name, init := range map[string]func(*posegraph.Graph) ([]posegraph.Pose, error){
+			"chordal": ChordalRotations, "odometry": OdometryRotations,
+		} {
+			poses, err := init(g)
+			if err != nil {
+				t.Fatalf("%s rotations d=%d: %v", name, d, err)
+			}
+			if f := g.Cost(poses, posegraph.Rotations); f > 1e-20*float64(g.M())*1e4 {
+				t.Fatalf("%s rotations d=%d: F = %g on a noise-free graph", name, d, f)
+			}
+			for i := range poses {
+				if poses[i].T != ([3]float64{}) {
+					t.Fatalf("%s rotations: pose %d has translation %v", name, i, poses[i].T)
+				}
+				for k := 0; k < d*d; k++ {
+					if math.Abs(poses[i].R[k]-truth[i].R[k]) > 1e-9 {
+						t.Fatalf("%s rotations d=%d pose %d: rotation not in the input's gauge", name, d, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNoisyInitializations: on noisy graphs the initializations are proper
+// rotations with translations optimal for them, and chordal beats random.
+func TestNoisyInitializations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, d := range []int{2, 3} {
+		g, _ := randomGraph(rng, d, 80, 100, 0.1, 0.2)
+		random := Random(g, 5)
+		fr := g.Cost(random, posegraph.Poses)
+		for name, init := range map[string]func(*posegraph.Graph) ([]posegraph.Pose, error){
+			"chordal": Chordal, "odometry": Odometry,
+		} {
+			poses, err := init(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range poses {
+				checkRotation(t, poses[i].R, d, 1e-10, name)
+			}
+			for k, v := range translationGradient(g, poses) {
+				if math.Abs(v) > 1e-7 {
+					t.Fatalf("%s d=%d: dF/dt entry %d = %g", name, d, k, v)
+				}
+			}
+			if f := g.Cost(poses, posegraph.Poses); !(f < fr) {
+				t.Fatalf("%s d=%d: F = %g, not below random's %g", name, d, f, fr)
+			}
+		}
+	}
+}
+
+func TestInitializationErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	g, _ := randomGraph(rng, 3, 5, 0, 0, 0)
+	g.Source = "poses.g2o"
+	if _, err := FromVertices(g); err == nil || !contains(err.Error(), "poses.g2o") {
+		t.Fatalf("no VERTEX lines: got %v, want an error naming the file", err)
+	}
+	g.Initial = make([]posegraph.Pose, 5)
+	g.HasInitial = []bool{true, true, false, true, true}
+	if _, err := FromVertices(g); err == nil || !contains(err.Error(), "id 12") {
+		t.Fatalf("pose without VERTEX: got %v, want an error naming id 12", err)
+	}
+	g.Edges = g.Edges[:3]
+	for name, init := range map[string]func(*posegraph.Graph) ([]posegraph.Pose, error){
+		"chordal": Chordal, "odometry": Odometry, "chordal rotations": ChordalRotations,
+	} {
+		if _, err := init(g); !posegraph.IsDisconnected(err) {
+			t.Fatalf("%s on a disconnected graph: got %v", name, err)
+		}
+	}
+}
+
+func TestRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	for _, d := range []int{2, 3} {
+		g, _ := randomGraph(rng, d, 20, 5, 0, 0)
+		a, b, c := Random(g, 1), Random(g, 1), Random(g, 2)
+		same := true
+		for i := range a {
+			checkRotation(t, a[i].R, d, 1e-12, "random rotation")
+			if a[i] != b[i] {
+				t.Fatalf("d=%d: the same seed gave different poses", d)
+			}
+			if a[i] != c[i] {
+				same = false
+			}
+		}
+		if same {
+			t.Fatalf("d=%d: different seeds gave the same poses", d)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package rounding
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// Round maps the Y part of a rank-r lifted solution onto SO(d)^n
+// (DESIGN.md section 6, steps 1 to 3). x is r x (n B) with block size
+// B = d (rotations) or B = d+1 (poses, whose last column p_i is ignored) and
+// r >= d. The returned poses have zero translations; fill them with
+// RecoverTranslations.
+//
+// The rotations are determined up to one global rotation, like the relaxation
+// itself: Round(O x) equals Round(x) times a common rotation for every O in
+// O(r).
+//
+// Round panics if the shape of x does not fit d; that is a programming error,
+// not bad data.
+func Round(x *sparse.Blocks, d int) []posegraph.Pose {
+	if d != 2 && d != 3 {
+		panic(fmt.Sprintf("rounding: dimension %d is not 2 or 3", d))
+	}
+	if x.B != d && x.B != d+1 {
+		panic(fmt.Sprintf("rounding: block size %d fits neither d=%d nor d+1", x.B, d))
+	}
+	if x.R < d {
+		panic(fmt.Sprintf("rounding: rank %d is below d=%d", x.R, d))
+	}
+	return roundWith(x, d, topLeftSingular(x, d))
+}
+
+// topLeftSingular returns U_d (r x d, row-major): the top d left singular
+// vectors of Y = [Y_1 ... Y_n], taken as the top d eigenvectors of the small
+// r x r matrix Y Y^T = sum_i Y_i Y_i^T. Forming Y Y^T squares the condition
+// number, but only the dominant d-dimensional subspace is wanted and at a
+// relaxation optimum it is separated from the rest by a wide gap.
+func topLeftSingular(x *sparse.Blocks, d int) []float64 {
+	r, b := x.R, x.B
+	g := make([]float64, r*r)
+	for i := 0; i < x.N; i++ {
+		blk := x.Block(i)
+		for p := 0; p < r; p++ {
+			yp := blk[p*b : p*b+d]
+			for q := p; q < r; q++ {
+				yq := blk[q*b : q*b+d]
+				s := 0.0
+				for c, v := range yp {
+					s += v * yq[c]
+				}
+				g[p*r+q] += s
+			}
+		}
+	}
+	for p := 0; p < r; p++ {
+		for q := 0; q < p; q++ {
+			g[p*r+q] = g[q*r+p]
+		}
+	}
+	var eig mat.EigenSym
+	ud := make([]float64, r*d)
+	if !eig.Factorize(mat.NewSymDense(r, g), true) {
+		// Only non-finite input gets here; propagate it rather than invent rotations.
+		for k := range ud {
+			ud[k] = math.NaN()
+		}
+		return ud
+	}
+	var v mat.Dense
+	eig.VectorsTo(&v)
+	// Eigenvalues come in ascending order: the top d are the last d columns.
+	// Keep them in descending order so the flip in roundWith acts on the
+	// weakest of the d directions.
+	for c := 0; c < d; c++ {
+		col := r - 1 - c
+		for p := 0; p < r; p++ {
+			ud[p*d+c] = v.At(p, col)
+		}
+	}
+	return ud
+}
+
+// roundWith performs steps 2 and 3 of the rounding for a given basis U_d
+// (r x d, row-major, orthonormal columns).
+func roundWith(x *sparse.Blocks, d int, ud []float64) []posegraph.Pose {
+	r, b, n := x.R, x.B, x.N
+	out := make([]posegraph.Pose, n)
+	positive := 0
+	for i := 0; i < n; i++ {
+		blk := x.Block(i)
+		rh := &out[i].R
+		// R^_i = U_d^T Y_i.
+		for a := 0; a < d; a++ {
+			for c := 0; c < d; c++ {
+				s := 0.0
+				for p := 0; p < r; p++ {
+					s += ud[p*d+a] * blk[p*b+c]
+				}
+				rh[a*d+c] = s
+			}
+		}
+		if posegraph.Det(rh[:], d) > 0 {
+			positive++
+		}
+	}
+	// U_d is determined only up to O(d); a reflection would make most R^_i
+	// improper. Flipping the last row of U_d^T (the weakest direction) is
+	// the reflection that fixes the majority.
+	flip := 2*positive < n
+	var p projector
+	for i := range out {
+		rh := &out[i].R
+		if flip {
+			for c := 0; c < d; c++ {
+				rh[(d-1)*d+c] = -rh[(d-1)*d+c]
+			}
+		}
+		p.nearestRotation(rh[:d*d], rh[:d*d], d)
+	}
+	return out
+}
+
+// projector computes nearest rotations, reusing its gonum workspaces.
+type projector struct {
+	a, u, v mat.Dense
+	svd     mat.SVD
+}
+
+// nearestRotation writes into dst the rotation closest to src in the
+// Frobenius norm: with src = U S V^T, dst = U diag(1, .., 1, det(U V^T)) V^T.
+// For rank-deficient src any such product is a nearest rotation. dst may
+// alias src. Non-finite input gives NaN output.
+func (p *projector) nearestRotation(dst, src []float64, d int) {
+	if p.a.IsEmpty() {
+		p.a.ReuseAs(d, d)
+	} else if r, _ := p.a.Dims(); r != d {
+		p.a.Reset()
+		p.u.Reset()
+		p.v.Reset()
+		p.a.ReuseAs(d, d)
+	}
+	for a := 0; a < d; a++ {
+		for c := 0; c < d; c++ {
+			p.a.Set(a, c, src[a*d+c])
+		}
+	}
+	if !p.svd.Factorize(&p.a, mat.SVDFull) {
+		for k := range dst[:d*d] {
+			dst[k] = math.NaN()
+		}
+		return
+	}
+	p.svd.UTo(&p.u)
+	p.svd.VTo(&p.v)
+	u, v := p.u.RawMatrix(), p.v.RawMatrix()
+	// The sign of det(U V^T); singular values are descending, so the
+	// correction lands on the smallest one, as it must.
+	s := 1.0
+	if denseDet(u.Data, u.Stride, d)*denseDet(v.Data, v.Stride, d) < 0 {
+		s = -1
+	}
+	for a := 0; a < d; a++ {
+		for c := 0; c < d; c++ {
+			t := 0.0
+			for k := 0; k < d-1; k++ {
+				t += u.Data[a*u.Stride+k] * v.Data[c*v.Stride+k]
+			}
+			t += s * u.Data[a*u.Stride+d-1] * v.Data[c*v.Stride+d-1]
+			dst[a*d+c] = t
+		}
+	}
+}
+
+func denseDet(m []float64, stride, d int) float64 {
+	if d == 2 {
+		return m[0]*m[stride+1] - m[1]*m[stride]
+	}
+	a, b, c := m[0:3], m[stride:stride+3], m[2*stride:2*stride+3]
+	return a[0]*(b[1]*c[2]-b[2]*c[1]) - a[1]*(b[0]*c[2]-b[2]*c[0]) + a[2]*(b[0]*c[1]-b[1]*c[0])
+}
+
+// NearestRotation returns the rotation in SO(d) closest in the Frobenius norm
+// to the d x d row-major matrix m (d = 2 or 3).
+func NearestRotation(m []float64, d int) [9]float64 {
+	var out [9]float64
+	var p projector
+	p.nearestRotation(out[:d*d], m, d)
+	return out
+}

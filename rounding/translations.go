@@ -1,0 +1,272 @@
+package rounding
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// RecoverTranslations sets poses[i].T to the exact minimizer of F(R, t) over
+// the translations for the fixed rotations poses[i].R (DESIGN.md section 6,
+// step 4). The translation part of F is a weighted least-squares problem
+// whose normal equations are the graph Laplacian of the tau weights, one
+// copy per coordinate:
+//
+//	(L_tau ⊗ I_d) t = b,   b_i = sum_{e=(i,j)} -tau_e R_i tt_e + sum_{e=(k,i)} tau_e R_k tt_e.
+//
+// L_tau is singular (a common shift of all t_i costs nothing), so the anchor
+// pose g.Anchor() keeps the translation it has on input and the others are
+// solved for by a sparse Cholesky factorization, the d coordinates as d
+// right-hand sides of one factorization.
+//
+// It returns an error if poses does not match the graph or the graph is
+// disconnected (then the translations of different components are not
+// related by any measurement).
+func RecoverTranslations(g *posegraph.Graph, poses []posegraph.Pose) error {
+	if err := checkPoses(g, poses); err != nil {
+		return err
+	}
+	if err := checkGraph(g); err != nil {
+		return err
+	}
+	n, d, anchor := g.N(), g.D, g.Anchor()
+	if n == 1 {
+		return nil
+	}
+	// Right-hand side, column-major (n x d) over all poses first; the
+	// anchor's row is dropped below after moving its known value over.
+	rhs := make([]float64, n*d)
+	for _, e := range g.Edges {
+		ri := &poses[e.I].R
+		for a := 0; a < d; a++ {
+			s := 0.0
+			for k := 0; k < d; k++ {
+				s += ri[a*d+k] * e.T[k]
+			}
+			s *= e.Tau
+			rhs[a*n+e.I] -= s
+			rhs[a*n+e.J] += s
+		}
+	}
+	// With t_anchor fixed, the couplings L_{i,anchor} t_anchor move to the
+	// right-hand side: L_{i,anchor} = -tau for each edge at the anchor.
+	ta := poses[anchor].T
+	for _, e := range g.Edges {
+		var other int
+		switch anchor {
+		case e.I:
+			other = e.J
+		case e.J:
+			other = e.I
+		default:
+			continue
+		}
+		for a := 0; a < d; a++ {
+			rhs[a*n+other] += e.Tau * ta[a]
+		}
+	}
+	lap := laplacianCSC(g, anchor)
+	m := n - 1
+	b := make([]float64, m*d)
+	for a := 0; a < d; a++ {
+		for i := 0; i < n; i++ {
+			if i != anchor {
+				b[a*m+reduced(i, anchor)] = rhs[a*n+i]
+			}
+		}
+	}
+	x := make([]float64, m*d)
+	if err := solveSPD(lap, x, b, d); err != nil {
+		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
+	}
+	for i := 0; i < n; i++ {
+		if i == anchor {
+			continue
+		}
+		k := reduced(i, anchor)
+		for a := 0; a < d; a++ {
+			poses[i].T[a] = x[a*m+k]
+		}
+	}
+	return nil
+}
+
+// reduced is the index of pose i in the system with pose drop removed.
+func reduced(i, drop int) int {
+	if i > drop {
+		return i - 1
+	}
+	return i
+}
+
+// laplacianCSC returns the lower triangle of the scalar graph Laplacian with
+// edge weights tau, pose drop's row and column removed, in the CSC form the
+// Cholesky factorization takes. Parallel edges are summed.
+func laplacianCSC(g *posegraph.Graph, drop int) *sparse.CSC {
+	n := g.N() - 1
+	diag := make([]float64, n)
+	type entry struct {
+		row int
+		val float64
+	}
+	// Count off-diagonal entries per column (the smaller reduced index).
+	count := make([]int, n+1)
+	for _, e := range g.Edges {
+		// A self-loop adds nothing: t_i - t_i does not depend on t.
+		if e.I == drop || e.J == drop || e.I == e.J {
+			continue
+		}
+		i, j := reduced(e.I, drop), reduced(e.J, drop)
+		count[min(i, j)+1]++
+	}
+	for j := 0; j < n; j++ {
+		count[j+1] += count[j]
+	}
+	off := make([]entry, count[n])
+	fill := append([]int(nil), count[:n]...)
+	for _, e := range g.Edges {
+		if e.I == e.J {
+			continue
+		}
+		if e.I != drop {
+			diag[reduced(e.I, drop)] += e.Tau
+		}
+		if e.J != drop {
+			diag[reduced(e.J, drop)] += e.Tau
+		}
+		if e.I == drop || e.J == drop {
+			continue
+		}
+		i, j := reduced(e.I, drop), reduced(e.J, drop)
+		c := min(i, j)
+		off[fill[c]] = entry{row: max(i, j), val: -e.Tau}
+		fill[c]++
+	}
+	a := &sparse.CSC{
+		N:      n,
+		ColPtr: make([]int, n+1),
+		RowIdx: make([]int, 0, n+len(off)),
+		Val:    make([]float64, 0, n+len(off)),
+	}
+	for j := 0; j < n; j++ {
+		col := off[count[j]:count[j+1]]
+		sort.Slice(col, func(p, q int) bool { return col[p].row < col[q].row })
+		a.RowIdx = append(a.RowIdx, j)
+		a.Val = append(a.Val, diag[j])
+		for k, en := range col {
+			if k > 0 && en.row == col[k-1].row {
+				a.Val[len(a.Val)-1] += en.val
+				continue
+			}
+			a.RowIdx = append(a.RowIdx, en.row)
+			a.Val = append(a.Val, en.val)
+		}
+		a.ColPtr[j+1] = len(a.RowIdx)
+	}
+	return a
+}
+
+// ToGauge applies to all poses the one rigid motion that takes pose
+// g.Anchor() to its input estimate g.Initial[anchor] (the identity if it has
+// none): R_i <- R_M R_i, t_i <- R_M t_i + t_M. F is invariant under it, so
+// this only chooses which of the equivalent solutions is reported.
+func ToGauge(g *posegraph.Graph, poses []posegraph.Pose) {
+	d, a := g.D, g.Anchor()
+	if a >= len(poses) {
+		return
+	}
+	target := posegraph.Identity(d)
+	if a < len(g.HasInitial) && g.HasInitial[a] && a < len(g.Initial) {
+		target = g.Initial[a]
+	}
+	cur := poses[a]
+	// M = target * cur^{-1}: R_M = R_target R_cur^T, t_M = t_target - R_M t_cur.
+	var rm [9]float64
+	var tm [3]float64
+	for p := 0; p < d; p++ {
+		for q := 0; q < d; q++ {
+			s := 0.0
+			for k := 0; k < d; k++ {
+				s += target.R[p*d+k] * cur.R[q*d+k]
+			}
+			rm[p*d+q] = s
+		}
+	}
+	for p := 0; p < d; p++ {
+		s := 0.0
+		for k := 0; k < d; k++ {
+			s += rm[p*d+k] * cur.T[k]
+		}
+		tm[p] = target.T[p] - s
+	}
+	for i := range poses {
+		old := poses[i]
+		for p := 0; p < d; p++ {
+			for q := 0; q < d; q++ {
+				s := 0.0
+				for k := 0; k < d; k++ {
+					s += rm[p*d+k] * old.R[k*d+q]
+				}
+				poses[i].R[p*d+q] = s
+			}
+			s := tm[p]
+			for k := 0; k < d; k++ {
+				s += rm[p*d+k] * old.T[k]
+			}
+			poses[i].T[p] = s
+		}
+	}
+	// The anchor is exactly its target, not just to rounding.
+	poses[a] = target
+}
+
+func source(g *posegraph.Graph) string {
+	if g.Source == "" {
+		return "graph"
+	}
+	return g.Source
+}
+
+// where names edge k's origin: file:line if known.
+func where(g *posegraph.Graph, k int) string {
+	if l := g.Edges[k].Line; l > 0 {
+		return fmt.Sprintf("%s:%d", source(g), l)
+	}
+	return source(g)
+}
+
+func checkPoses(g *posegraph.Graph, poses []posegraph.Pose) error {
+	if g.D != 2 && g.D != 3 {
+		return fmt.Errorf("%s: dimension %d is not 2 or 3", source(g), g.D)
+	}
+	if len(poses) != g.N() {
+		return fmt.Errorf("%s: %d poses given for a graph of %d", source(g), len(poses), g.N())
+	}
+	if g.N() == 0 {
+		return fmt.Errorf("%s: graph has no poses", source(g))
+	}
+	return nil
+}
+
+// checkGraph checks what the linear solves need: endpoints in range, no
+// self-loops, one connected component.
+func checkGraph(g *posegraph.Graph) error {
+	for k, e := range g.Edges {
+		if e.I < 0 || e.I >= g.N() || e.J < 0 || e.J >= g.N() {
+			return fmt.Errorf("%s: edge %d (%d, %d) has an endpoint outside 0..%d", source(g), k, e.I, e.J, g.N()-1)
+		}
+		if e.I == e.J {
+			return fmt.Errorf("%s: edge %d goes from pose %d to itself", where(g, k), k, e.I)
+		}
+	}
+	if comps := g.Components(); len(comps) > 1 {
+		sizes := make([]int, len(comps))
+		for i, c := range comps {
+			sizes[i] = len(c)
+		}
+		return &posegraph.DisconnectedError{Source: g.Source, Sizes: sizes}
+	}
+	return nil
+}
