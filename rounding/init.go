@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -21,11 +22,17 @@ import (
 // are recovered exactly (RecoverTranslations) and the result is put in the
 // input's gauge (ToGauge).
 func Chordal(g *posegraph.Graph) ([]posegraph.Pose, error) {
-	poses, err := ChordalRotations(g)
+	poses, order, err := chordalRotations(g)
 	if err != nil {
 		return nil, err
 	}
-	if err := RecoverTranslations(g, poses); err != nil {
+	// The translation Laplacian has the pose graph's pattern; when it is
+	// anchored at pose 0 too, the chordal system's block order fits it and
+	// saves a second ordering.
+	if g.Anchor() != 0 {
+		order = nil
+	}
+	if err := recoverTranslations(g, poses, order); err != nil {
 		return nil, err
 	}
 	ToGauge(g, poses)
@@ -36,7 +43,7 @@ func Chordal(g *posegraph.Graph) ([]posegraph.Pose, error) {
 // projected rotations, in the input's gauge, and leaves the translations
 // zero.
 func ChordalRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
-	poses, err := chordalRotations(g)
+	poses, _, err := chordalRotations(g)
 	if err != nil {
 		return nil, err
 	}
@@ -44,10 +51,13 @@ func ChordalRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 	return poses, nil
 }
 
-func chordalRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
-	relaxed, err := ChordalRelaxed(g)
+// chordalRotations returns the projected chordal rotations (R_0 = I) and
+// the block elimination order used for the solve (order[k] = the pose, less
+// one, eliminated k-th; nil when there was nothing to solve).
+func chordalRotations(g *posegraph.Graph) ([]posegraph.Pose, []int, error) {
+	relaxed, order, err := chordalRelaxed(g)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := g.D
 	poses := make([]posegraph.Pose, len(relaxed))
@@ -55,7 +65,7 @@ func chordalRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 	for i := range relaxed {
 		p.nearestRotation(poses[i].R[:d*d], relaxed[i][:d*d], d)
 	}
-	return poses, nil
+	return poses, order, nil
 }
 
 // rotationGauge is ToGauge on the rotations only: translations stay as they
@@ -78,19 +88,24 @@ func rotationGauge(g *posegraph.Graph, poses []posegraph.Pose) {
 // projection: the d x d blocks R_i (row-major, R_0 = I) of the linear least
 // squares in Chordal. It is exported for diagnostics and tests.
 func ChordalRelaxed(g *posegraph.Graph) ([][9]float64, error) {
+	out, _, err := chordalRelaxed(g)
+	return out, err
+}
+
+func chordalRelaxed(g *posegraph.Graph) ([][9]float64, []int, error) {
 	n, d := g.N(), g.D
 	if err := checkPoses(g, make([]posegraph.Pose, n)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkGraph(g); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([][9]float64, n)
 	for a := 0; a < d; a++ {
 		out[0][a*d+a] = 1
 	}
 	if n == 1 {
-		return out, nil
+		return out, nil, nil
 	}
 	q := g.Laplacian(posegraph.Rotations)
 	a := q.LowerCSC(0, 1)
@@ -111,8 +126,14 @@ func ChordalRelaxed(g *posegraph.Graph) ([][9]float64, error) {
 		}
 	}
 	z := make([]float64, m*d)
-	if err := solveSPD(a, z, b, d); err != nil {
-		return nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
+	perm := sparse.BlockAMD(q, 1)
+	if err := solveSPD(a, perm, z, b, d); err != nil {
+		return nil, nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
+	}
+	// BlockAMD keeps blocks contiguous: every d-th entry names a block.
+	order := make([]int, n-1)
+	for k := range order {
+		order[k] = perm[k*d] / d
 	}
 	for i := 1; i < n; i++ {
 		for ra := 0; ra < d; ra++ {
@@ -121,7 +142,7 @@ func ChordalRelaxed(g *posegraph.Graph) ([][9]float64, error) {
 			}
 		}
 	}
-	return out, nil
+	return out, order, nil
 }
 
 // Odometry returns the spanning-tree initialization: a breadth-first tree

@@ -25,6 +25,12 @@ import (
 // disconnected (then the translations of different components are not
 // related by any measurement).
 func RecoverTranslations(g *posegraph.Graph, poses []posegraph.Pose) error {
+	return recoverTranslations(g, poses, nil)
+}
+
+// recoverTranslations is RecoverTranslations with an optional elimination
+// order for the reduced Laplacian (nil: the factorization's own AMD).
+func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int) error {
 	if err := checkPoses(g, poses); err != nil {
 		return err
 	}
@@ -78,7 +84,7 @@ func RecoverTranslations(g *posegraph.Graph, poses []posegraph.Pose) error {
 		}
 	}
 	x := make([]float64, m*d)
-	if err := solveSPD(lap, x, b, d); err != nil {
+	if err := solveSPD(lap, order, x, b, d); err != nil {
 		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
 	}
 	for i := 0; i < n; i++ {
