@@ -123,7 +123,7 @@ func eigCases(t *testing.T) []eigCase {
 		cs = append(cs, eigCase{fmt.Sprintf("random%d", ci), q, ch, false})
 	}
 	for _, pc := range []struct {
-		n, d, loops int
+		n, d, loops    int
 		spread, tscale float64
 		delta          float64 // relative to ||Q||
 		stiff          bool
