@@ -1,0 +1,28 @@
+// Package sync is bcmsync's certified pipeline: it takes a pose graph (SE(d)
+// synchronization) or a rotation graph (SO(d)) and returns an estimate
+// together with a proof that it is globally optimal.
+//
+// Solve initializes (chordal by default), then climbs the Riemannian
+// staircase. At rank r it minimizes F(X) = tr(X Q X^T) over
+// St(d, r)^n x R^{r n} by block-coordinate minimization (package bcm), the
+// core algorithm, which makes fast early progress; a Riemannian trust region
+// with truncated conjugate gradients, preconditioned by a sparse Cholesky
+// factor of Q, then brings the point to the accuracy a certificate needs.
+//
+// The certificate (DESIGN.md section 5) forms Lambda_i = sym(Y_i^T (XQ)_i)
+// and S = Q - Lambda. If S + eta I has a Cholesky factor, S is positive
+// semidefinite to the tolerance eta, tr(Lambda) is a lower bound on the
+// optimum, and the rounded estimate is optimal to within
+// F(rounded) - tr(Lambda), the reported suboptimality bound. Otherwise the
+// smallest eigenpair of S gives a direction of negative curvature at rank
+// r+1: Solve steps along it (the saddle escape) and solves again, up to
+// Options.MaxRank.
+//
+// Rounding projects the final point onto SO(d)^n, recovers the
+// translations exactly, and expresses the answer in the input's gauge
+// (package rounding). Result reports every quantity of the proof, the
+// history of each staircase level and the time spent in each stage.
+//
+// The package name shadows the standard library's sync; this package does
+// not need it, and callers that need both import one under another name.
+package sync

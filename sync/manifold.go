@@ -1,0 +1,320 @@
+package sync
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/bcmsync/bcmsync/internal/smalldense"
+	"github.com/bcmsync/bcmsync/internal/sparse"
+)
+
+// manifold holds the geometry of St(d, r)^n (x R^r)^n, the search space of
+// the rank-r relaxation, and the products with Q the trust region and the
+// certificate need. Points and tangent vectors are sparse.Blocks of R = r
+// rows and blocks of size b (= d+1 for poses, d for rotations): columns
+// 0..d-1 of a block are the Stiefel part Y_i, column d (poses only) the free
+// translation p_i.
+type manifold struct {
+	q          *sparse.BlockSym
+	d, r, b, n int
+	threads    int
+
+	h, y []float64 // r x d scratch for one block
+}
+
+func newManifold(q *sparse.BlockSym, d, r, threads int) *manifold {
+	return &manifold{q: q, d: d, r: r, b: q.B, n: q.N, threads: threads,
+		h: make([]float64, r*d), y: make([]float64, r*d)}
+}
+
+func (m *manifold) newBlocks() *sparse.Blocks { return sparse.NewBlocks(m.r, m.b, m.n) }
+
+// mulQ sets dst = X Q.
+func (m *manifold) mulQ(dst, x *sparse.Blocks) { m.q.MulBlocksParallel(dst, x, m.threads) }
+
+// lambda sets lam[i] (d x d, row-major, at lam[i*d*d:]) = sym(Y_i^T N_Y,i)
+// from N = X Q. These are the Lagrange multipliers of the Stiefel
+// constraints and the diagonal blocks of the certificate's Lambda.
+func (m *manifold) lambda(lam []float64, x, nq *sparse.Blocks) {
+	d, r, b := m.d, m.r, m.b
+	for i := 0; i < m.n; i++ {
+		xi, ni := x.Block(i), nq.Block(i)
+		l := lam[i*d*d : (i+1)*d*d]
+		for a := 0; a < d; a++ {
+			for c := 0; c <= a; c++ {
+				s := 0.0
+				for k := 0; k < r; k++ {
+					s += xi[k*b+a]*ni[k*b+c] + xi[k*b+c]*ni[k*b+a]
+				}
+				l[a*d+c] = s / 2
+				l[c*d+a] = s / 2
+			}
+		}
+	}
+}
+
+// traceLambda returns sum_i tr(Lambda_i), the dual bound of a certified point.
+func (m *manifold) traceLambda(lam []float64) float64 {
+	d, s := m.d, 0.0
+	for i := 0; i < m.n; i++ {
+		for a := 0; a < d; a++ {
+			s += lam[i*d*d+a*d+a]
+		}
+	}
+	return s
+}
+
+// proj sets dst to the orthogonal projection of v onto the tangent space at
+// x: V_Y - Y sym(Y^T V_Y) on the Stiefel part, p unchanged. dst may be v.
+func (m *manifold) proj(dst, x, v *sparse.Blocks) {
+	d, r, b := m.d, m.r, m.b
+	var sym [9]float64
+	for i := 0; i < m.n; i++ {
+		xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
+		for a := 0; a < d; a++ {
+			for c := 0; c <= a; c++ {
+				s := 0.0
+				for k := 0; k < r; k++ {
+					s += xi[k*b+a]*vi[k*b+c] + xi[k*b+c]*vi[k*b+a]
+				}
+				sym[a*d+c] = s / 2
+				sym[c*d+a] = s / 2
+			}
+		}
+		for k := 0; k < r; k++ {
+			for c := 0; c < d; c++ {
+				s := vi[k*b+c]
+				for a := 0; a < d; a++ {
+					s -= xi[k*b+a] * sym[a*d+c]
+				}
+				di[k*b+c] = s
+			}
+			if b > d {
+				di[k*b+d] = vi[k*b+d]
+			}
+		}
+	}
+}
+
+// gradient sets g to the Riemannian gradient 2 proj(X Q) given N = X Q and
+// returns its norm and the norm of the Euclidean gradient 2 N.
+func (m *manifold) gradient(g, x, nq *sparse.Blocks) (norm, euclid float64) {
+	m.proj(g, x, nq)
+	s, e := 0.0, 0.0
+	for k, v := range g.Data {
+		g.Data[k] = 2 * v
+		s += 4 * v * v
+		e += 4 * nq.Data[k] * nq.Data[k]
+	}
+	return math.Sqrt(s), math.Sqrt(e)
+}
+
+// hess sets dst = Hess F(X)[V] = 2 proj(V Q - [V_Y Lambda_i, 0]) = 2 proj(V S),
+// using work for V Q.
+func (m *manifold) hess(dst, x, v *sparse.Blocks, lam []float64, work *sparse.Blocks) {
+	m.mulQ(work, v)
+	d, r, b := m.d, m.r, m.b
+	for i := 0; i < m.n; i++ {
+		vi, wi := v.Block(i), work.Block(i)
+		l := lam[i*d*d : (i+1)*d*d]
+		for k := 0; k < r; k++ {
+			for c := 0; c < d; c++ {
+				s := 0.0
+				for a := 0; a < d; a++ {
+					s += vi[k*b+a] * l[a*d+c]
+				}
+				wi[k*b+c] -= s
+			}
+		}
+	}
+	m.proj(dst, x, work)
+	for k := range dst.Data {
+		dst.Data[k] *= 2
+	}
+}
+
+// retract sets dst = R_X(V): the polar factor of Y_i + V_Y,i on each
+// Stiefel part (the closest point of St(d, r)), p_i + V_p,i on the rest.
+func (m *manifold) retract(dst, x, v *sparse.Blocks) {
+	d, r, b := m.d, m.r, m.b
+	for i := 0; i < m.n; i++ {
+		xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
+		for k := 0; k < r; k++ {
+			for c := 0; c < d; c++ {
+				m.h[k*d+c] = xi[k*b+c] + vi[k*b+c]
+			}
+			if b > d {
+				di[k*b+d] = xi[k*b+d] + vi[k*b+d]
+			}
+		}
+		smalldense.Polar(m.y, m.h, r, d)
+		for k := 0; k < r; k++ {
+			copy(di[k*b:k*b+d], m.y[k*d:(k+1)*d])
+		}
+	}
+}
+
+func inner(a, b *sparse.Blocks) float64 {
+	s := 0.0
+	for k, v := range a.Data {
+		s += v * b.Data[k]
+	}
+	return s
+}
+
+// axpy sets y += alpha x.
+func axpy(alpha float64, x, y *sparse.Blocks) {
+	for k, v := range x.Data {
+		y.Data[k] += alpha * v
+	}
+}
+
+func copyBlocks(dst, src *sparse.Blocks) { copy(dst.Data, src.Data) }
+
+func zeroBlocks(x *sparse.Blocks) {
+	for k := range x.Data {
+		x.Data[k] = 0
+	}
+}
+
+// removeShift removes from v its component along the common translation
+// shift (p_i += c for all i), a null direction of the Hessian for poses.
+// The preconditioner (Q + sigma I)^{-1} magnifies it by 1/sigma, and a
+// null direction costs nothing in the trust-region model, so left in, it
+// would swallow the step.
+func (m *manifold) removeShift(v *sparse.Blocks) {
+	if m.b == m.d {
+		return
+	}
+	d, r, b := m.d, m.r, m.b
+	for k := 0; k < r; k++ {
+		mean := 0.0
+		for i := 0; i < m.n; i++ {
+			mean += v.Data[i*r*b+k*b+d]
+		}
+		mean /= float64(m.n)
+		for i := 0; i < m.n; i++ {
+			v.Data[i*r*b+k*b+d] -= mean
+		}
+	}
+}
+
+// gauge projects out the directions Omega X (Omega skew r x r): F is
+// invariant under X -> O X, so at a critical point these span a null space
+// of the Hessian. The trust region's model sees no curvature along them, but
+// the retraction does (it rescales translations), so a preconditioned CG
+// that drifts into them proposes steps that look free and are not.
+type gauge struct {
+	r    int
+	u    []float64 // eigenvectors of G = X X^T, column-major r x r
+	ev   []float64 // eigenvalues of G
+	b, w []float64 // r x r scratch
+	x    *sparse.Blocks
+}
+
+func newGauge(r int) *gauge {
+	return &gauge{r: r, u: make([]float64, r*r), ev: make([]float64, r), b: make([]float64, r*r), w: make([]float64, r*r)}
+}
+
+// setPoint prepares the projection at x.
+func (gg *gauge) setPoint(x *sparse.Blocks) {
+	r := gg.r
+	gg.x = x
+	g := mat.NewSymDense(r, nil)
+	xxT(gg.w, x, x)
+	for a := 0; a < r; a++ {
+		for c := a; c < r; c++ {
+			g.SetSym(a, c, gg.w[a*r+c])
+		}
+	}
+	var es mat.EigenSym
+	es.Factorize(g, true)
+	es.Values(gg.ev)
+	var u mat.Dense
+	es.VectorsTo(&u)
+	for a := 0; a < r; a++ {
+		for c := 0; c < r; c++ {
+			gg.u[a*r+c] = u.At(a, c)
+		}
+	}
+}
+
+// xxT sets out (r x r, row-major) = A B^T for block matrices of r rows.
+func xxT(out []float64, a, b *sparse.Blocks) {
+	r, bs := a.R, a.B
+	for k := range out[:r*r] {
+		out[k] = 0
+	}
+	for i := 0; i < a.N; i++ {
+		ai, bi := a.Block(i), b.Block(i)
+		for p := 0; p < r; p++ {
+			for q := 0; q < r; q++ {
+				s := 0.0
+				for c := 0; c < bs; c++ {
+					s += ai[p*bs+c] * bi[q*bs+c]
+				}
+				out[p*r+q] += s
+			}
+		}
+	}
+}
+
+// remove sets v -= Omega X with Omega the skew matrix minimizing
+// ||v - Omega X||: the normal equations are Omega G + G Omega = 2 skew(v X^T),
+// diagonal in G's eigenbasis.
+func (gg *gauge) remove(v *sparse.Blocks) {
+	r := gg.r
+	xxT(gg.w, v, gg.x) // v X^T
+	for a := 0; a < r; a++ {
+		for c := 0; c < r; c++ {
+			gg.b[a*r+c] = gg.w[a*r+c] - gg.w[c*r+a] // 2 skew(v X^T)
+		}
+	}
+	// Omega' = U^T B U, divided entrywise by (ev_a + ev_c).
+	rot := func(dst, src []float64, transposeU bool) {
+		// dst = U^T src U (transposeU) or U src U^T.
+		for a := 0; a < r; a++ {
+			for c := 0; c < r; c++ {
+				s := 0.0
+				for k := 0; k < r; k++ {
+					for l := 0; l < r; l++ {
+						if transposeU {
+							s += gg.u[k*r+a] * src[k*r+l] * gg.u[l*r+c]
+						} else {
+							s += gg.u[a*r+k] * src[k*r+l] * gg.u[c*r+l]
+						}
+					}
+				}
+				dst[a*r+c] = s
+			}
+		}
+	}
+	rot(gg.w, gg.b, true)
+	top := gg.ev[r-1]
+	for a := 0; a < r; a++ {
+		for c := 0; c < r; c++ {
+			den := gg.ev[a] + gg.ev[c]
+			if den <= 1e-12*top {
+				gg.w[a*r+c] = 0
+			} else {
+				gg.w[a*r+c] /= den
+			}
+		}
+	}
+	rot(gg.b, gg.w, false) // Omega
+	x := gg.x
+	bs := x.B
+	for i := 0; i < x.N; i++ {
+		xi, vi := x.Block(i), v.Block(i)
+		for p := 0; p < r; p++ {
+			for c := 0; c < bs; c++ {
+				s := 0.0
+				for q := 0; q < r; q++ {
+					s += gg.b[p*r+q] * xi[q*bs+c]
+				}
+				vi[p*bs+c] -= s
+			}
+		}
+	}
+}

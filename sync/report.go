@@ -1,0 +1,88 @@
+package sync
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+)
+
+// Report is the machine-readable form of a Result, written by `bcmsync
+// solve --report`. Its keys are stable; see README.md.
+type Report struct {
+	File                string     `json:"file"`
+	Problem             string     `json:"problem"` // "SE(d)" or "SO(d)"
+	D                   int        `json:"d"`
+	N                   int        `json:"n"`
+	M                   int        `json:"m"`
+	Init                string     `json:"init"`
+	InitialObjective    float64    `json:"initial_objective"`
+	Objective           float64    `json:"objective"`
+	RelaxationObjective float64    `json:"relaxation_objective"`
+	DualBound           float64    `json:"dual_bound"`
+	SuboptimalityBound  float64    `json:"suboptimality_bound"`
+	RelativeGap         float64    `json:"relative_suboptimality_bound"`
+	Certified           bool       `json:"certified"`
+	Status              string     `json:"status"`
+	Rank                int        `json:"rank"`
+	MinEigenvalue       float64    `json:"min_eigenvalue"`
+	Eta                 float64    `json:"eta"`
+	Timings             Timings    `json:"timings"`
+	PeakRSSBytes        int64      `json:"peak_rss_bytes,omitempty"`
+	Levels              []Level    `json:"levels"`
+	History             []Record   `json:"history"`
+	Options             ReportOpts `json:"options"`
+}
+
+// ReportOpts records the options that shaped the result.
+type ReportOpts struct {
+	Rule    string  `json:"rule"`
+	Threads int     `json:"threads"`
+	Seed    uint64  `json:"seed"`
+	Rank0   int     `json:"rank0"`
+	MaxRank int     `json:"max_rank"`
+	GradTol float64 `json:"grad_tol"`
+	EigTol  float64 `json:"eig_tol"`
+}
+
+// NewReport builds the report of res, solved from file with opts (defaults
+// filled in as Solve used them).
+func NewReport(file string, res *Result, opts Options) *Report {
+	g := res.Graph
+	opts.setDefaults(g.D)
+	rel := 0.0
+	if res.Objective != 0 {
+		rel = res.SuboptimalityBound / math.Abs(res.Objective)
+	}
+	hist := res.History
+	if hist == nil {
+		hist = []Record{}
+	}
+	return &Report{
+		File: file, Problem: res.Problem.String(), D: g.D, N: g.N(), M: g.M(),
+		Init: string(opts.Init), InitialObjective: res.InitialObjective,
+		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
+		DualBound: res.DualBound, SuboptimalityBound: res.SuboptimalityBound, RelativeGap: rel,
+		Certified: res.Certified, Status: string(res.Status), Rank: res.Rank,
+		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, Timings: res.Timings,
+		Levels: res.Levels, History: hist,
+		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
+			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol},
+	}
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// ReadReport parses a report written by WriteJSON.
+func ReadReport(rd io.Reader) (*Report, error) {
+	var r Report
+	dec := json.NewDecoder(rd)
+	if err := dec.Decode(&r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}

@@ -1,0 +1,103 @@
+package sync
+
+import (
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// Status says how a solve ended.
+type Status string
+
+const (
+	// Certified: S = Q - Lambda is positive semidefinite (to eta) at the
+	// final point and the rounded estimate attains the dual bound: it is a
+	// global optimum.
+	Certified Status = "certified"
+	// CertifiedRelaxation: the relaxation is solved and certified, but its
+	// solution has rank > d, so the rounded estimate is only within
+	// SuboptimalityBound of the optimum.
+	CertifiedRelaxation Status = "relaxation certified, rounding not tight"
+	// NotCertified: the certificate still failed at the maximum rank.
+	NotCertified Status = "not certified at max rank"
+	// TimeLimit: stopped by the time limit before a certificate.
+	TimeLimit Status = "stopped by time limit"
+	// Cancelled: the context was cancelled.
+	Cancelled Status = "cancelled"
+)
+
+// Record is one point of the convergence history.
+type Record struct {
+	Rank     int     `json:"rank"`
+	Phase    string  `json:"phase"` // "bcm" (one sweep) or "rtr" (one trust-region step)
+	Iter     int     `json:"iter"`  // within the level, counting BCM sweeps then RTR steps
+	Seconds  float64 `json:"seconds"`
+	F        float64 `json:"f"`
+	GradNorm float64 `json:"grad_norm"`
+	RelGrad  float64 `json:"rel_grad_norm"`
+}
+
+// Level summarizes one rung of the Riemannian staircase.
+type Level struct {
+	Rank          int     `json:"rank"`
+	BCMSweeps     int     `json:"bcm_sweeps"`
+	BCMStop       string  `json:"bcm_stop"`
+	BCMSeconds    float64 `json:"bcm_seconds"`
+	RTRIterations int     `json:"rtr_iterations"`
+	RTRInner      int     `json:"rtr_inner_iterations"`
+	RTRStop       string  `json:"rtr_stop"`
+	RTRSeconds    float64 `json:"rtr_seconds"`
+	F             float64 `json:"f"`
+	GradNorm      float64 `json:"grad_norm"`
+	RelGrad       float64 `json:"rel_grad_norm"`
+	DualBound     float64 `json:"dual_bound"`
+	MinEigenvalue float64 `json:"min_eigenvalue"`
+	EigMethod     string  `json:"min_eigenvalue_method"`
+	Certified     bool    `json:"certified"`
+	// EscapeDecrease is F's decrease along the negative-curvature
+	// direction into the next rank (0 when the level certified).
+	EscapeDecrease float64 `json:"escape_decrease,omitempty"`
+	CertifySeconds float64 `json:"certify_seconds"`
+}
+
+// Timings are wall-clock seconds per stage.
+type Timings struct {
+	Parse    float64 `json:"parse"`
+	Init     float64 `json:"init"`
+	Optimize float64 `json:"optimize"`
+	Certify  float64 `json:"certify"`
+	Round    float64 `json:"round"`
+	Total    float64 `json:"total"`
+}
+
+// Result is a solve's answer and everything needed to trust it.
+type Result struct {
+	// Poses is the estimate in the input's gauge (the anchor keeps its
+	// input pose), indexed like the graph; for Rotations T is zero.
+	Poses []posegraph.Pose
+	// Graph is the graph that was solved: the input, or its largest
+	// component with Options.LargestComponent.
+	Graph   *posegraph.Graph
+	Problem posegraph.Problem
+	Status  Status
+	// Certified is true when Status is Certified.
+	Certified bool
+	// Objective is F of the rounded estimate (DESIGN.md section 1).
+	Objective float64
+	// RelaxationObjective is F at the final rank-r point.
+	RelaxationObjective float64
+	// DualBound is tr(Lambda): a lower bound on the optimum when S >= 0.
+	DualBound float64
+	// SuboptimalityBound is Objective - DualBound.
+	SuboptimalityBound float64
+	// MinEigenvalue is lambda_min(S) at the final point; Eta the tolerance
+	// it was tested against.
+	MinEigenvalue float64
+	Eta           float64
+	Rank          int
+	// Initial is the initialization's objective and poses (before any
+	// optimization), for plots.
+	InitialObjective float64
+	InitialPoses     []posegraph.Pose
+	Levels           []Level
+	History          []Record
+	Timings          Timings
+}

@@ -1,0 +1,230 @@
+package sync
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+)
+
+// The finishing phase: a Riemannian trust-region method (Absil, Baker and
+// Gallivan) whose subproblems are solved by truncated conjugate gradients
+// (Steihaug-Toint), preconditioned by a sparse Cholesky factor of Q + sigma I
+// applied row by row and projected onto the tangent space. BCM brings X into
+// the basin cheaply; near a critical point this converges superlinearly,
+// which is what the certificate needs (an accurate critical point).
+
+// rtrOptions controls the finishing phase.
+type rtrOptions struct {
+	GradTol   float64 // stop when ||grad|| / ||2 X Q|| <= GradTol
+	MaxIter   int     // outer iterations
+	MaxInner  int     // tCG iterations per outer iteration
+	Deadline  time.Time
+	OnRecord  func(iter int, f, gradNorm, relGrad float64)
+	Precision float64 // relative change of F below which a step counts as no progress
+}
+
+type rtrResult struct {
+	F, GradNorm, RelGrad float64
+	Iterations           int
+	InnerIterations      int
+	Stop                 string
+}
+
+// rowSolver applies (Q + sigma I)^{-1} to every row of a block matrix.
+type rowSolver struct {
+	chol    *sparse.Cholesky
+	rhs, in []float64
+}
+
+func newRowSolver(chol *sparse.Cholesky, r, dim int) *rowSolver {
+	return &rowSolver{chol: chol, rhs: make([]float64, r*dim), in: make([]float64, r*dim)}
+}
+
+// apply sets dst = V (Q + sigma I)^{-1}.
+func (s *rowSolver) apply(dst, v *sparse.Blocks) {
+	r, b := v.R, v.B
+	dim := v.N * b
+	for i := 0; i < v.N; i++ {
+		vi := v.Block(i)
+		for a := 0; a < r; a++ {
+			copy(s.in[a*dim+i*b:a*dim+(i+1)*b], vi[a*b:(a+1)*b])
+		}
+	}
+	s.chol.SolveMany(s.rhs, s.in, r)
+	for i := 0; i < v.N; i++ {
+		di := dst.Block(i)
+		for a := 0; a < r; a++ {
+			copy(di[a*b:(a+1)*b], s.rhs[a*dim+i*b:a*dim+(i+1)*b])
+		}
+	}
+}
+
+// rtr runs the trust region from x (updated in place).
+func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, opts rtrOptions) (rtrResult, error) {
+	// Accepted steps swap x with a scratch buffer; the caller's storage
+	// receives the final point.
+	orig := x
+	defer func() {
+		if x != orig {
+			copyBlocks(orig, x)
+		}
+	}()
+	nq := m.newBlocks()
+	grad := m.newBlocks()
+	eta, heta := m.newBlocks(), m.newBlocks()
+	res, z, delta, hdelta := m.newBlocks(), m.newBlocks(), m.newBlocks(), m.newBlocks()
+	work, xnew, nqNew := m.newBlocks(), m.newBlocks(), m.newBlocks()
+	lam := make([]float64, m.n*m.d*m.d)
+
+	gg := newGauge(m.r)
+	precond := func(dst, v *sparse.Blocks) {
+		if pre == nil {
+			copyBlocks(dst, v)
+			return
+		}
+		pre.apply(dst, v)
+		m.proj(dst, x, dst)
+		m.removeShift(dst)
+		gg.remove(dst)
+	}
+
+	m.mulQ(nq, x)
+	f := inner(x, nq)
+	gnorm, enorm := m.gradient(grad, x, nq)
+	m.lambda(lam, x, nq)
+	gg.setPoint(x)
+
+	dim := float64(len(x.Data))
+	maxRadius := math.Sqrt(dim) * math.Max(1, math.Sqrt(inner(x, x)/dim)) * 10
+	radius := maxRadius / 80
+	if opts.MaxInner <= 0 {
+		opts.MaxInner = 1000
+	}
+	if opts.MaxIter <= 0 {
+		opts.MaxIter = 500
+	}
+	var out rtrResult
+	rel := func() float64 {
+		if enorm == 0 {
+			return 0
+		}
+		return gnorm / enorm
+	}
+	stall := 0
+	for it := 0; ; it++ {
+		out = rtrResult{F: f, GradNorm: gnorm, RelGrad: rel(), Iterations: it, InnerIterations: out.InnerIterations}
+		if opts.OnRecord != nil {
+			opts.OnRecord(it, f, gnorm, rel())
+		}
+		switch {
+		case rel() <= opts.GradTol:
+			out.Stop = "gradient"
+			return out, nil
+		case it >= opts.MaxIter:
+			out.Stop = "iterations"
+			return out, nil
+		case !opts.Deadline.IsZero() && time.Now().After(opts.Deadline):
+			out.Stop = "time"
+			return out, nil
+		case stall >= 12:
+			out.Stop = "stalled"
+			return out, nil
+		}
+		if err := ctx.Err(); err != nil {
+			out.Stop = "cancelled"
+			return out, err
+		}
+
+		// Truncated CG on the model m(eta) = <grad, eta> + <eta, H eta>/2
+		// inside ||eta||_P <= radius.
+		zeroBlocks(eta)
+		zeroBlocks(heta)
+		copyBlocks(res, grad)
+		precond(z, res)
+		zr := inner(z, res)
+		dPd, ePe, ePd := zr, 0.0, 0.0
+		for k := range delta.Data {
+			delta.Data[k] = -z.Data[k]
+		}
+		r0 := gnorm
+		theta, kappa := 1.0, 0.1
+		hitBoundary := false
+		inner1 := 0
+		for j := 0; j < opts.MaxInner; j++ {
+			inner1++
+			m.hess(hdelta, x, delta, lam, work)
+			dHd := inner(delta, hdelta)
+			alpha := zr / dHd
+			ePeNew := ePe + 2*alpha*ePd + alpha*alpha*dPd
+			if dHd <= 0 || ePeNew >= radius*radius {
+				tau := (-ePd + math.Sqrt(ePd*ePd+dPd*(radius*radius-ePe))) / dPd
+				axpy(tau, delta, eta)
+				axpy(tau, hdelta, heta)
+				hitBoundary = true
+				break
+			}
+			ePe = ePeNew
+			axpy(alpha, delta, eta)
+			axpy(alpha, hdelta, heta)
+			axpy(alpha, hdelta, res)
+			m.proj(res, x, res)
+			// Stop when the residual has shrunk by min(relative gradient^theta,
+			// kappa): the usual superlinear rule, with the gradient measured
+			// relative to ||2XQ|| so that it does not depend on the units of
+			// the weights.
+			rn := math.Sqrt(inner(res, res))
+			if rn <= r0*math.Min(math.Pow(rel(), theta), kappa) {
+				break
+			}
+			precond(z, res)
+			zrOld := zr
+			zr = inner(z, res)
+			beta := zr / zrOld
+			for k := range delta.Data {
+				delta.Data[k] = -z.Data[k] + beta*delta.Data[k]
+			}
+			ePd = beta * (ePd + alpha*dPd)
+			dPd = zr + beta*beta*dPd
+		}
+		out.InnerIterations += inner1
+
+		m.retract(xnew, x, eta)
+		m.mulQ(nqNew, xnew)
+		// F is a sum of terms far larger than F itself near an optimum
+		// (tau t^2 against small residuals), so F(new) - F(old) formed by
+		// subtraction is mostly rounding. The exact identity
+		// F(new) - F(old) = <X_new - X, (X_new + X) Q> uses the two products
+		// at hand and loses nothing to cancellation.
+		decrease := 0.0
+		for k, v := range xnew.Data {
+			decrease -= (v - x.Data[k]) * (nqNew.Data[k] + nq.Data[k])
+		}
+		model := inner(grad, eta) + inner(eta, heta)/2
+		// Regularize rho so that steps whose decrease is at the level of
+		// rounding are not judged by noise.
+		reg := math.Max(1, math.Abs(f)) * 1e-15
+		rho := (decrease + reg) / (-model + reg)
+		if rho < 0.25 {
+			radius /= 4
+		} else if rho > 0.75 && hitBoundary {
+			radius = math.Min(2*radius, maxRadius)
+		}
+		if rho > 0.1 && decrease >= -reg {
+			if decrease/math.Max(1, math.Abs(f)) < 1e-16 {
+				stall++
+			} else {
+				stall = 0
+			}
+			x, xnew = xnew, x
+			nq, nqNew = nqNew, nq
+			f = inner(x, nq)
+			gnorm, enorm = m.gradient(grad, x, nq)
+			m.lambda(lam, x, nq)
+			gg.setPoint(x)
+		} else {
+			stall++
+		}
+	}
+}

@@ -1,0 +1,381 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/bcmsync/bcmsync/bcm"
+	"github.com/bcmsync/bcmsync/internal/smalldense"
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/rounding"
+)
+
+// Init names an initialization.
+type Init string
+
+const (
+	InitChordal  Init = "chordal"  // relax rotations to R^{dxd}, solve, project (the default)
+	InitOdometry Init = "odometry" // compose measurements along a spanning tree
+	InitVertices Init = "vertices" // the file's VERTEX estimates
+	InitRandom   Init = "random"   // random rotations (tests, stress)
+)
+
+// ParseInit checks an initialization name.
+func ParseInit(s string) (Init, error) {
+	switch Init(s) {
+	case InitChordal, InitOdometry, InitVertices, InitRandom:
+		return Init(s), nil
+	}
+	return "", fmt.Errorf("unknown initialization %q (want chordal, odometry, vertices or random)", s)
+}
+
+// Options control Solve. The zero value is a good default.
+type Options struct {
+	// Problem: posegraph.Poses (SE(d), the default) or posegraph.Rotations.
+	Problem posegraph.Problem
+	Init    Init
+	// Rank0 is the first rank of the staircase (0: d, so a graph whose
+	// relaxation is exact, the common case, never pays for a larger rank);
+	// MaxRank the last (0: 10).
+	Rank0, MaxRank int
+	// Rule, Threads and Seed go to the BCM phase; Threads also to the
+	// products with Q. Same seed and options give the same bits.
+	Rule    bcm.Rule
+	Threads int
+	Seed    uint64
+	// BCMTol is the relative gradient norm at which BCM hands over to the
+	// trust-region finish (0: 1e-2); BCMMaxSweeps bounds its sweeps
+	// (0: 50). Negative BCMMaxSweeps skips BCM.
+	BCMTol       float64
+	BCMMaxSweeps int
+	// GradTol is the relative gradient norm ||grad F|| / ||2XQ|| of the
+	// final point at each rank (0: 1e-10).
+	GradTol float64
+	// EigTol: S passes when lambda_min(S) >= -eta with eta = EigTol times
+	// the largest diagonal entry of Q (0: 1e-8). Weights in the benchmark
+	// files span six orders of magnitude, so eta scales with Q.
+	EigTol float64
+	// GapTol: a certified point is a global optimum of the original problem
+	// when (F(rounded) - dual bound) <= GapTol * |F(rounded)| (0: 1e-7).
+	GapTol float64
+	// TimeLimit bounds the whole solve (0: none).
+	TimeLimit time.Duration
+	// LargestComponent solves the largest connected component of a
+	// disconnected graph instead of failing.
+	LargestComponent bool
+	// Progress, if set, receives every history record as it is made.
+	Progress func(Record)
+	// Logger receives one line per stage and level (nil: silent).
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults(d int) {
+	if o.Init == "" {
+		o.Init = InitChordal
+	}
+	if o.Rank0 == 0 {
+		o.Rank0 = d
+	}
+	if o.MaxRank == 0 {
+		o.MaxRank = 10
+	}
+	if o.BCMTol == 0 {
+		o.BCMTol = 1e-2
+	}
+	if o.BCMMaxSweeps == 0 {
+		o.BCMMaxSweeps = 50
+	}
+	if o.GradTol == 0 {
+		o.GradTol = 1e-10
+	}
+	if o.EigTol == 0 {
+		o.EigTol = 1e-8
+	}
+	if o.GapTol == 0 {
+		o.GapTol = 1e-7
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Solve finds a certified globally optimal estimate of g's poses (or
+// rotations): initialize, then climb the Riemannian staircase (BCM, a
+// trust-region finish, the certificate, a saddle escape when it fails),
+// then round and recover translations. When LargestComponent is set and g is
+// disconnected, Result.Poses index the largest component: see Result.Graph.
+func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, error) {
+	start := time.Now()
+	if err := g.Validate(); err != nil {
+		if !opts.LargestComponent || !posegraph.IsDisconnected(err) {
+			return nil, err
+		}
+		g = g.Subgraph(g.Components()[0])
+		if err := g.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	d := g.D
+	opts.setDefaults(d)
+	if opts.Rank0 < d || opts.MaxRank < opts.Rank0 {
+		return nil, fmt.Errorf("ranks must satisfy d = %d <= rank0 = %d <= max rank = %d", d, opts.Rank0, opts.MaxRank)
+	}
+	var deadline time.Time
+	if opts.TimeLimit > 0 {
+		deadline = start.Add(opts.TimeLimit)
+	}
+	res := &Result{Problem: opts.Problem, Graph: g}
+	log := opts.Logger
+
+	// Initialization.
+	t0 := time.Now()
+	init, err := initialize(g, opts)
+	if err != nil {
+		return nil, err
+	}
+	res.InitialPoses = init
+	res.InitialObjective = g.Cost(init, opts.Problem)
+	res.Timings.Init = time.Since(t0).Seconds()
+	log.Info("initialized", "init", string(opts.Init), "F", res.InitialObjective, "seconds", res.Timings.Init)
+
+	q := g.Laplacian(opts.Problem)
+	scale := maxDiag(q)
+	res.Eta = opts.EigTol * scale
+
+	// A Cholesky factor of Q + sigma I preconditions the trust region's
+	// inner CG and the eigensolver. sigma only lifts Q's null space (the
+	// common translation), so it is tiny next to the weights.
+	t0 = time.Now()
+	pchol, err := sparse.NewCholesky(q.LowerCSC(1e-9*scale, 0))
+	if err != nil {
+		return nil, fmt.Errorf("factoring the preconditioner Q + sigma I: %w", err)
+	}
+	res.Timings.Optimize += time.Since(t0).Seconds()
+	cert := newCertifier(q, res.Eta, pchol, opts.Seed)
+	solver := bcm.New(q, d, opts.Problem)
+
+	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
+	var last certificate
+	status := NotCertified
+	for r := opts.Rank0; ; r++ {
+		lv, c, err := solveLevel(ctx, res, q, solver, cert, pchol, x, r, d, deadline, start, opts)
+		res.Levels = append(res.Levels, lv)
+		last = c
+		res.Rank = r
+		res.RelaxationObjective = lv.F
+		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				status = Cancelled
+				break
+			}
+			return nil, err
+		}
+		log.Info("level", "rank", r, "F", lv.F, "rel_grad", lv.RelGrad, "min_eig", lv.MinEigenvalue, "certified", lv.Certified)
+		if c.psd {
+			status = Certified
+			break
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			status = TimeLimit
+			break
+		}
+		if r == opts.MaxRank {
+			break
+		}
+		// Escape the saddle along the negative-curvature direction.
+		t0 = time.Now()
+		m := newManifold(q, d, r+1, opts.Threads)
+		xn, dec := escape(m, x, c.vector)
+		res.Levels[len(res.Levels)-1].EscapeDecrease = dec
+		res.Timings.Optimize += time.Since(t0).Seconds()
+		log.Info("saddle escape", "from_rank", r, "decrease", dec)
+		x = xn
+	}
+	res.DualBound = last.dualBound
+	res.MinEigenvalue = last.minEig
+
+	// Rounding and translation recovery.
+	t0 = time.Now()
+	poses := rounding.Round(x, d)
+	if opts.Problem == posegraph.Poses {
+		if err := rounding.RecoverTranslations(g, poses); err != nil {
+			return nil, err
+		}
+	}
+	rounding.ToGauge(g, poses)
+	res.Poses = poses
+	res.Objective = g.Cost(poses, opts.Problem)
+	res.SuboptimalityBound = res.Objective - res.DualBound
+	res.Timings.Round = time.Since(t0).Seconds()
+
+	if status == Certified && res.SuboptimalityBound > opts.GapTol*math.Max(math.Abs(res.Objective), 1e-300) {
+		status = CertifiedRelaxation
+	}
+	res.Status = status
+	res.Certified = status == Certified
+	res.Timings.Total = time.Since(start).Seconds()
+	return res, nil
+}
+
+func initialize(g *posegraph.Graph, opts Options) ([]posegraph.Pose, error) {
+	rot := opts.Problem == posegraph.Rotations
+	switch opts.Init {
+	case InitChordal:
+		if rot {
+			return rounding.ChordalRotations(g)
+		}
+		return rounding.Chordal(g)
+	case InitOdometry:
+		if rot {
+			return rounding.OdometryRotations(g)
+		}
+		return rounding.Odometry(g)
+	case InitVertices:
+		return rounding.FromVertices(g)
+	case InitRandom:
+		return rounding.Random(g, opts.Seed), nil
+	}
+	return nil, fmt.Errorf("unknown initialization %q", opts.Init)
+}
+
+// solveLevel optimizes at rank r (BCM, then the trust region) and certifies.
+func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bcm.Solver, cert *certifier, pchol *sparse.Cholesky,
+	x *sparse.Blocks, r, d int, deadline, start time.Time, opts Options) (Level, certificate, error) {
+	lv := Level{Rank: r}
+	m := newManifold(q, d, r, opts.Threads)
+	emit := func(rec Record) {
+		res.History = append(res.History, rec)
+		if opts.Progress != nil {
+			opts.Progress(rec)
+		}
+	}
+	t0 := time.Now()
+	iters := 0
+	if opts.BCMMaxSweeps > 0 {
+		bo := bcm.Options{
+			Rule: opts.Rule, Threads: opts.Threads, Seed: opts.Seed,
+			GradTol: opts.BCMTol, DecreaseTol: 1e-6, MaxSweeps: opts.BCMMaxSweeps,
+			Progress: func(b bcm.Record) {
+				iters = b.Sweep
+				emit(Record{Rank: r, Phase: "bcm", Iter: b.Sweep, Seconds: time.Since(start).Seconds(),
+					F: b.F, GradNorm: b.GradNorm, RelGrad: b.RelGradNorm})
+			},
+		}
+		if !deadline.IsZero() {
+			bo.MaxTime = time.Until(deadline)
+			if bo.MaxTime <= 0 {
+				bo.MaxTime = time.Nanosecond
+			}
+		}
+		br, err := solver.Solve(ctx, x, bo)
+		lv.BCMSweeps, lv.BCMStop = br.Sweeps, br.Status.String()
+		lv.F, lv.GradNorm, lv.RelGrad = br.F, br.GradNorm, br.RelGradNorm
+		if err != nil {
+			return lv, certificate{}, err
+		}
+	}
+	lv.BCMSeconds = time.Since(t0).Seconds()
+
+	t0 = time.Now()
+	pre := newRowSolver(pchol, r, q.Dim())
+	rr, err := rtr(ctx, m, x, pre, rtrOptions{
+		GradTol: opts.GradTol, Deadline: deadline,
+		OnRecord: func(it int, f, gn, rel float64) {
+			if it == 0 && opts.BCMMaxSweeps > 0 {
+				return // the same point as BCM's last record
+			}
+			emit(Record{Rank: r, Phase: "rtr", Iter: iters + it, Seconds: time.Since(start).Seconds(),
+				F: f, GradNorm: gn, RelGrad: rel})
+		},
+	})
+	lv.RTRIterations, lv.RTRInner, lv.RTRStop = rr.Iterations, rr.InnerIterations, rr.Stop
+	lv.F, lv.GradNorm, lv.RelGrad = rr.F, rr.GradNorm, rr.RelGrad
+	lv.RTRSeconds = time.Since(t0).Seconds()
+	res.Timings.Optimize += lv.BCMSeconds + lv.RTRSeconds
+	if err != nil {
+		return lv, certificate{}, err
+	}
+
+	t0 = time.Now()
+	c, err := cert.check(m, x)
+	lv.CertifySeconds = time.Since(t0).Seconds()
+	res.Timings.Certify += lv.CertifySeconds
+	if err != nil {
+		return lv, c, err
+	}
+	lv.DualBound, lv.MinEigenvalue, lv.EigMethod, lv.Certified = c.dualBound, c.minEig, c.method, c.psd
+	return lv, c, nil
+}
+
+// escape lifts x (rank r) to rank r+1 along the eigenvector v of S with
+// negative eigenvalue: X+ = [X; alpha v^T], each Stiefel part retracted by
+// its polar factor, alpha halved until F decreases. Along that curve F
+// changes by alpha^2 v^T S v < 0 to second order (DESIGN.md section 5).
+func escape(m *manifold, x *sparse.Blocks, v []float64) (*sparse.Blocks, float64) {
+	r, b, d := x.R, x.B, m.d
+	xn := sparse.NewBlocks(r+1, b, x.N)
+	nq := m.newBlocks()
+	f0 := -1.0
+	// F at X itself (embedded with a zero row).
+	embed := func(alpha float64) {
+		for i := 0; i < x.N; i++ {
+			src, dst := x.Block(i), xn.Block(i)
+			copy(dst[:r*b], src)
+			for c := 0; c < b; c++ {
+				dst[r*b+c] = alpha * v[i*b+c]
+			}
+			// Retract the Stiefel part.
+			h := m.h
+			for k := 0; k <= r; k++ {
+				for c := 0; c < d; c++ {
+					h[k*d+c] = dst[k*b+c]
+				}
+			}
+			smalldense.Polar(m.y, h, r+1, d)
+			for k := 0; k <= r; k++ {
+				copy(dst[k*b:k*b+d], m.y[k*d:(k+1)*d])
+			}
+		}
+	}
+	embed(0)
+	m.mulQ(nq, xn)
+	f0 = inner(xn, nq)
+	alpha := math.Sqrt(float64(x.N))
+	for k := 0; k < 60; k++ {
+		embed(alpha)
+		m.mulQ(nq, xn)
+		f := inner(xn, nq)
+		if f < f0-1e-12*math.Abs(f0) {
+			return xn, f0 - f
+		}
+		alpha /= 2
+	}
+	// No decrease found (v was not a descent direction to working
+	// precision): continue from X embedded at the higher rank.
+	embed(0)
+	return xn, 0
+}
+
+// centered returns the poses shifted so their translations average zero. F
+// is invariant under a common shift, and the smaller ||X|| makes X Q and the
+// gradient more accurate (less cancellation in tau t t^T terms).
+func centered(poses []posegraph.Pose, d int) []posegraph.Pose {
+	out := append([]posegraph.Pose(nil), poses...)
+	var mean [3]float64
+	for _, p := range out {
+		for a := 0; a < d; a++ {
+			mean[a] += p.T[a] / float64(len(out))
+		}
+	}
+	for i := range out {
+		for a := 0; a < d; a++ {
+			out[i].T[a] -= mean[a]
+		}
+	}
+	return out
+}

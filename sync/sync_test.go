@@ -1,0 +1,153 @@
+package sync
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/bcmsync/bcmsync/bcm"
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// denseMinEig is the oracle: lambda_min of S = Q - Lambda(X) by gonum.
+func denseMinEig(t *testing.T, q *sparse.BlockSym, lam []float64, d int) float64 {
+	t.Helper()
+	c := newCertifier(q, 0, nil, 1)
+	c.buildS(lam, d)
+	var es mat.EigenSym
+	if !es.Factorize(mat.NewSymDense(c.s.Dim(), c.s.Dense()), false) {
+		t.Fatal("EigenSym failed")
+	}
+	return es.Values(nil)[0]
+}
+
+func TestCertificateMatchesDenseEigenvalues(t *testing.T) {
+	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
+		for _, d := range []int{2, 3} {
+			g, _ := noisyGraph(d, 25, 10, 0.05, 0.05, uint64(d))
+			q := g.Laplacian(prob)
+			for _, r := range []int{d, d + 2} {
+				// A random point: S is indefinite, the eigensolver path.
+				x := sparse.NewBlocks(r, q.B, q.N)
+				bcm.RandomStiefel(x, d, 7)
+				m := newManifold(q, d, r, 1)
+				eta := 1e-8 * maxDiag(q)
+				c, err := newCertifier(q, eta, nil, 3).check(m, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := denseMinEig(t, q, c.lam, d)
+				if c.psd || math.Abs(c.minEig-want) > 1e-5*maxDiag(q) {
+					t.Errorf("%v d=%d r=%d random point: minEig %g (psd %v), dense %g", prob, d, r, c.minEig, c.psd, want)
+				}
+				// The eigenvector is a unit eigenvector of S.
+				sv := make([]float64, len(c.vector))
+				cc := newCertifier(q, 0, nil, 1)
+				cc.buildS(c.lam, d)
+				cc.s.MulVec(sv, c.vector)
+				res, nv := 0.0, 0.0
+				for k, v := range c.vector {
+					res += (sv[k] - c.minEig*v) * (sv[k] - c.minEig*v)
+					nv += v * v
+				}
+				if math.Abs(nv-1) > 1e-8 || math.Sqrt(res) > 1e-4*maxDiag(q) {
+					t.Errorf("%v d=%d r=%d: eigenvector norm %g residual %g", prob, d, r, nv, math.Sqrt(res))
+				}
+			}
+		}
+	}
+}
+
+// The Hessian-vector product matches a finite difference of the Riemannian
+// gradient along a geodesic-like curve, and is symmetric.
+func TestHessianFiniteDifference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
+		for _, d := range []int{2, 3} {
+			g, _ := noisyGraph(d, 12, 6, 0.1, 0.1, 5)
+			q := g.Laplacian(prob)
+			r := d + 1
+			m := newManifold(q, d, r, 1)
+			x := m.newBlocks()
+			bcm.RandomStiefel(x, d, 11)
+			nq := m.newBlocks()
+			m.mulQ(nq, x)
+			lam := make([]float64, m.n*d*d)
+			m.lambda(lam, x, nq)
+			v, w := m.newBlocks(), m.newBlocks()
+			for k := range v.Data {
+				v.Data[k] = rng.NormFloat64()
+				w.Data[k] = rng.NormFloat64()
+			}
+			m.proj(v, x, v)
+			m.proj(w, x, w)
+			hv, hw, work := m.newBlocks(), m.newBlocks(), m.newBlocks()
+			m.hess(hv, x, v, lam, work)
+			m.hess(hw, x, w, lam, work)
+			if a, b := inner(w, hv), inner(v, hw); math.Abs(a-b) > 1e-9*math.Max(1, math.Abs(a)) {
+				t.Errorf("%v d=%d: Hessian not symmetric: %g vs %g", prob, d, a, b)
+			}
+			// Second derivative of F along the retraction curve: for the
+			// polar retraction f(R_x(tv)) = f(x) + t<g,v> + t^2/2 <Hv,v> + O(t^3).
+			f := func(tt float64) float64 {
+				y, tv := m.newBlocks(), m.newBlocks()
+				for k := range tv.Data {
+					tv.Data[k] = tt * v.Data[k]
+				}
+				m.retract(y, x, tv)
+				m.mulQ(work, y)
+				return inner(y, work)
+			}
+			h := 1e-4
+			fd := (f(h) - 2*f(0) + f(-h)) / (h * h)
+			if want := inner(v, hv); math.Abs(fd-want) > 1e-4*math.Max(1, math.Abs(want)) {
+				t.Errorf("%v d=%d: d2F along v = %g by finite differences, <v, Hess v> = %g", prob, d, fd, want)
+			}
+		}
+	}
+}
+
+func TestSolveRecoversGroundTruth(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		g, truth := noisyGraph(d, 60, 30, 0.01, 0.01, uint64(10+d))
+		res, err := Solve(context.Background(), g, Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Certified {
+			t.Fatalf("d=%d: not certified: %s (min eig %g, gap %g)", d, res.Status, res.MinEigenvalue, res.SuboptimalityBound)
+		}
+		if res.SuboptimalityBound > 1e-7*res.Objective || res.SuboptimalityBound < -1e-6*res.Objective {
+			t.Errorf("d=%d: suboptimality bound %g for F = %g", d, res.SuboptimalityBound, res.Objective)
+		}
+		// Pose 0 is the anchor and has no VERTEX estimate: it stays at the
+		// identity, as the truth's pose 0 is, so errors are comparable.
+		maxR, maxT := 0.0, 0.0
+		for i := range truth {
+			for k := 0; k < d*d; k++ {
+				maxR = math.Max(maxR, math.Abs(res.Poses[i].R[k]-truth[i].R[k]))
+			}
+			for k := 0; k < d; k++ {
+				maxT = math.Max(maxT, math.Abs(res.Poses[i].T[k]-truth[i].T[k]))
+			}
+		}
+		if maxR > 0.1 || maxT > 0.5 {
+			t.Errorf("d=%d: estimate far from the truth: max rotation entry error %g, translation %g", d, maxR, maxT)
+		}
+		// F at the estimate is no more than at the truth (it is optimal).
+		if ft := g.Cost(truth, posegraph.Poses); res.Objective > ft*(1+1e-9) {
+			t.Errorf("d=%d: F(estimate) = %g > F(truth) = %g", d, res.Objective, ft)
+		}
+		// The history never increases F within a level.
+		for k := 1; k < len(res.History); k++ {
+			a, b := res.History[k-1], res.History[k]
+			if a.Rank == b.Rank && b.F > a.F*(1+1e-12)+1e-12 {
+				t.Errorf("d=%d: F increased from %g to %g at record %d", d, a.F, b.F, k)
+			}
+		}
+	}
+}
