@@ -64,37 +64,48 @@ type Cholesky struct {
 // holds the lower triangle (see CSC). If a is not positive definite the
 // error is a *NotPositiveDefiniteError.
 func NewCholesky(a *CSC) (*Cholesky, error) {
-	if err := a.Validate(); err != nil {
-		return nil, err
-	}
-	return newCholesky(a, AMD(a))
+	return NewCholeskyPerm(a, nil)
 }
 
 // NewCholeskyPerm is NewCholesky with a given fill-reducing permutation
-// (perm[k] = original index of the k-th pivot), for example BlockAMD's.
+// (perm[k] = original index of the k-th pivot), for example BlockAMD's;
+// nil means AMD.
 func NewCholeskyPerm(a *CSC, perm []int) (*Cholesky, error) {
-	if err := a.Validate(); err != nil {
+	c, err := Analyze(a, perm)
+	if err != nil {
 		return nil, err
 	}
-	if len(perm) != a.N {
-		return nil, fmt.Errorf("sparse: permutation of length %d for a matrix of order %d", len(perm), a.N)
-	}
-	seen := make([]bool, a.N)
-	for k, i := range perm {
-		if i < 0 || i >= a.N || seen[i] {
-			return nil, fmt.Errorf("sparse: perm[%d] = %d is not a permutation entry", k, i)
-		}
-		seen[i] = true
-	}
-	return newCholesky(a, append([]int(nil), perm...))
-}
-
-func newCholesky(a *CSC, perm []int) (*Cholesky, error) {
-	c := &Cholesky{n: a.N, perm: perm}
-	c.symbolic(a)
 	if err := c.Factorize(a); err != nil {
 		return nil, err
 	}
+	return c, nil
+}
+
+// Analyze does the symbolic part of NewCholeskyPerm only (perm nil means
+// AMD): it returns a factor that is unusable until Factorize succeeds. It
+// suits callers that factor many matrices of one pattern, such as S + eta I
+// for several eta.
+func Analyze(a *CSC, perm []int) (*Cholesky, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if perm == nil {
+		perm = AMD(a)
+	} else {
+		if len(perm) != a.N {
+			return nil, fmt.Errorf("sparse: permutation of length %d for a matrix of order %d", len(perm), a.N)
+		}
+		seen := make([]bool, a.N)
+		for k, i := range perm {
+			if i < 0 || i >= a.N || seen[i] {
+				return nil, fmt.Errorf("sparse: perm[%d] = %d is not a permutation entry", k, i)
+			}
+			seen[i] = true
+		}
+		perm = append([]int(nil), perm...)
+	}
+	c := &Cholesky{n: a.N, perm: perm}
+	c.symbolic(a)
 	return c, nil
 }
 

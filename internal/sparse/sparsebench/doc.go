@@ -1,0 +1,12 @@
+// Package sparsebench holds the benchmarks of package sparse on the real
+// pose graphs of the benchmark suite and on a synthetic 100,000-pose 3-D
+// grid. It is a separate package so that the unit tests of sparse do not
+// depend on the g2o reader.
+//
+//	go test ./internal/sparse/sparsebench -run XXX -bench Dataset -benchtime 3x
+//	go test ./internal/sparse/sparsebench -run XXX -bench Grid100k -benchtime 1x
+//
+// Each dataset benchmark reports the nonzeros of the factor (nnzL) and
+// splits the work into ordering + symbolic analysis, numeric factorization,
+// one solve and the product X*Q at rank r = 5 on one and two threads.
+package sparsebench
