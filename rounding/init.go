@@ -61,9 +61,8 @@ func chordalRotations(g *posegraph.Graph) ([]posegraph.Pose, []int, error) {
 	}
 	d := g.D
 	poses := make([]posegraph.Pose, len(relaxed))
-	var p projector
 	for i := range relaxed {
-		p.nearestRotation(poses[i].R[:d*d], relaxed[i][:d*d], d)
+		nearestRotation(poses[i].R[:d*d], relaxed[i][:d*d], d)
 	}
 	return poses, order, nil
 }
@@ -94,10 +93,9 @@ func ChordalRelaxed(g *posegraph.Graph) ([][9]float64, error) {
 
 func chordalRelaxed(g *posegraph.Graph) ([][9]float64, []int, error) {
 	n, d := g.N(), g.D
-	if err := checkPoses(g, make([]posegraph.Pose, n)); err != nil {
-		return nil, nil, err
-	}
-	if err := checkGraph(g); err != nil {
+	// Bad measurements or weights would surface as a failed factorization
+	// far from their cause; name them instead.
+	if err := g.Validate(); err != nil {
 		return nil, nil, err
 	}
 	out := make([][9]float64, n)
@@ -178,10 +176,7 @@ func OdometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 
 func odometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 	n, d := g.N(), g.D
-	if err := checkPoses(g, make([]posegraph.Pose, n)); err != nil {
-		return nil, err
-	}
-	if err := checkGraph(g); err != nil {
+	if err := g.Validate(); err != nil {
 		return nil, err
 	}
 	// Incident edges per pose, in compressed form, sorted by preference.
@@ -256,9 +251,8 @@ func odometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 		}
 	}
 	// Long products drift off SO(d) by rounding; one projection each fixes it.
-	var p projector
 	for i := range poses {
-		p.nearestRotation(poses[i].R[:d*d], poses[i].R[:d*d], d)
+		nearestRotation(poses[i].R[:d*d], poses[i].R[:d*d], d)
 	}
 	return poses, nil
 }

@@ -230,3 +230,17 @@ func TestRandom(t *testing.T) {
 		}
 	}
 }
+
+func TestInitializationsRejectBadWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	g, _ := randomGraph(rng, 2, 5, 2, 0, 0)
+	g.Edges[2].Kappa = math.NaN()
+	g.Edges[2].Line = 7
+	for name, init := range map[string]func(*posegraph.Graph) ([]posegraph.Pose, error){
+		"chordal": Chordal, "odometry": Odometry, "chordal rotations": ChordalRotations, "odometry rotations": OdometryRotations,
+	} {
+		if _, err := init(g); err == nil || !contains(err.Error(), "random:7") {
+			t.Fatalf("%s with a NaN precision: got %v, want an error naming random:7", name, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
@@ -112,7 +113,6 @@ func roundWith(x *sparse.Blocks, d int, ud []float64) []posegraph.Pose {
 	// improper. Flipping the last row of U_d^T (the weakest direction) is
 	// the reflection that fixes the majority.
 	flip := 2*positive < n
-	var p projector
 	for i := range out {
 		rh := &out[i].R
 		if flip {
@@ -120,75 +120,32 @@ func roundWith(x *sparse.Blocks, d int, ud []float64) []posegraph.Pose {
 				rh[(d-1)*d+c] = -rh[(d-1)*d+c]
 			}
 		}
-		p.nearestRotation(rh[:d*d], rh[:d*d], d)
+		nearestRotation(rh[:d*d], rh[:d*d], d)
 	}
 	return out
 }
 
-// projector computes nearest rotations, reusing its gonum workspaces.
-type projector struct {
-	a, u, v mat.Dense
-	svd     mat.SVD
-}
-
 // nearestRotation writes into dst the rotation closest to src in the
-// Frobenius norm: with src = U S V^T, dst = U diag(1, .., 1, det(U V^T)) V^T.
-// For rank-deficient src any such product is a nearest rotation. dst may
-// alias src. Non-finite input gives NaN output.
-func (p *projector) nearestRotation(dst, src []float64, d int) {
-	if p.a.IsEmpty() {
-		p.a.ReuseAs(d, d)
-	} else if r, _ := p.a.Dims(); r != d {
-		p.a.Reset()
-		p.u.Reset()
-		p.v.Reset()
-		p.a.ReuseAs(d, d)
-	}
-	for a := 0; a < d; a++ {
-		for c := 0; c < d; c++ {
-			p.a.Set(a, c, src[a*d+c])
-		}
-	}
-	if !p.svd.Factorize(&p.a, mat.SVDFull) {
-		for k := range dst[:d*d] {
-			dst[k] = math.NaN()
-		}
-		return
-	}
-	p.svd.UTo(&p.u)
-	p.svd.VTo(&p.v)
-	u, v := p.u.RawMatrix(), p.v.RawMatrix()
-	// The sign of det(U V^T); singular values are descending, so the
-	// correction lands on the smallest one, as it must.
-	s := 1.0
-	if denseDet(u.Data, u.Stride, d)*denseDet(v.Data, v.Stride, d) < 0 {
-		s = -1
-	}
-	for a := 0; a < d; a++ {
-		for c := 0; c < d; c++ {
-			t := 0.0
-			for k := 0; k < d-1; k++ {
-				t += u.Data[a*u.Stride+k] * v.Data[c*v.Stride+k]
+// Frobenius norm: with src = U S V^T, dst = U diag(1, .., 1, det(U V^T)) V^T
+// (the allocation-free Jacobi kernel of internal/smalldense). For
+// rank-deficient src any such product is a nearest rotation. dst may alias
+// src. Non-finite input gives NaN output rather than an invented rotation.
+func nearestRotation(dst, src []float64, d int) {
+	for _, v := range src[:d*d] {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			for k := range dst[:d*d] {
+				dst[k] = math.NaN()
 			}
-			t += s * u.Data[a*u.Stride+d-1] * v.Data[c*v.Stride+d-1]
-			dst[a*d+c] = t
+			return
 		}
 	}
-}
-
-func denseDet(m []float64, stride, d int) float64 {
-	if d == 2 {
-		return m[0]*m[stride+1] - m[1]*m[stride]
-	}
-	a, b, c := m[0:3], m[stride:stride+3], m[2*stride:2*stride+3]
-	return a[0]*(b[1]*c[2]-b[2]*c[1]) - a[1]*(b[0]*c[2]-b[2]*c[0]) + a[2]*(b[0]*c[1]-b[1]*c[0])
+	smalldense.NearestRotation(dst[:d*d], src[:d*d], d)
 }
 
 // NearestRotation returns the rotation in SO(d) closest in the Frobenius norm
 // to the d x d row-major matrix m (d = 2 or 3).
 func NearestRotation(m []float64, d int) [9]float64 {
 	var out [9]float64
-	var p projector
-	p.nearestRotation(out[:d*d], m, d)
+	nearestRotation(out[:d*d], m, d)
 	return out
 }

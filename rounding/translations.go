@@ -2,7 +2,6 @@ package rounding
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -158,7 +157,12 @@ func laplacianCSC(g *posegraph.Graph, drop int) *sparse.CSC {
 	}
 	for j := 0; j < n; j++ {
 		col := off[count[j]:count[j+1]]
-		sort.Slice(col, func(p, q int) bool { return col[p].row < col[q].row })
+		// Columns hold a pose's few neighbours: insertion sort, no allocation.
+		for p := 1; p < len(col); p++ {
+			for q := p; q > 0 && col[q].row < col[q-1].row; q-- {
+				col[q], col[q-1] = col[q-1], col[q]
+			}
+		}
 		a.RowIdx = append(a.RowIdx, j)
 		a.Val = append(a.Val, diag[j])
 		for k, en := range col {
@@ -267,6 +271,10 @@ func checkGraph(g *posegraph.Graph) error {
 			return fmt.Errorf("%s: edge %d goes from pose %d to itself", where(g, k), k, e.I)
 		}
 	}
+	if connected(g) {
+		return nil
+	}
+	// Rare: spend the maps of Components only to describe the problem.
 	if comps := g.Components(); len(comps) > 1 {
 		sizes := make([]int, len(comps))
 		for i, c := range comps {
@@ -275,4 +283,30 @@ func checkGraph(g *posegraph.Graph) error {
 		return &posegraph.DisconnectedError{Source: g.Source, Sizes: sizes}
 	}
 	return nil
+}
+
+// connected reports whether the graph has one connected component, by
+// union-find over the edges.
+func connected(g *posegraph.Graph) bool {
+	n := g.N()
+	parent := make([]int32, n)
+	for i := range parent {
+		parent[i] = int32(i)
+	}
+	find := func(i int32) int32 {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	parts := n
+	for _, e := range g.Edges {
+		a, b := find(int32(e.I)), find(int32(e.J))
+		if a != b {
+			parent[a] = b
+			parts--
+		}
+	}
+	return parts == 1
 }
