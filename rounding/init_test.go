@@ -244,3 +244,20 @@ func TestInitializationsRejectBadWeights(t *testing.T) {
 		}
 	}
 }
+
+func TestSinglePose(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		g := &posegraph.Graph{D: d, IDs: []int{5}}
+		for name, init := range map[string]func(*posegraph.Graph) ([]posegraph.Pose, error){
+			"chordal": Chordal, "odometry": Odometry, "chordal rotations": ChordalRotations,
+		} {
+			poses, err := init(g)
+			if err != nil {
+				t.Fatalf("%s d=%d: %v", name, d, err)
+			}
+			if len(poses) != 1 || poses[0] != posegraph.Identity(d) {
+				t.Fatalf("%s d=%d: got %v, want the identity", name, d, poses)
+			}
+		}
+	}
+}
