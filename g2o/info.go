@@ -25,6 +25,9 @@ func SE2Precisions(info []float64) (kappa, tau float64, err error) {
 		return 0, 0, err
 	}
 	tau = 2 / tr
+	if a, ok := scalar(w[:], 2); ok {
+		tau = a // exact for the isotropic case, which Write produces
+	}
 	return kappa, tau, checkPrecisions(kappa, tau)
 }
 
@@ -56,9 +59,15 @@ func SE3Precisions(info []float64) (kappa, tau float64, err error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		if part == 0 {
+		a, iso := scalar(blk[:], 3) // exact for the isotropic case, which Write produces
+		switch {
+		case part == 0 && iso:
+			tau = a
+		case part == 0:
 			tau = 3 / tr
-		} else {
+		case iso:
+			kappa = a / 2
+		default:
 			kappa = 3 / (2 * tr)
 		}
 	}
@@ -93,6 +102,23 @@ func checkPrecisions(kappa, tau float64) error {
 		return fmt.Errorf("information matrix gives precisions kappa=%g tau=%g, not positive and finite", kappa, tau)
 	}
 	return nil
+}
+
+// scalar reports whether the k x k matrix a is a multiple a_00 I of the
+// identity.
+func scalar(a []float64, k int) (float64, bool) {
+	for r := 0; r < k; r++ {
+		for c := 0; c < k; c++ {
+			want := 0.0
+			if r == c {
+				want = a[0]
+			}
+			if a[r*k+c] != want {
+				return 0, false
+			}
+		}
+	}
+	return a[0], true
 }
 
 // unpackUpper fills the full symmetric k x k matrix a (row-major) from its

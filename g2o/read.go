@@ -76,6 +76,7 @@ func Read(r io.Reader, name string, opts ReadOptions) (*posegraph.Graph, error) 
 	for {
 		raw, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
+			p.line++
 			return nil, p.errorf("line longer than %d bytes", MaxLineLength)
 		}
 		if len(raw) > 0 {

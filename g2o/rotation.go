@@ -9,26 +9,33 @@ func RotationFromAngle(theta float64) [9]float64 {
 	return [9]float64{c, -s, s, c}
 }
 
-// AngleFromRotation returns the angle theta in [-pi, pi] of the 2-D rotation
-// r (row-major, stride 2). When r is exactly RotationFromAngle of some angle,
-// the angle returned reproduces r bit for bit where a neighbouring float64
-// does so, so that writing and re-reading a pose loses nothing.
+// AngleFromRotation returns the angle theta of the 2-D rotation r (row-major,
+// stride 2): atan2's answer in [-pi, pi], unless a float within a few ulps of
+// it or of its 2 pi shifts reproduces r bit for bit under RotationFromAngle
+// where atan2's does not. So writing a pose read from a file and reading it
+// again usually loses nothing.
 func AngleFromRotation(r [9]float64) float64 {
 	th := math.Atan2(r[2], r[0])
 	if exactAngle(th, r) {
 		return th
 	}
 	// atan2(sin t, cos t) can land an ulp or two away from an angle that
-	// reproduces r; look at the nearest few floats on each side.
-	up, down := th, th
-	for k := 0; k < 4; k++ {
-		up = math.Nextafter(up, math.Inf(1))
-		if exactAngle(up, r) {
-			return up
+	// reproduces r, and a file's angle may lie outside [-pi, pi]: look at
+	// the nearest few floats around th and th +- 2 pi.
+	for _, base := range [3]float64{th, th + 2*math.Pi, th - 2*math.Pi} {
+		up, down := base, base
+		if exactAngle(base, r) {
+			return base
 		}
-		down = math.Nextafter(down, math.Inf(-1))
-		if exactAngle(down, r) {
-			return down
+		for k := 0; k < 4; k++ {
+			up = math.Nextafter(up, math.Inf(1))
+			if exactAngle(up, r) {
+				return up
+			}
+			down = math.Nextafter(down, math.Inf(-1))
+			if exactAngle(down, r) {
+				return down
+			}
 		}
 	}
 	return th

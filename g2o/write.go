@@ -158,8 +158,20 @@ func checkWritable(g *posegraph.Graph, poses []posegraph.Pose) error {
 			!finite([]float64{e.Kappa, e.Tau}) {
 			return fmt.Errorf("g2o: %s: edge %d (%d, %d) has a value that is not finite", src, k, g.IDs[e.I], g.IDs[e.J])
 		}
+		if len(e.Info) != infoLen(g.D) && (!(e.Kappa > 0) || !(e.Tau > 0) || math.IsInf(2*e.Kappa, 0)) {
+			return fmt.Errorf("g2o: %s: edge %d (%d, %d) has precisions kappa=%g tau=%g that no information matrix gives",
+				src, k, g.IDs[e.I], g.IDs[e.J], e.Kappa, e.Tau)
+		}
 	}
 	return nil
+}
+
+// infoLen is the number of values of an information matrix in dimension d.
+func infoLen(d int) int {
+	if d == 2 {
+		return 6
+	}
+	return 21
 }
 
 func finite(v []float64) bool {

@@ -1,0 +1,59 @@
+// Package g2o reads and writes pose graphs in the text formats of g2o and
+// TORO, the formats the public SLAM benchmark graphs come in.
+//
+// # Records
+//
+// Read understands, one record per line:
+//
+//	VERTEX_SE2 id x y theta
+//	EDGE_SE2 i j dx dy dtheta I11 I12 I13 I22 I23 I33
+//	VERTEX_SE3:QUAT id x y z qx qy qz qw
+//	EDGE_SE3:QUAT i j x y z qx qy qz qw I11 I12 ... I66   (21 values)
+//	VERTEX2 id x y theta                                   (TORO)
+//	EDGE2 i j dx dy dtheta Ixx Ixy Iyy Ith Ixth Iyth        (TORO)
+//	FIX id [id ...]
+//
+// Information matrices are given by their upper triangle, row by row, in
+// the order x, y, theta (2-D) or x, y, z, qx, qy, qz (3-D); TORO's order is
+// mapped to g2o's. Quaternions have w last and are normalized on reading.
+// '#' starts a comment that runs to the end of the line; blank lines, CRLF
+// line ends and any mix of spaces and tabs are fine. A file holds either
+// 2-D or 3-D records, not both.
+//
+// Other records (landmarks such as VERTEX_XY and EDGE_SE3_TRACKXYZ, priors,
+// sensor parameters, unknown tags) are errors, or with ReadOptions.Lenient
+// are skipped with one warning per tag that counts them. Every problem in a
+// file is a *ParseError that names the file, the line and the problem;
+// Read never panics (FuzzRead checks this).
+//
+// # Precisions
+//
+// An edge's information matrix W becomes the two isotropic precisions of
+// the objective sum_e kappa ||R_j - R_i R_e||_F^2 + tau ||t_j - t_i - R_i t_e||^2
+// (DESIGN.md section 2), the convention of the published certified optima:
+//
+//	2-D: kappa = I33,                  tau = 2 / tr(inv(W_t)), W_t = [[I11 I12] [I12 I22]]
+//	3-D: kappa = 3 / (2 tr(inv(W_R))),  tau = 3 / tr(inv(W_t)), W_t, W_R the diagonal 3 x 3 blocks
+//
+// The cross terms do not enter. W_t and W_R must be positive definite. A
+// full matrix that is indefinite because of its cross terms (5021 edges of
+// cubicle.g2o are) is read with a warning, or rejected with
+// ReadOptions.StrictInfo. Edge.Meas and Edge.Info keep the values as
+// written, so Write reproduces the edges exactly.
+//
+// # Ids
+//
+// Vertex ids need not start at 0 or be contiguous, and a vertex may appear
+// only in edges. The pose index of an id is its rank among all ids the file
+// mentions, in ascending order; Graph.IDs maps indices back to ids, and the
+// writers use the original ids. Graph.Initial holds the VERTEX estimates
+// (the identity where a vertex has none, with Graph.HasInitial false).
+//
+// # Writing
+//
+// Write produces g2o (VERTEX_SE2/EDGE_SE2 or VERTEX_SE3:QUAT/EDGE_SE3:QUAT,
+// also for TORO input) with numbers in their shortest exact form, so a graph
+// read from a file and written again reads back the same. WriteTUM writes a
+// trajectory in the TUM format ("timestamp tx ty tz qx qy qz qw") with the
+// vertex id as timestamp, for tools such as evo.
+package g2o

@@ -1,0 +1,85 @@
+package g2o_test
+
+import (
+	"fmt"
+	"log"
+	"os"
+	"strings"
+
+	"github.com/bcmsync/bcmsync/g2o"
+)
+
+// A small 2-D graph: ids 10, 20 and 35, the last known only from an edge.
+const triangle = `# three poses, one loop closure
+VERTEX_SE2 10 0 0 0
+VERTEX_SE2 20 1 0 1.5707963
+FIX 10
+EDGE_SE2 10 20 1 0 1.5707963 100 0 0 100 0 400
+EDGE_SE2 20 35 1 0 1.5707963 100 0 0 100 0 400
+EDGE_SE2 35 10 1.4142136 0 2.3561945 50 0 0 50 0 200   # closes the loop
+`
+
+func ExampleRead() {
+	g, err := g2o.Read(strings.NewReader(triangle), "triangle.g2o", g2o.ReadOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("d, n, m:", g.D, g.N(), g.M())
+	fmt.Println("ids:", g.IDs, "fixed:", g.Fixed, "estimates:", g.HasInitial)
+	for _, e := range g.Edges {
+		fmt.Printf("line %d: pose %d -> %d, kappa %g, tau %g\n", e.Line, e.I, e.J, e.Kappa, e.Tau)
+	}
+	// Output:
+	// d, n, m: 2 3 3
+	// ids: [10 20 35] fixed: [0] estimates: [true true false]
+	// line 5: pose 0 -> 1, kappa 400, tau 100
+	// line 6: pose 1 -> 2, kappa 400, tau 100
+	// line 7: pose 2 -> 0, kappa 200, tau 50
+}
+
+func ExampleRead_error() {
+	_, err := g2o.Read(strings.NewReader("VERTEX_SE2 0 0 0 0\nEDGE_SE2 0 1 1 0 0 1 0 0 -1 0 1\n"), "bad.g2o", g2o.ReadOptions{})
+	fmt.Println(err)
+	// Output:
+	// bad.g2o:2: EDGE_SE2: information matrix is not positive definite in its translation block (Cholesky pivot 2 is -1)
+}
+
+func ExampleWrite() {
+	g, err := g2o.Read(strings.NewReader(triangle), "triangle.g2o", g2o.ReadOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// With nil poses Write uses the file's estimates (the identity for 35).
+	if err := g2o.Write(os.Stdout, g, nil); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// VERTEX_SE2 10 0 0 0
+	// VERTEX_SE2 20 1 0 1.5707963
+	// VERTEX_SE2 35 0 0 0
+	// FIX 10
+	// EDGE_SE2 10 20 1 0 1.5707963 100 0 0 100 0 400
+	// EDGE_SE2 20 35 1 0 1.5707963 100 0 0 100 0 400
+	// EDGE_SE2 35 10 1.4142136 0 2.3561945 50 0 0 50 0 200
+}
+
+func ExampleWriteTUM() {
+	g, err := g2o.Read(strings.NewReader(triangle), "triangle.g2o", g2o.ReadOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := g2o.WriteTUM(&sb, g, nil); err != nil {
+		log.Fatal(err)
+	}
+	// Print rounded, as the last digits of the quaternion are noise.
+	for _, line := range strings.Split(strings.TrimSpace(sb.String()), "\n") {
+		var id, x, y, z, qx, qy, qz, qw float64
+		fmt.Sscan(line, &id, &x, &y, &z, &qx, &qy, &qz, &qw)
+		fmt.Printf("%g %.3f %.3f %.3f %.4f %.4f %.4f %.4f\n", id, x, y, z, qx, qy, qz, qw)
+	}
+	// Output:
+	// 10 0.000 0.000 0.000 0.0000 0.0000 0.0000 1.0000
+	// 20 1.000 0.000 0.000 0.0000 0.0000 0.7071 0.7071
+	// 35 0.000 0.000 0.000 0.0000 0.0000 0.0000 1.0000
+}

@@ -1,0 +1,273 @@
+package g2o
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+func mustRead(t *testing.T, src string, opts ReadOptions) *posegraph.Graph {
+	t.Helper()
+	g, err := Read(strings.NewReader(src), "test.g2o", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestReadSyntax covers what occurs in real files: comments (whole line and
+// trailing), blank lines, CRLF, tabs and runs of spaces, no final newline,
+// ids that are neither 0-based nor contiguous, vertices that appear only in
+// edges, and FIX.
+func TestReadSyntax(t *testing.T) {
+	src := "# a comment\r\n" +
+		"\r\n" +
+		"VERTEX_SE2 10 1 2 0.5   # trailing comment\r\n" +
+		"VERTEX_SE2\t-3\t0 0 0\r\n" +
+		"FIX 10\r\n" +
+		"   \t\r\n" +
+		"EDGE_SE2 -3 10  1 2 0.5  4 1 0 3 0 9\r\n" +
+		"EDGE_SE2 10 700 0.25 -1 -0.5 2 0 0 2 0 5\r\n" +
+		"EDGE_SE2 700 -3 1e-1 2E+0 0 1 0 0 1 0 1" // no final newline
+	g := mustRead(t, src, ReadOptions{})
+	if g.D != 2 || g.Source != "test.g2o" {
+		t.Errorf("D, Source = %d, %q", g.D, g.Source)
+	}
+	if want := []int{-3, 10, 700}; !slices.Equal(g.IDs, want) {
+		t.Errorf("IDs = %v, want %v (ascending)", g.IDs, want)
+	}
+	type ij struct{ i, j, line int }
+	var got []ij
+	for _, e := range g.Edges {
+		got = append(got, ij{e.I, e.J, e.Line})
+	}
+	if want := []ij{{0, 1, 7}, {1, 2, 8}, {2, 0, 9}}; !slices.Equal(got, want) {
+		t.Errorf("edges (i, j, line) = %v, want %v", got, want)
+	}
+	if !slices.Equal(g.HasInitial, []bool{true, true, false}) {
+		t.Errorf("HasInitial = %v", g.HasInitial)
+	}
+	if p := g.Initial[1]; p.T != [3]float64{1, 2, 0} || p.R != RotationFromAngle(0.5) {
+		t.Errorf("pose of vertex 10 = %v", p)
+	}
+	if g.Initial[2] != posegraph.Identity(2) {
+		t.Errorf("pose without a VERTEX line = %v, want identity", g.Initial[2])
+	}
+	if !slices.Equal(g.Fixed, []int{1}) {
+		t.Errorf("Fixed = %v, want [1]", g.Fixed)
+	}
+	e := g.Edges[0]
+	if !slices.Equal(e.Meas, []float64{1, 2, 0.5}) || !slices.Equal(e.Info, []float64{4, 1, 0, 3, 0, 9}) {
+		t.Errorf("raw values %v %v", e.Meas, e.Info)
+	}
+	// tau = 2 / tr(inv([[4 1] [1 3]])) = 2 / (7/11) = 22/7.
+	if e.Kappa != 9 || math.Abs(e.Tau-22.0/7) > 1e-15 {
+		t.Errorf("kappa, tau = %g, %g; want 9, 22/7", e.Kappa, e.Tau)
+	}
+	if e.T != [3]float64{1, 2, 0} || e.R != RotationFromAngle(0.5) {
+		t.Errorf("edge R, T = %v, %v", e.R, e.T)
+	}
+	if g.Edges[2].T != [3]float64{0.1, 2, 0} {
+		t.Errorf("exponent notation: T = %v", g.Edges[2].T)
+	}
+	if err := g.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestReadSparseIDs uses ids too far apart for the dense id table.
+func TestReadSparseIDs(t *testing.T) {
+	src := "EDGE_SE2 1000000000000 5 1 0 0 1 0 0 1 0 1\n" +
+		"EDGE_SE2 5 -1000000000000 1 0 0 1 0 0 1 0 1\n" +
+		"FIX -1000000000000\n"
+	g := mustRead(t, src, ReadOptions{})
+	if want := []int{-1e12, 5, 1e12}; !slices.Equal(g.IDs, want) {
+		t.Errorf("IDs = %v, want %v", g.IDs, want)
+	}
+	if e := g.Edges[0]; e.I != 2 || e.J != 1 {
+		t.Errorf("first edge (%d, %d), want (2, 1)", e.I, e.J)
+	}
+	if !slices.Equal(g.Fixed, []int{0}) {
+		t.Errorf("Fixed = %v", g.Fixed)
+	}
+}
+
+// TestReadTORO checks that EDGE2's information order
+// (Ixx Ixy Iyy Ith Ixth Iyth) is mapped to g2o's (I11 I12 I13 I22 I23 I33).
+func TestReadTORO(t *testing.T) {
+	toro := mustRead(t, "VERTEX2 0 0 0 0\nVERTEX2 1 1 0 0\nEDGE2 0 1 1 0.5 0.1 10 2 20 30 3 4\n", ReadOptions{})
+	g2o := mustRead(t, "VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nEDGE_SE2 0 1 1 0.5 0.1 10 2 3 20 4 30\n", ReadOptions{})
+	a, b := toro.Edges[0], g2o.Edges[0]
+	if !slices.Equal(a.Info, b.Info) || a.Kappa != b.Kappa || a.Tau != b.Tau || a.R != b.R || a.T != b.T {
+		t.Errorf("TORO edge %+v\ndiffers from g2o edge %+v", a, b)
+	}
+	if a.Kappa != 30 {
+		t.Errorf("kappa = %g, want Ith = 30", a.Kappa)
+	}
+}
+
+// TestReadSE3 checks quaternion normalization and that Meas keeps the
+// quaternion as written.
+func TestReadSE3(t *testing.T) {
+	info := "1 0 0 0 0 0 2 0 0 0 0 4 0 0 0 10 0 0 10 0 10"
+	src := "VERTEX_SE3:QUAT 0 0 0 0 0 0 0 2\n" +
+		"EDGE_SE3:QUAT 0 1 1 2 3 0 0 3 4 " + info + "\n"
+	g := mustRead(t, src, ReadOptions{})
+	if g.D != 3 || g.N() != 2 {
+		t.Fatalf("d, n = %d, %d", g.D, g.N())
+	}
+	if g.Initial[0] != posegraph.Identity(3) {
+		t.Errorf("vertex with quaternion (0 0 0 2): %v, want identity", g.Initial[0])
+	}
+	e := g.Edges[0]
+	if !slices.Equal(e.Meas, []float64{1, 2, 3, 0, 0, 3, 4}) {
+		t.Errorf("Meas = %v, want the quaternion unnormalized", e.Meas)
+	}
+	// (0, 0, 0.6, 0.8) is a rotation about z by theta with cos = 0.8^2 - 0.6^2, sin = 2 * 0.6 * 0.8.
+	c, s := 0.28, 0.96
+	want := []float64{c, -s, 0, s, c, 0, 0, 0, 1}
+	if !close(e.R[:], want, 1e-15) {
+		t.Errorf("R = %v, want %v", e.R, want)
+	}
+	// tau = 3 / (1 + 1/2 + 1/4), kappa = 3 / (2 * 3/10).
+	if math.Abs(e.Tau-3/1.75) > 1e-15 || math.Abs(e.Kappa-5) > 1e-15 {
+		t.Errorf("kappa, tau = %g, %g; want 5, %g", e.Kappa, e.Tau, 3/1.75)
+	}
+	if len(e.Info) != 21 || e.Info[20] != 10 {
+		t.Errorf("Info = %v", e.Info)
+	}
+}
+
+// TestReadErrors checks that each kind of bad input is a *ParseError that
+// names the file, the line and the problem.
+func TestReadErrors(t *testing.T) {
+	const (
+		v0  = "VERTEX_SE2 0 0 0 0\n"
+		e01 = "EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n"
+		i6  = " 1 0 0 0 0 0 1 0 0 0 0 1 0 0 0 1 0 0 1 0 1"
+	)
+	for _, c := range []struct {
+		name, src string
+		line      int
+		msg       string
+	}{
+		{"too few", v0 + "EDGE_SE2 0 1 1 0 0 1 0 0 1 0\n", 2, "too few fields"},
+		{"too many", "VERTEX_SE2 0 0 0 0 7\n" + e01, 1, "too many fields"},
+		{"too few SE3", "EDGE_SE3:QUAT 0 1 0 0 0 0 0 0 1\n", 1, "too few fields"},
+		{"FIX alone", e01 + "FIX\n", 2, "FIX needs at least one"},
+		{"not a number", v0 + "EDGE_SE2 0 1 1 x 0 1 0 0 1 0 1\n", 2, `field 4 of EDGE_SE2 (x) is not a number`},
+		{"NaN", e01 + "VERTEX_SE2 1 NaN 0 0\n", 2, "not a finite number"},
+		{"Inf", e01 + "EDGE_SE2 1 2 1 0 0 +Inf 0 0 1 0 1\n", 2, "not a finite number"},
+		{"overflow", e01 + "EDGE_SE2 1 2 1e999 0 0 1 0 0 1 0 1\n", 2, "not a finite number"},
+		{"bad id", "EDGE_SE2 0 1.5 1 0 0 1 0 0 1 0 1\n", 1, "is not a vertex id"},
+		{"huge id", "EDGE_SE2 0 99999999999999999999 1 0 0 1 0 0 1 0 1\n", 1, "is not a vertex id"},
+		{"not PD translation", e01 + "EDGE_SE2 1 2 1 0 0 1 2 0 1 0 1\n", 2, "not positive definite in its translation block"},
+		{"not PD rotation", e01 + "EDGE_SE2 1 2 1 0 0 1 0 0 1 0 0\n", 2, "not positive definite (I33 = 0)"},
+		{"not PD SE3", "EDGE_SE3:QUAT 0 1 0 0 0 0 0 0 1 1 0 0 0 0 0 1 0 0 0 0 1 0 0 0 -1 0 0 1 0 1\n", 1, "not positive definite in its rotation block"},
+		{"zero quaternion", "EDGE_SE3:QUAT 0 1 0 0 0 0 0 0 0" + i6 + "\n", 1, "zero quaternion"},
+		{"zero vertex quaternion", "VERTEX_SE3:QUAT 0 0 0 0 0 0 0 0\n", 1, "zero quaternion"},
+		{"landmark", e01 + "VERTEX_XY 5 1 2\n", 2, "VERTEX_XY is not supported (landmarks"},
+		{"landmark edge", e01 + "EDGE_SE2_XY 0 5 1 2 1 0 1\n", 2, "EDGE_SE2_XY is not supported (landmarks"},
+		{"track", "EDGE_SE3_TRACKXYZ 0 5 1 2 3 1 0 0 1 0 1\n", 1, "EDGE_SE3_TRACKXYZ is not supported (landmarks"},
+		{"prior", e01 + "EDGE_SE2_PRIOR 0 1 0 0 1 0 0 1 0 1\n", 2, "EDGE_SE2_PRIOR is not supported (priors"},
+		{"params", "PARAMS_SE3OFFSET 0 0 0 0 0 0 0 1\n" + e01, 1, "PARAMS_SE3OFFSET is not supported (sensor parameters"},
+		{"unknown", e01 + "\n\nHELLO world\n", 4, "HELLO is not supported (unknown record type"},
+		{"garbage tag", "\x00\x01\n", 1, `"\x00\x01" is not supported`},
+		{"mixed dimensions", e01 + "VERTEX_SE3:QUAT 0 0 0 0 0 0 0 1\n", 2, "is a 3-D record but line 1 has a 2-D one (EDGE_SE2)"},
+		{"self edge", v0 + "EDGE_SE2 0 0 1 0 0 1 0 0 1 0 1\n", 2, "from vertex 0 to itself"},
+		{"vertex twice", v0 + e01 + "\n" + v0, 4, "vertex 0 declared twice (first at line 1)"},
+		{"FIX unknown", e01 + "FIX 0 7\n", 2, "FIX names vertex 7"},
+		{"long line", e01 + strings.Repeat(" ", MaxLineLength+10) + "\n", 2, "line longer than"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(c.src), "bad.g2o", ReadOptions{})
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v (%T), want a *ParseError", err, err)
+			}
+			if pe.Line != c.line || pe.File != "bad.g2o" {
+				t.Errorf("error at %s:%d, want bad.g2o:%d", pe.File, pe.Line, c.line)
+			}
+			prefix := fmt.Sprintf("bad.g2o:%d: ", c.line)
+			if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, c.msg) {
+				t.Errorf("error %q, want %q...%q", msg, prefix, c.msg)
+			}
+		})
+	}
+}
+
+// TestReadEmpty checks that a file without edges is an error naming the file.
+func TestReadEmpty(t *testing.T) {
+	for _, src := range []string{"", "\n\n", "# only a comment\n", "VERTEX_SE2 0 0 0 0\n"} {
+		_, err := Read(strings.NewReader(src), "empty.g2o", ReadOptions{})
+		if err == nil || !strings.HasPrefix(err.Error(), "empty.g2o: no edges") {
+			t.Errorf("%q: error %v, want empty.g2o: no edges...", src, err)
+		}
+	}
+	_, err := Read(strings.NewReader(""), "", ReadOptions{})
+	if err == nil || !strings.HasPrefix(err.Error(), "<input>: ") {
+		t.Errorf("unnamed input: %v", err)
+	}
+}
+
+// TestReadLenient checks that lenient reading skips unsupported records with
+// one warning per tag that counts them, and that other errors still stop it.
+func TestReadLenient(t *testing.T) {
+	src := "VERTEX_SE2 0 0 0 0\nVERTEX_XY 5 1 2\nEDGE_SE2_XY 0 5 1 2 1 0 1\n" +
+		"EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nVERTEX_XY 6 1 2\nFOO\n"
+	var warns []string
+	g := mustRead(t, src, ReadOptions{Lenient: true, Warn: func(m string) { warns = append(warns, m) }})
+	if g.N() != 2 || g.M() != 1 {
+		t.Errorf("n, m = %d, %d; want 2, 1 (landmarks skipped)", g.N(), g.M())
+	}
+	want := []string{"skipped 2 VERTEX_XY", "skipped 1 EDGE_SE2_XY", "skipped 1 FOO"}
+	if len(warns) != len(want) {
+		t.Fatalf("warnings %q, want %d", warns, len(want))
+	}
+	for k, w := range want {
+		if !strings.Contains(warns[k], w) {
+			t.Errorf("warning %q, want %q", warns[k], w)
+		}
+	}
+	_, err := Read(strings.NewReader("VERTEX_XY 5 1 2\n"), "x.g2o", ReadOptions{Lenient: true})
+	if err == nil || !strings.Contains(err.Error(), "no edges") {
+		t.Errorf("only landmarks: %v", err)
+	}
+	_, err = Read(strings.NewReader("VERTEX_XY 5 1 2\nVERTEX_SE2 0 0 0\n"), "x.g2o", ReadOptions{Lenient: true})
+	if err == nil || !strings.HasPrefix(err.Error(), "x.g2o:2: too few") {
+		t.Errorf("lenient reading let a broken line through: %v", err)
+	}
+}
+
+// TestReadIndefiniteCross checks an edge whose diagonal blocks are positive
+// definite but whose cross terms make the full matrix indefinite (as in
+// cubicle.g2o): read with a warning by default, an error with StrictInfo.
+func TestReadIndefiniteCross(t *testing.T) {
+	src := "EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nEDGE_SE2 1 2 1 0 0 1 0 5 1 0 1\n"
+	var warns []string
+	g := mustRead(t, src, ReadOptions{Warn: func(m string) { warns = append(warns, m) }})
+	if e := g.Edges[1]; e.Kappa != 1 || e.Tau != 1 {
+		t.Errorf("kappa, tau = %g, %g; want 1, 1 (cross terms ignored)", e.Kappa, e.Tau)
+	}
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], "test.g2o:2: 1 edge(s)") {
+		t.Errorf("warnings %q", warns)
+	}
+	_, err := Read(strings.NewReader(src), "test.g2o", ReadOptions{StrictInfo: true})
+	if err == nil || !strings.HasPrefix(err.Error(), "test.g2o:2: EDGE_SE2: full 3x3 information matrix is not positive definite") {
+		t.Errorf("StrictInfo: %v", err)
+	}
+}
+
+// TestReadDisconnected checks that a graph in pieces is read (the caller
+// decides what to do) and that Validate reports it.
+func TestReadDisconnected(t *testing.T) {
+	g := mustRead(t, "VERTEX_SE2 9 0 0 0\nEDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n", ReadOptions{})
+	if err := g.Validate(); !posegraph.IsDisconnected(err) {
+		t.Errorf("Validate: %v, want disconnected", err)
+	}
+}
