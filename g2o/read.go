@@ -502,8 +502,8 @@ func (p *parser) warn() {
 		p.opts.Warn(fmt.Sprintf("%s: skipped %d %s record(s): %s", p.fileName(), p.skipped[t], printable(t), unsupportedReason(t)))
 	}
 	if p.notPD > 0 {
-		p.opts.Warn(fmt.Sprintf("%s:%d: %d edge(s) have an information matrix whose cross terms make it indefinite "+
-			"(first: %s); read anyway, since kappa and tau depend on the diagonal blocks only",
+		p.opts.Warn(fmt.Sprintf("%s:%d: %d edge(s) have an information matrix made indefinite by its cross terms "+
+			"(the first here: %s); read anyway, as kappa and tau use only the diagonal blocks",
 			p.fileName(), p.notPDFirst, p.notPD, p.notPDMsg))
 	}
 }
