@@ -4,12 +4,12 @@ import "math"
 
 // MaxRows is the largest row count r for which the kernels run without
 // allocating.
-const MaxRows = 32
+const MaxRows = 16
 
 // jacobiTol is the relative size of the off-diagonal Gram entry below which
 // two columns count as orthogonal. A few ulps: tighter would make the sweep
 // chase rounding noise, looser would leave U visibly non-orthogonal.
-const jacobiTol = 4e-16
+const jacobiTol = 1e-15
 
 // maxSweeps bounds the Jacobi sweeps. One-sided Jacobi converges
 // quadratically; for d <= 3 four to six sweeps are typical.
@@ -18,6 +18,8 @@ const maxSweeps = 40
 // svdCols runs a one-sided Jacobi SVD on the r x d row-major a in place: on
 // return the columns of a are mutually orthogonal (a = U S) and v (d x d,
 // row-major) holds the accumulated rotations, so that a_in = a_out v^T.
+// (Finding the rotations on the Gram matrix a^T a first was tried: it saves
+// flops for large r but costs more rotations, and measured slower for r <= 10.)
 func svdCols(a []float64, v *[9]float64, r, d int) {
 	*v = [9]float64{}
 	for k := 0; k < d; k++ {
@@ -34,23 +36,14 @@ func svdCols(a []float64, v *[9]float64, r, d int) {
 					beta += aq * aq
 					gamma += ap * aq
 				}
-				if gamma == 0 || math.Abs(gamma) <= jacobiTol*math.Sqrt(alpha)*math.Sqrt(beta) {
+				// |gamma| <= tol sqrt(alpha beta), squared to spare two
+				// square roots. a is scaled to max |a_ij| = 1, so the product
+				// underflows only for columns far below the rank cut.
+				if gamma*gamma <= jacobiTol*jacobiTol*alpha*beta {
 					continue
 				}
 				rotated = true
-				zeta := (beta - alpha) / (2 * gamma)
-				var t float64
-				if az := math.Abs(zeta); az > 1e150 {
-					// zeta^2 would overflow; t ~ 1/(2 zeta).
-					t = 0.5 / zeta
-				} else {
-					t = 1 / (az + math.Sqrt(1+zeta*zeta))
-					if zeta < 0 {
-						t = -t
-					}
-				}
-				c := 1 / math.Sqrt(1+t*t)
-				s := c * t
+				c, s := jacobiRotation(alpha, beta, gamma)
 				for k := 0; k < r; k++ {
 					ap, aq := a[k*d+p], a[k*d+q]
 					a[k*d+p] = c*ap - s*aq
@@ -69,32 +62,59 @@ func svdCols(a []float64, v *[9]float64, r, d int) {
 	}
 }
 
-// scaleInto copies h/amax into a and returns amax = max |h_ij| (0 for a zero
-// h, in which case a is zeroed). Scaling keeps the Gram sums clear of overflow
-// and underflow for huge and tiny inputs.
+// jacobiRotation returns the rotation (c, s) that makes columns p and q
+// orthogonal, given alpha = |a_p|^2, beta = |a_q|^2, gamma = <a_p, a_q> != 0:
+// a_p <- c a_p - s a_q, a_q <- s a_p + c a_q, with |t| = |s/c| <= 1, the
+// smaller root of t^2 + 2 zeta t - 1 = 0, zeta = (beta - alpha) / (2 gamma).
+// Written as t = sign(x) y / (|x| + hypot(x, y)) with x = beta - alpha,
+// y = 2 gamma, the chain of dependent square roots and divisions is four
+// long-latency operations instead of five, and nothing overflows for the
+// scaled inputs (alpha, beta <= r).
+func jacobiRotation(alpha, beta, gamma float64) (c, s float64) {
+	x, y := beta-alpha, 2*gamma
+	t := y / (math.Abs(x) + math.Sqrt(x*x+y*y))
+	if x < 0 {
+		t = -t
+	}
+	c = 1 / math.Sqrt(1+t*t)
+	return c, c * t
+}
+
+// scaleInto copies h into a and returns the factor by which a must be
+// multiplied to give h back: 1 when max |h_ij| lies in [2^-100, 2^100], else
+// max |h_ij|, with a = h / max |h_ij|. Scaling keeps the Gram sums clear of
+// overflow and underflow for huge and tiny inputs (the Jacobi test squares
+// the Gram entries, so fourth powers of the entries must stay normal); the
+// common case is a plain copy. It returns 0 for a zero h.
 func scaleInto(a, h []float64) float64 {
 	amax := 0.0
-	for _, x := range h {
+	for k, x := range h {
+		a[k] = x
 		if ax := math.Abs(x); ax > amax {
 			amax = ax
 		}
 	}
-	if amax == 0 || math.IsInf(amax, 0) || math.IsNaN(amax) {
-		copy(a, h)
+	const lo, hi = 0x1p-100, 0x1p100
+	if amax == 0 || (amax >= lo && amax <= hi) || math.IsInf(amax, 0) || math.IsNaN(amax) {
 		if amax == 0 {
 			return 0
+		}
+		return 1
+	}
+	if amax < 0x1p-1000 {
+		// 1/amax would overflow for subnormal amax: scale in two steps.
+		for k := range a {
+			a[k] *= 0x1p600
+		}
+		inv := 1 / (amax * 0x1p600)
+		for k := range a {
+			a[k] *= inv
 		}
 		return amax
 	}
 	inv := 1 / amax
-	for k, x := range h {
-		a[k] = x * inv
-	}
-	if math.IsInf(inv, 0) { // amax subnormal: scale in two steps
-		s := math.Ldexp(1, 600)
-		for k, x := range h {
-			a[k] = (x * s) / (amax * s)
-		}
+	for k := range a {
+		a[k] *= inv
 	}
 	return amax
 }
@@ -127,8 +147,8 @@ func Nuclear(h []float64, r, d int) float64 {
 	} else {
 		a = make([]float64, r*d)
 	}
-	amax := scaleInto(a, h)
-	if amax == 0 {
+	scale := scaleInto(a, h)
+	if scale == 0 {
 		return 0
 	}
 	var v [9]float64
@@ -137,7 +157,7 @@ func Nuclear(h []float64, r, d int) float64 {
 	for k := 0; k < d; k++ {
 		s += colNorm(a, r, d, k)
 	}
-	return s * amax
+	return s * scale
 }
 
 func colNorm(a []float64, r, d, k int) float64 {
@@ -152,14 +172,16 @@ func polar(dst, h []float64, r, d int, rotation bool) float64 {
 	if d < 1 || d > 3 || r < d {
 		panic("smalldense: Polar needs 1 <= d <= 3 and r >= d")
 	}
-	var buf, ubuf [MaxRows * 3]float64
-	var a, u []float64
+	// One scratch matrix: a = h (scaled), then U S, then U in place. Kept
+	// small because Go zeroes it on every call.
+	var buf [MaxRows * 3]float64
+	var a []float64
 	if r <= MaxRows {
-		a, u = buf[:r*d], ubuf[:r*d]
+		a = buf[:r*d]
 	} else {
-		a, u = make([]float64, r*d), make([]float64, r*d)
+		a = make([]float64, r*d)
 	}
-	amax := scaleInto(a, h)
+	scale := scaleInto(a, h)
 	var v [9]float64
 	svdCols(a, &v, r, d)
 
@@ -177,52 +199,67 @@ func polar(dst, h []float64, r, d int, rotation bool) float64 {
 			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}
-	smax := sv[order[0]]
-	// Below this a column's direction is rounding noise and it is treated as
-	// a zero singular value.
-	cut := smax * float64(r) * 1e-15
+	// Below cut a column's direction is rounding noise and it is treated
+	// as a zero singular value.
+	cut := sv[order[0]] * float64(r) * 1e-15
 	for n := 0; n < d; n++ {
 		k := order[n]
 		ok := sv[k] > cut && sv[k] > 0
 		if ok {
 			inv := 1 / sv[k]
 			for i := 0; i < r; i++ {
-				u[i*d+k] = a[i*d+k] * inv
+				a[i*d+k] *= inv
 			}
-			// Twice is enough (Kahan): restores orthogonality lost to
-			// rounding in nearly dependent columns.
-			ok = orthonormalize(u, r, d, k, order[:n])
+			if n > 0 {
+				// Restores the orthogonality lost to rounding in nearly
+				// dependent columns.
+				ok = orthonormalize(a, r, d, k, order[:n])
+			}
 		}
 		if !ok {
-			completeBasis(u, r, d, k, order[:n])
+			completeBasis(a, r, d, k, order[:n])
 		}
 	}
 	if rotation {
 		// det(U V^T) = det(U) det(V) for square U.
-		if det(u, d)*det(v[:], d) < 0 {
+		if det(a, d)*det(v[:], d) < 0 {
 			k := order[d-1]
 			for i := 0; i < r; i++ {
-				u[i*d+k] = -u[i*d+k]
+				a[i*d+k] = -a[i*d+k]
 			}
 		}
 	}
 	// dst = U V^T.
-	for i := 0; i < r; i++ {
-		for c := 0; c < d; c++ {
-			s := 0.0
-			for k := 0; k < d; k++ {
-				s += u[i*d+k] * v[c*d+k]
-			}
-			dst[i*d+c] = s
+	switch d {
+	case 2:
+		for i := 0; i < r; i++ {
+			u0, u1 := a[i*2], a[i*2+1]
+			dst[i*2] = u0*v[0] + u1*v[1]
+			dst[i*2+1] = u0*v[2] + u1*v[3]
+		}
+	case 3:
+		for i := 0; i < r; i++ {
+			u0, u1, u2 := a[i*3], a[i*3+1], a[i*3+2]
+			dst[i*3] = u0*v[0] + u1*v[1] + u2*v[2]
+			dst[i*3+1] = u0*v[3] + u1*v[4] + u2*v[5]
+			dst[i*3+2] = u0*v[6] + u1*v[7] + u2*v[8]
+		}
+	default:
+		for i := 0; i < r; i++ {
+			dst[i] = a[i] * v[0]
 		}
 	}
-	return (sv[0] + sv[1] + sv[2]) * amax
+	return (sv[0] + sv[1] + sv[2]) * scale
 }
 
-// orthonormalize makes column k of u orthogonal to the columns in prev and of
-// unit length, with two Gram-Schmidt passes. It reports false if too little
-// of the column survives to give a trustworthy direction.
+// orthonormalize makes column k of u (of unit length on entry) orthogonal to
+// the unit columns in prev and normalizes it. After a converged Jacobi SVD
+// one Gram-Schmidt pass only removes rounding; a second pass runs when the
+// first removed a noticeable part (the column was nearly dependent), which
+// is Kahan's "twice is enough". It reports false if too little of the
+// column survives to give a trustworthy direction.
 func orthonormalize(u []float64, r, d, k int, prev []int) bool {
+	nrm := 1.0
 	for pass := 0; pass < 2; pass++ {
 		for _, j := range prev {
 			s := 0.0
@@ -233,9 +270,13 @@ func orthonormalize(u []float64, r, d, k int, prev []int) bool {
 				u[i*d+k] -= s * u[i*d+j]
 			}
 		}
+		before := nrm
+		nrm = colNorm(u, r, d, k)
+		if nrm > 0.5*before {
+			break
+		}
 	}
-	nrm := colNorm(u, r, d, k)
-	if nrm < 0.5 {
+	if nrm < 1e-3 {
 		return false
 	}
 	inv := 1 / nrm
