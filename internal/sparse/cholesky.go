@@ -40,16 +40,23 @@ type Cholesky struct {
 
 	// The pattern of A it was built for, to check refactorizations.
 	aColPtr, aRowIdx []int
-	// C = upper triangle of P A P^T by columns; amap sends A's entry p to
-	// C's entry amap[p].
+	// C = upper triangle of P A P^T by columns (its pattern drives the
+	// elimination tree and the row patterns of L).
 	cp, ci []int
-	cx     []float64
-	amap   []int
-
 	parent []int
-	// L by columns, diagonal first, rows increasing.
-	lp, li []int
-	lx     []float64
+	colCnt []int // nonzeros of each column of L, diagonal included
+	nnz    int
+
+	// Simplicial (up-looking) factor: amap sends A's entry p to C's entry
+	// amap[p]; L by columns, diagonal first, rows increasing.
+	simplicial bool
+	cx         []float64
+	amap       []int
+	lp, li     []int
+	lx         []float64
+
+	// Supernodal factor.
+	sn *supernodes
 
 	ok bool
 
@@ -82,10 +89,21 @@ func NewCholeskyPerm(a *CSC, perm []int) (*Cholesky, error) {
 }
 
 // Analyze does the symbolic part of NewCholeskyPerm only (perm nil means
-// AMD): it returns a factor that is unusable until Factorize succeeds. It
-// suits callers that factor many matrices of one pattern, such as S + eta I
-// for several eta.
+// AMD): it returns a supernodal factor that is unusable until Factorize
+// succeeds. It suits callers that factor many matrices of one pattern, such
+// as S + eta I for several eta.
 func Analyze(a *CSC, perm []int) (*Cholesky, error) {
+	return analyze(a, perm, false)
+}
+
+// AnalyzeSimplicial is Analyze for the simplicial up-looking factorization,
+// which works one scalar row at a time. It is the simple reference
+// implementation; the supernodal one is much faster once fill is large.
+func AnalyzeSimplicial(a *CSC, perm []int) (*Cholesky, error) {
+	return analyze(a, perm, true)
+}
+
+func analyze(a *CSC, perm []int, simplicial bool) (*Cholesky, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
@@ -104,22 +122,64 @@ func Analyze(a *CSC, perm []int) (*Cholesky, error) {
 		}
 		perm = append([]int(nil), perm...)
 	}
-	c := &Cholesky{n: a.N, perm: perm}
+	c := &Cholesky{n: a.N, perm: perm, simplicial: simplicial}
 	c.symbolic(a)
 	return c, nil
 }
 
-// symbolic builds C = P A P^T (upper), the elimination tree and the pattern
-// of L.
+// symbolic builds C = P A P^T (upper), the elimination tree, postorders
+// it (same fill, but every subtree becomes a contiguous range, which the
+// supernodes need), and counts the nonzeros of L.
 func (c *Cholesky) symbolic(a *CSC) {
 	n := a.N
+	nnz := a.ColPtr[n]
+	c.aColPtr = append([]int(nil), a.ColPtr...)
+	c.aRowIdx = append([]int(nil), a.RowIdx[:nnz]...)
+	c.x = make([]float64, n)
+	c.s = make([]int, n)
+	c.flag = make([]int, n)
+	c.cnext = make([]int, n)
+	c.permute(a)
+	c.etree()
+	post := postorder(c.parent)
+	for k, p := range post {
+		post[k] = c.perm[p]
+	}
+	c.perm = post
+	c.permute(a)
+	c.etree()
+	// Column counts from the row patterns (row k of L is the reach of
+	// C's column k in the elimination tree).
+	c.colCnt = make([]int, n)
+	for i := range c.flag {
+		c.flag[i] = -1
+	}
+	for k := 0; k < n; k++ {
+		c.colCnt[k]++
+		for top := c.ereach(k); top < n; top++ {
+			c.colCnt[c.s[top]]++
+		}
+	}
+	c.nnz = 0
+	for _, v := range c.colCnt {
+		c.nnz += v
+	}
+	if c.simplicial {
+		c.symbolicSimplicial()
+	} else {
+		c.sn = newSupernodes(c, a)
+	}
+}
+
+// permute sets pinv and the pattern of C = upper triangle of P A P^T, with
+// amap from A's entries to C's.
+func (c *Cholesky) permute(a *CSC) {
+	n := a.N
+	nnz := a.ColPtr[n]
 	c.pinv = make([]int, n)
 	for k, i := range c.perm {
 		c.pinv[i] = k
 	}
-	nnz := a.ColPtr[n]
-	c.aColPtr = append([]int(nil), a.ColPtr...)
-	c.aRowIdx = append([]int(nil), a.RowIdx[:nnz]...)
 	// Entry (i, j) of A goes to row min, column max of (pinv[i], pinv[j]).
 	c.cp = make([]int, n+1)
 	for j := 0; j < n; j++ {
@@ -133,7 +193,6 @@ func (c *Cholesky) symbolic(a *CSC) {
 	}
 	next := append([]int(nil), c.cp[:n]...)
 	c.ci = make([]int, nnz)
-	c.cx = make([]float64, nnz)
 	c.amap = make([]int, nnz)
 	for j := 0; j < n; j++ {
 		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
@@ -145,9 +204,14 @@ func (c *Cholesky) symbolic(a *CSC) {
 			c.amap[p] = q
 		}
 	}
-	// Elimination tree of C (Liu's algorithm with path compression).
+}
+
+// etree computes the elimination tree of C (Liu's algorithm with path
+// compression).
+func (c *Cholesky) etree() {
+	n := c.n
 	c.parent = make([]int, n)
-	anc := make([]int, n)
+	anc := c.cnext // scratch
 	for k := 0; k < n; k++ {
 		c.parent[k], anc[k] = -1, -1
 		for p := c.cp[k]; p < c.cp[k+1]; p++ {
@@ -161,25 +225,52 @@ func (c *Cholesky) symbolic(a *CSC) {
 			}
 		}
 	}
-	c.x = make([]float64, n)
-	c.s = make([]int, n)
-	c.flag = make([]int, n)
-	c.cnext = make([]int, n)
-	for i := range c.flag {
-		c.flag[i] = -1
+}
+
+// postorder returns a depth-first postorder of the forest parent: post[k]
+// is the node visited k-th. Children are visited in increasing order.
+func postorder(parent []int) []int {
+	n := len(parent)
+	head := make([]int, n)
+	next := make([]int, n)
+	for i := range head {
+		head[i] = -1
 	}
-	// Column counts from the row patterns (row k of L is the reach of
-	// C's column k in the elimination tree).
-	cnt := make([]int, n)
-	for k := 0; k < n; k++ {
-		cnt[k]++
-		for top := c.ereach(k); top < n; top++ {
-			cnt[c.s[top]]++
+	for j := n - 1; j >= 0; j-- {
+		if p := parent[j]; p != -1 {
+			next[j] = head[p]
+			head[p] = j
 		}
 	}
+	post := make([]int, 0, n)
+	stack := make([]int, 0, 64)
+	for root := 0; root < n; root++ {
+		if parent[root] != -1 {
+			continue
+		}
+		stack = append(stack, root)
+		for len(stack) > 0 {
+			top := stack[len(stack)-1]
+			if child := head[top]; child != -1 {
+				head[top] = next[child]
+				stack = append(stack, child)
+				continue
+			}
+			stack = stack[:len(stack)-1]
+			post = append(post, top)
+		}
+	}
+	return post
+}
+
+// symbolicSimplicial lays out L by columns from the column counts and
+// fills in its row indices.
+func (c *Cholesky) symbolicSimplicial() {
+	n := c.n
+	c.cx = make([]float64, len(c.ci))
 	c.lp = make([]int, n+1)
 	for k := 0; k < n; k++ {
-		c.lp[k+1] = c.lp[k] + cnt[k]
+		c.lp[k+1] = c.lp[k] + c.colCnt[k]
 	}
 	c.li = make([]int, c.lp[n])
 	c.lx = make([]float64, c.lp[n])
@@ -195,9 +286,6 @@ func (c *Cholesky) symbolic(a *CSC) {
 			c.li[c.cnext[i]] = k
 			c.cnext[i]++
 		}
-	}
-	for i := range c.flag {
-		c.flag[i] = -1
 	}
 }
 
@@ -242,10 +330,16 @@ func (c *Cholesky) Factorize(a *CSC) error {
 			return fmt.Errorf("sparse: Factorize: entry %d differs from the analysed pattern", p)
 		}
 	}
-	for p, q := range c.amap {
-		c.cx[q] = a.Val[p]
+	var err error
+	if c.simplicial {
+		for p, q := range c.amap {
+			c.cx[q] = a.Val[p]
+		}
+		err = c.numeric()
+	} else {
+		err = c.sn.factor(c, a)
 	}
-	if err := c.numeric(); err != nil {
+	if err != nil {
 		return err
 	}
 	c.ok = true
@@ -296,8 +390,26 @@ func (c *Cholesky) numeric() error {
 // N is the order of the factored matrix.
 func (c *Cholesky) N() int { return c.n }
 
-// NNZ is the number of nonzeros of L, diagonal included.
-func (c *Cholesky) NNZ() int { return c.lp[c.n] }
+// NNZ is the number of structural nonzeros of L, diagonal included (the
+// supernodal factor stores a few explicit zeros more, see StoredNNZ).
+func (c *Cholesky) NNZ() int { return c.nnz }
+
+// StoredNNZ is the number of entries the factor stores: NNZ plus the
+// explicit zeros of relaxed supernodes.
+func (c *Cholesky) StoredNNZ() int {
+	if c.simplicial {
+		return c.nnz
+	}
+	return c.sn.stored
+}
+
+// Supernodes is the number of supernodes (0 for a simplicial factor).
+func (c *Cholesky) Supernodes() int {
+	if c.simplicial {
+		return 0
+	}
+	return len(c.sn.first) - 1
+}
 
 // Perm returns the fill-reducing permutation (perm[k] = original index of
 // the k-th pivot). It aliases the factor's storage.
@@ -316,7 +428,11 @@ func (c *Cholesky) Solve(x, b []float64) {
 	for k, i := range c.perm {
 		y[k] = b[i]
 	}
-	c.solvePerm(y)
+	if c.simplicial {
+		c.solvePerm(y)
+	} else {
+		c.sn.solve(y)
+	}
 	for k, i := range c.perm {
 		x[i] = y[k]
 	}

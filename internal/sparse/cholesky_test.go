@@ -35,6 +35,24 @@ var factorers = []factorer{
 	{"natural", func(a *sparse.CSC, _ *sparse.BlockSym) (*sparse.Cholesky, error) {
 		return sparse.NewCholeskyPerm(a, identityPerm(a.N))
 	}},
+	{"simplicial-AMD", func(a *sparse.CSC, _ *sparse.BlockSym) (*sparse.Cholesky, error) {
+		return factorWith(sparse.AnalyzeSimplicial(a, nil))(a)
+	}},
+	{"simplicial-natural", func(a *sparse.CSC, _ *sparse.BlockSym) (*sparse.Cholesky, error) {
+		return factorWith(sparse.AnalyzeSimplicial(a, identityPerm(a.N)))(a)
+	}},
+}
+
+func factorWith(c *sparse.Cholesky, err error) func(a *sparse.CSC) (*sparse.Cholesky, error) {
+	return func(a *sparse.CSC) (*sparse.Cholesky, error) {
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Factorize(a); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }
 
 type cholCase struct {
@@ -273,4 +291,112 @@ func TestAMD(t *testing.T) {
 			t.Errorf("grid %d^%d: AMD fill %d not far below natural %d", g.k, g.dim, amd.NNZ(), nat.NNZ())
 		}
 	}
+}
+
+// TestCholeskyLargeSupernodes exercises the blocked dense kernels (panels,
+// BLAS calls) of the supernodal factorization on a 3-D grid and a dense
+// matrix, against the simplicial factorization and the residual.
+func TestCholeskyLargeSupernodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	dense := func(n int, shift float64) *sparse.CSC {
+		c := &sparse.CSC{N: n, ColPtr: make([]int, n+1)}
+		g := make([]float64, n*n)
+		for i := range g {
+			g[i] = rng.NormFloat64()
+		}
+		for j := 0; j < n; j++ {
+			for i := j; i < n; i++ {
+				v := 0.5 * (g[i*n+j] + g[j*n+i])
+				if i == j {
+					v += shift
+				}
+				c.RowIdx = append(c.RowIdx, i)
+				c.Val = append(c.Val, v)
+			}
+			c.ColPtr[j+1] = len(c.RowIdx)
+		}
+		return c
+	}
+	// The grids' smallest eigenvalue is known: 1 + dim (2 - 2 cos(pi/(k+1))).
+	gridMin := func(k, dim int) float64 { return 1 + float64(dim)*(2-2*math.Cos(math.Pi/float64(k+1))) }
+	cases := map[string]struct {
+		a    *sparse.CSC
+		lmin func() float64
+	}{
+		"grid12^3": {gridCSC(12, 3), func() float64 { return gridMin(12, 3) }},
+		"grid60^2": {gridCSC(60, 2), func() float64 { return gridMin(60, 2) }},
+	}
+	for name, n := range map[string]int{"dense300": 300, "dense130": 130} {
+		// The spectrum of the symmetric part lies in about [-25, 25].
+		a := dense(n, 40)
+		cases[name] = struct {
+			a    *sparse.CSC
+			lmin func() float64
+		}{a, func() float64 { ev, _ := eigenvalues(t, denseOf(a), false); return ev[0] }}
+	}
+	for name, tc := range cases {
+		a := tc.a
+		t.Run(name, func(t *testing.T) {
+			sup, err := sparse.NewCholesky(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			simp, err := sparse.AnalyzeSimplicial(a, sup.Perm())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := simp.Factorize(a); err != nil {
+				t.Fatal(err)
+			}
+			if sup.NNZ() != simp.NNZ() || sup.StoredNNZ() < sup.NNZ() {
+				t.Errorf("nnz: supernodal %d (stored %d), simplicial %d", sup.NNZ(), sup.StoredNNZ(), simp.NNZ())
+			}
+			t.Logf("order %d, nnz(L) %d, stored %d, %d supernodes", a.N, sup.NNZ(), sup.StoredNNZ(), sup.Supernodes())
+			b := randVec(rng, a.N)
+			x1 := make([]float64, a.N)
+			x2 := make([]float64, a.N)
+			sup.Solve(x1, b)
+			simp.Solve(x2, b)
+			anorm := cscNormInf(a)
+			if r := residual(a, anorm, x1, b); r > 1e-13 {
+				t.Errorf("supernodal residual %g", r)
+			}
+			for i := range x1 {
+				if math.Abs(x1[i]-x2[i]) > 1e-9*(1+math.Abs(x2[i])) {
+					t.Fatalf("x[%d]: supernodal %g, simplicial %g", i, x1[i], x2[i])
+				}
+			}
+			// Shift to indefinite by a tiny margin: both must refuse.
+			lmin := tc.lmin()
+			bad := &sparse.CSC{N: a.N, ColPtr: a.ColPtr, RowIdx: a.RowIdx, Val: append([]float64(nil), a.Val...)}
+			for j := 0; j < a.N; j++ {
+				bad.Val[a.ColPtr[j]] -= lmin + 1e-9*anorm
+			}
+			err1 := sup.Factorize(bad)
+			err2 := simp.Factorize(bad)
+			if !sparse.IsNotPositiveDefinite(err1) || !sparse.IsNotPositiveDefinite(err2) {
+				t.Errorf("indefinite accepted: supernodal %v, simplicial %v", err1, err2)
+			}
+		})
+	}
+}
+
+// cscNormInf is the infinity norm of the symmetric matrix whose lower
+// triangle c holds.
+func cscNormInf(c *sparse.CSC) float64 {
+	row := make([]float64, c.N)
+	for j := 0; j < c.N; j++ {
+		for p := c.ColPtr[j]; p < c.ColPtr[j+1]; p++ {
+			i := c.RowIdx[p]
+			row[i] += math.Abs(c.Val[p])
+			if i != j {
+				row[j] += math.Abs(c.Val[p])
+			}
+		}
+	}
+	m := 0.0
+	for _, v := range row {
+		m = max(m, v)
+	}
+	return m
 }

@@ -1,0 +1,414 @@
+package sparse
+
+import (
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// supernodes is the supernodal layout of L: supernode s holds the
+// consecutive columns first[s] .. first[s+1]-1, which share one row
+// structure rows[rowPtr[s]:rowPtr[s+1]] (its own columns first, then the
+// rows below, increasing). Its values are a dense nr x nc row-major block
+// at val[valPtr[s]:], lower trapezoidal (the strict upper triangle of the
+// top nc x nc block is not used).
+//
+// The factorization is left-looking: supernode s gathers the updates of
+// every earlier supernode whose rows reach into its columns (each such
+// descendant waits in a linked list headed by the next supernode it
+// updates, as in CHOLMOD), as one dense product per descendant, then
+// factors its own block with a blocked dense Cholesky. Large separators at
+// the top of the elimination tree thus run in dense level-3 kernels.
+type supernodes struct {
+	first  []int
+	super  []int // column -> supernode
+	rowPtr []int
+	rows   []int
+	valPtr []int
+	val    []float64
+	stored int
+
+	// Lower triangle of P A P^T by columns, with the map from A's entries.
+	lp, li []int
+	lx     []float64
+	amap   []int
+
+	// Work space for the numeric factorization.
+	relMap     []int
+	head, next []int
+	dpos       []int
+	cbuf       []float64
+}
+
+// Relaxed amalgamation (CHOLMOD's defaults): a column joins the supernode
+// of its child when the merged supernode stays small or has few explicit
+// zeros. Dense blocks with a few zeros run much faster than many thin ones.
+func relaxOK(nc int, zfrac float64) bool {
+	return zfrac == 0 || nc <= 4 || (nc <= 16 && zfrac < 0.8) || (nc <= 48 && zfrac < 0.1) || zfrac < 0.05
+}
+
+func newSupernodes(c *Cholesky, a *CSC) *supernodes {
+	n := c.n
+	sn := &supernodes{super: make([]int, n)}
+	// Partition: column j+1 joins the current supernode f..j when it is
+	// the parent of j (then the structure of every column of the merged
+	// supernode is inside {f..j+1} plus the structure of column j+1).
+	sn.first = append(sn.first, 0)
+	f, real := 0, 0
+	for j := 0; j < n; j++ {
+		real += c.colCnt[j]
+		if j+1 < n && c.parent[j] == j+1 {
+			nc := j + 2 - f
+			below := c.colCnt[j+1] - 1
+			stored := nc*(nc+1)/2 + nc*below
+			r := real + c.colCnt[j+1]
+			if relaxOK(nc, float64(stored-r)/float64(stored)) {
+				continue
+			}
+		}
+		sn.first = append(sn.first, j+1)
+		f, real = j+1, 0
+	}
+	ns := len(sn.first) - 1
+	for s := 0; s < ns; s++ {
+		for j := sn.first[s]; j < sn.first[s+1]; j++ {
+			sn.super[j] = s
+		}
+	}
+	// Lower triangle of C by columns: the transpose of C's upper pattern.
+	sn.lp = make([]int, n+1)
+	for k := 0; k < n; k++ {
+		for p := c.cp[k]; p < c.cp[k+1]; p++ {
+			sn.lp[c.ci[p]+1]++
+		}
+	}
+	for k := 0; k < n; k++ {
+		sn.lp[k+1] += sn.lp[k]
+	}
+	next := append([]int(nil), sn.lp[:n]...)
+	sn.li = make([]int, len(c.ci))
+	cmap := make([]int, len(c.ci)) // C entry -> lower entry
+	for k := 0; k < n; k++ {
+		for p := c.cp[k]; p < c.cp[k+1]; p++ {
+			i := c.ci[p]
+			q := next[i]
+			next[i]++
+			sn.li[q] = k
+			cmap[p] = q
+		}
+	}
+	sn.lx = make([]float64, len(c.ci))
+	sn.amap = make([]int, len(c.amap))
+	for p, q := range c.amap {
+		sn.amap[p] = cmap[q]
+	}
+	// Children lists of the supernodal tree, then row structures from the
+	// leaves up: the rows of s below its columns are those of A's columns
+	// and of its children's structures that lie below s.
+	sparent := make([]int, ns)
+	chead := make([]int, ns)
+	cnext := make([]int, ns)
+	for s := range chead {
+		chead[s] = -1
+	}
+	for s := ns - 1; s >= 0; s-- {
+		sparent[s] = -1
+		if p := c.parent[sn.first[s+1]-1]; p != -1 {
+			sparent[s] = sn.super[p]
+			cnext[s] = chead[sparent[s]]
+			chead[sparent[s]] = s
+		}
+	}
+	mark := make([]int, n)
+	for i := range mark {
+		mark[i] = -1
+	}
+	sn.rowPtr = make([]int, ns+1)
+	sn.valPtr = make([]int, ns+1)
+	for s := 0; s < ns; s++ {
+		f, l := sn.first[s], sn.first[s+1]-1
+		start := len(sn.rows)
+		for j := f; j <= l; j++ {
+			sn.rows = append(sn.rows, j)
+			mark[j] = s
+		}
+		for j := f; j <= l; j++ {
+			for p := sn.lp[j]; p < sn.lp[j+1]; p++ {
+				if i := sn.li[p]; i > l && mark[i] != s {
+					mark[i] = s
+					sn.rows = append(sn.rows, i)
+				}
+			}
+		}
+		for ch := chead[s]; ch != -1; ch = cnext[ch] {
+			nc := sn.first[ch+1] - sn.first[ch]
+			for _, i := range sn.rows[sn.rowPtr[ch]+nc : sn.rowPtr[ch+1]] {
+				if i > l && mark[i] != s {
+					mark[i] = s
+					sn.rows = append(sn.rows, i)
+				}
+			}
+		}
+		nc := l - f + 1
+		sort.Ints(sn.rows[start+nc:])
+		nr := len(sn.rows) - start
+		if nr != nc+c.colCnt[l]-1 {
+			panic("sparse: supernode structure disagrees with the column counts")
+		}
+		sn.rowPtr[s+1] = len(sn.rows)
+		sn.valPtr[s+1] = sn.valPtr[s] + nr*nc
+	}
+	sn.stored = 0
+	for s := 0; s < ns; s++ {
+		nc := sn.first[s+1] - sn.first[s]
+		nr := sn.rowPtr[s+1] - sn.rowPtr[s]
+		sn.stored += nc*(nc+1)/2 + (nr-nc)*nc
+	}
+	sn.val = make([]float64, sn.valPtr[ns])
+	sn.relMap = make([]int, n)
+	sn.head = make([]int, ns)
+	sn.next = make([]int, ns)
+	sn.dpos = make([]int, ns)
+	return sn
+}
+
+// blasThreshold is the flop count above which the dense kernels call
+// gonum's BLAS rather than plain loops (call overhead dominates below).
+const blasThreshold = 8192
+
+// factor computes the numeric supernodal factor of a.
+func (sn *supernodes) factor(c *Cholesky, a *CSC) error {
+	ns := len(sn.first) - 1
+	for s := range sn.head {
+		sn.head[s] = -1
+	}
+	for p, q := range sn.amap {
+		sn.lx[q] = a.Val[p]
+	}
+	impl := gonum.Implementation{}
+	for s := 0; s < ns; s++ {
+		f, l := sn.first[s], sn.first[s+1]-1
+		nc := l - f + 1
+		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+		nr := len(rows)
+		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
+		for k := range ls {
+			ls[k] = 0
+		}
+		for r, i := range rows {
+			sn.relMap[i] = r
+		}
+		// Assemble A's columns f..l.
+		for j := f; j <= l; j++ {
+			for p := sn.lp[j]; p < sn.lp[j+1]; p++ {
+				ls[sn.relMap[sn.li[p]]*nc+j-f] = sn.lx[p]
+			}
+		}
+		// Updates from descendants.
+		for d := sn.head[s]; d != -1; {
+			dnext := sn.next[d]
+			drows := sn.rows[sn.rowPtr[d]:sn.rowPtr[d+1]]
+			ncd := sn.first[d+1] - sn.first[d]
+			nrd := len(drows)
+			ld := sn.val[sn.valPtr[d]:sn.valPtr[d+1]]
+			p1 := sn.dpos[d]
+			p2 := p1
+			for p2 < nrd && drows[p2] <= l {
+				p2++
+			}
+			m, w := nrd-p1, p2-p1
+			if need := m * w; len(sn.cbuf) < need {
+				sn.cbuf = make([]float64, need)
+			}
+			cb := sn.cbuf[:m*w]
+			// cb = L_d[p1:, :] * L_d[p1:p2, :]^T (lower part of the top
+			// w x w square is all that is used).
+			if m*w*ncd >= blasThreshold {
+				impl.Dgemm(blas.NoTrans, blas.Trans, m, w, ncd, 1, ld[p1*ncd:], ncd, ld[p1*ncd:], ncd, 0, cb, w)
+			} else {
+				for r := 0; r < m; r++ {
+					lr := ld[(p1+r)*ncd : (p1+r+1)*ncd]
+					for q := 0; q < w && q <= r; q++ {
+						lq := ld[(p1+q)*ncd : (p1+q+1)*ncd]
+						sum := 0.0
+						for t, v := range lr {
+							sum += v * lq[t]
+						}
+						cb[r*w+q] = sum
+					}
+				}
+			}
+			for r := 0; r < m; r++ {
+				tr := sn.relMap[drows[p1+r]] * nc
+				cr := cb[r*w : r*w+w]
+				for q := 0; q < w && q <= r; q++ {
+					ls[tr+drows[p1+q]-f] -= cr[q]
+				}
+			}
+			if p2 < nrd {
+				sn.dpos[d] = p2
+				t := sn.super[drows[p2]]
+				sn.next[d] = sn.head[t]
+				sn.head[t] = d
+			}
+			d = dnext
+		}
+		if j, piv := denseFactor(ls, nr, nc); j >= 0 {
+			return &NotPositiveDefiniteError{Column: c.perm[f+j], Pivot: piv}
+		}
+		if nr > nc {
+			sn.dpos[s] = nc
+			t := sn.super[rows[nc]]
+			sn.next[s] = sn.head[t]
+			sn.head[t] = s
+		}
+	}
+	return nil
+}
+
+// panelWidth is the block size of the dense Cholesky of a supernode.
+const panelWidth = 64
+
+// denseFactor overwrites the nr x nc row-major trapezoid l (nr >= nc) with
+// its Cholesky factor: the top nc x nc block becomes lower triangular L11
+// and the rows below L21 = A21 L11^{-T}. It is a right-looking blocked
+// algorithm: panels of panelWidth columns are factored by plain loops, the
+// rows below a panel by a triangular solve, and the trailing columns of the
+// supernode are updated by a rank-panelWidth product. It returns the local
+// column and the value of the first pivot that is not positive, or -1.
+func denseFactor(l []float64, nr, nc int) (int, float64) {
+	impl := gonum.Implementation{}
+	for k := 0; k < nc; k += panelWidth {
+		kb := min(panelWidth, nc-k)
+		// Unblocked Cholesky of the panel's diagonal block.
+		for j := k; j < k+kb; j++ {
+			rj := l[j*nc+k : j*nc+j]
+			d := l[j*nc+j]
+			for _, v := range rj {
+				d -= v * v
+			}
+			if !(d > 0) || math.IsInf(d, 0) {
+				return j, d
+			}
+			d = math.Sqrt(d)
+			l[j*nc+j] = d
+			for i := j + 1; i < k+kb; i++ {
+				ri := l[i*nc+k : i*nc+j]
+				sum := l[i*nc+j]
+				for t, v := range ri {
+					sum -= v * rj[t]
+				}
+				l[i*nc+j] = sum / d
+			}
+		}
+		m := nr - k - kb
+		if m == 0 {
+			continue
+		}
+		// Rows below the panel: B = B L_kk^{-T}.
+		if m*kb*kb >= blasThreshold {
+			impl.Dtrsm(blas.Right, blas.Lower, blas.Trans, blas.NonUnit, m, kb, 1, l[k*nc+k:], nc, l[(k+kb)*nc+k:], nc)
+		} else {
+			for i := k + kb; i < nr; i++ {
+				ri := l[i*nc+k : i*nc+k+kb]
+				for j := 0; j < kb; j++ {
+					rj := l[(k+j)*nc+k : (k+j)*nc+k+j]
+					sum := ri[j]
+					for t, v := range rj {
+						sum -= v * ri[t]
+					}
+					ri[j] = sum / l[(k+j)*nc+k+j]
+				}
+			}
+		}
+		// Trailing update of columns k+kb..nc-1: the square part (rows
+		// up to nc) is symmetric, the rows below are a plain product.
+		nt := nc - k - kb
+		if nt == 0 {
+			continue
+		}
+		panel := l[(k+kb)*nc+k:]
+		if nt*nt*kb >= blasThreshold {
+			impl.Dsyrk(blas.Lower, blas.NoTrans, nt, kb, -1, panel, nc, 1, l[(k+kb)*nc+k+kb:], nc)
+		} else {
+			for i := 0; i < nt; i++ {
+				ri := panel[i*nc : i*nc+kb]
+				for j := 0; j <= i; j++ {
+					rj := panel[j*nc : j*nc+kb]
+					sum := 0.0
+					for t, v := range ri {
+						sum += v * rj[t]
+					}
+					l[(k+kb+i)*nc+k+kb+j] -= sum
+				}
+			}
+		}
+		if mb := nr - nc; mb > 0 {
+			below := l[nc*nc+k:]
+			if mb*nt*kb >= blasThreshold {
+				impl.Dgemm(blas.NoTrans, blas.Trans, mb, nt, kb, -1, below, nc, panel, nc, 1, l[nc*nc+k+kb:], nc)
+			} else {
+				for i := 0; i < mb; i++ {
+					ri := below[i*nc : i*nc+kb]
+					for j := 0; j < nt; j++ {
+						rj := panel[j*nc : j*nc+kb]
+						sum := 0.0
+						for t, v := range ri {
+							sum += v * rj[t]
+						}
+						l[(nc+i)*nc+k+kb+j] -= sum
+					}
+				}
+			}
+		}
+	}
+	return -1, 0
+}
+
+// solve overwrites y (in pivot order) with (L L^T)^{-1} y.
+func (sn *supernodes) solve(y []float64) {
+	ns := len(sn.first) - 1
+	for s := 0; s < ns; s++ {
+		f := sn.first[s]
+		nc := sn.first[s+1] - f
+		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
+		ys := y[f : f+nc]
+		for j := 0; j < nc; j++ {
+			sum := ys[j]
+			for t, v := range ls[j*nc : j*nc+j] {
+				sum -= v * ys[t]
+			}
+			ys[j] = sum / ls[j*nc+j]
+		}
+		for r := nc; r < len(rows); r++ {
+			sum := 0.0
+			for t, v := range ls[r*nc : r*nc+nc] {
+				sum += v * ys[t]
+			}
+			y[rows[r]] -= sum
+		}
+	}
+	for s := ns - 1; s >= 0; s-- {
+		f := sn.first[s]
+		nc := sn.first[s+1] - f
+		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
+		ys := y[f : f+nc]
+		for r := nc; r < len(rows); r++ {
+			yr := y[rows[r]]
+			for t, v := range ls[r*nc : r*nc+nc] {
+				ys[t] -= v * yr
+			}
+		}
+		for j := nc - 1; j >= 0; j-- {
+			ys[j] /= ls[j*nc+j]
+			yj := ys[j]
+			for t, v := range ls[j*nc : j*nc+j] {
+				ys[t] -= v * yj
+			}
+		}
+	}
+}
