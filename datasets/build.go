@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/bcmsync/bcmsync/posegraph"
 )
@@ -68,7 +69,7 @@ func newBuilder(d int, cfg Config, source string) *builder {
 		cfg:    cfg,
 		rng:    rand.New(rand.NewPCG(cfg.Seed, structureStream)),
 		noise:  rand.New(rand.NewPCG(cfg.Seed, noiseStream)),
-		source: fmt.Sprintf("%s(seed=%d)", source, cfg.Seed),
+		source: fmt.Sprintf("%s,seed=%d)", strings.TrimSuffix(source, ")"), cfg.Seed),
 	}
 }
 
