@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -27,7 +28,8 @@ import (
 // Kappa or Tau of an edge that was read from a file.
 //
 // Numbers are written in the shortest form that parses back to the same
-// float64.
+// float64. Read numbers poses by ascending id, so a graph whose IDs are not
+// ascending reads back with its poses in another order.
 func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	if err := checkWritable(g, poses); err != nil {
 		return err
@@ -143,6 +145,13 @@ func checkWritable(g *posegraph.Graph, poses []posegraph.Pose) error {
 		x := poseAt(g, poses, i)
 		if !finite(x.R[:g.D*g.D]) || !finite(x.T[:g.D]) {
 			return fmt.Errorf("g2o: %s: pose of vertex %d is not finite", src, g.IDs[i])
+		}
+	}
+	ids := slices.Clone(g.IDs)
+	slices.Sort(ids)
+	for k := 1; k < n; k++ {
+		if ids[k] == ids[k-1] {
+			return fmt.Errorf("g2o: %s: id %d names two poses", src, ids[k])
 		}
 	}
 	for _, f := range g.Fixed {

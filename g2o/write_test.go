@@ -120,13 +120,14 @@ func TestWriteErrors(t *testing.T) {
 		g     *posegraph.Graph
 		poses []posegraph.Pose
 	}{
-		"nil graph":   {nil, nil},
-		"bad d":       {func() *posegraph.Graph { g := ok(); g.D = 4; return g }(), nil},
-		"poses count": {ok(), []posegraph.Pose{{}}},
-		"NaN pose":    {ok(), []posegraph.Pose{{T: [3]float64{math.NaN()}}, {}}},
-		"edge range":  {func() *posegraph.Graph { g := ok(); g.Edges[0].J = 2; return g }(), nil},
-		"fixed range": {func() *posegraph.Graph { g := ok(); g.Fixed = []int{-1}; return g }(), nil},
-		"Inf kappa":   {func() *posegraph.Graph { g := ok(); g.Edges[0].Kappa = math.Inf(1); return g }(), nil},
+		"nil graph":    {nil, nil},
+		"bad d":        {func() *posegraph.Graph { g := ok(); g.D = 4; return g }(), nil},
+		"poses count":  {ok(), []posegraph.Pose{{}}},
+		"NaN pose":     {ok(), []posegraph.Pose{{T: [3]float64{math.NaN()}}, {}}},
+		"edge range":   {func() *posegraph.Graph { g := ok(); g.Edges[0].J = 2; return g }(), nil},
+		"fixed range":  {func() *posegraph.Graph { g := ok(); g.Fixed = []int{-1}; return g }(), nil},
+		"duplicate id": {func() *posegraph.Graph { g := ok(); g.IDs[1] = 0; return g }(), nil},
+		"Inf kappa":    {func() *posegraph.Graph { g := ok(); g.Edges[0].Kappa = math.Inf(1); return g }(), nil},
 	} {
 		if err := Write(&bytes.Buffer{}, c.g, c.poses); err == nil {
 			t.Errorf("%s: Write succeeded", name)
