@@ -1,0 +1,62 @@
+// Package sparse is the sparse linear algebra under bcmsync: block-sparse
+// symmetric storage of the connection Laplacian Q, a fill-reducing
+// ordering, a sparse Cholesky factorization, preconditioned conjugate
+// gradients and eigensolvers for the extreme eigenvalues of Q or of the
+// certificate matrix S = Q - Lambda.
+//
+// # Storage
+//
+// BlockSym holds a symmetric matrix of B x B blocks with both triangles in
+// block compressed-row form; it is what the block-coordinate solver and the
+// products X*Q (MulBlocks, on the block-by-block layout Blocks of the lifted
+// variable) use. CSC holds the scalar lower triangle in compressed-column
+// form; BlockSym.LowerCSC(shift, drop) converts, adding shift*I and
+// optionally dropping anchored blocks. Both satisfy Operator, the
+// matrix-free interface of PCG and the eigensolvers.
+//
+// # Ordering
+//
+// AMD computes an approximate minimum degree ordering on the quotient graph
+// (elements for eliminated cliques, Amestoy-Davis-Duff degree bounds,
+// aggressive element absorption), after merging consecutive columns with
+// identical patterns into supervariables. BlockAMD runs the same algorithm
+// on the block graph of a BlockSym and expands the result; it is several
+// times cheaper on pose graphs, keeps pose blocks together and gives
+// factors as sparse as scalar AMD, so use it whenever the matrix comes from
+// a BlockSym.
+//
+// # Cholesky
+//
+// NewCholesky (or Analyze then Factorize) computes P A P^T = L L^T.
+// Analysis postorders the elimination tree, counts the columns of L and
+// groups columns into relaxed supernodes (a few explicit zeros are stored
+// so that columns share one dense block). The numeric factorization is
+// left-looking and supernodal: each supernode receives the updates of its
+// descendants as dense matrix products and is factored by a blocked dense
+// Cholesky, with gonum's BLAS for the large blocks at the top of the tree.
+// Factorize reuses the analysis for new values on the same pattern. A pivot
+// that is not positive (or NaN) stops the factorization at once with a
+// *NotPositiveDefiniteError and leaves no usable factor: "S + eta I has a
+// Cholesky factor" is the cheap certificate test. AnalyzeSimplicial gives
+// the plain up-looking factorization, the reference the tests compare with.
+//
+// # Iterative solvers
+//
+// PCG solves A x = b for symmetric positive definite operators, with no
+// preconditioner, BlockJacobi (the inverse diagonal blocks) or a Cholesky
+// factor (of a shifted or approximate matrix) as preconditioner.
+//
+// SmallestEig finds the smallest eigenpair of a symmetric operator, by
+// LOBPCG or by thick-restart Lanczos with full reorthogonalization;
+// LargestEig runs Lanczos at the other end. Without a preconditioner both
+// converge like sqrt(||A|| / gap), which is slow for pose graphs whose
+// weights span 1e4..1e6. With one, LOBPCG usually needs a handful of
+// iterations: give it a Cholesky factor of Q + sigma I, with sigma of the
+// order of the magnitude of the eigenvalue sought (a sigma far below it
+// amplifies negative directions into a stiff problem; far above, the small
+// eigenvalues are not resolved). Use BlockSize a little above the expected
+// multiplicity of the smallest eigenvalue (d+1 near an optimum).
+//
+// The factor, BlockJacobi and the work buffers hold state, so none of them
+// may be used by several goroutines at once; the matrices may.
+package sparse
