@@ -97,6 +97,7 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 	p.X.Label.Text = xlabel
 	p.Y.Label.Text = ylabel
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Tick.Marker = plainTicks{}
 		a.Label.TextStyle.Font.Size = 9
 		a.Tick.Label.Font.Size = 8
 		a.Padding = 2
@@ -189,6 +190,20 @@ func equalAspect(p *plot.Plot, c draw.Canvas) {
 		p.X.Min, p.X.Max = xmid-xr/2, xmid+xr/2
 		p.Y.Min, p.Y.Max = ymid-yr/2, ymid+yr/2
 	}
+}
+
+// plainTicks places ticks as gonum's default ticker does but labels them
+// in the shortest form (25, not 25.00; 0.006, not 0.0060).
+type plainTicks struct{}
+
+func (plainTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for k := range ticks {
+		if ticks[k].Label != "" {
+			ticks[k].Label = strconv.FormatFloat(ticks[k].Value, 'g', 6, 64)
+		}
+	}
+	return ticks
 }
 
 // decadeTicks marks a log axis: a labelled tick at every k-th power of
