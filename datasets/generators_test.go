@@ -592,3 +592,35 @@ func TestExpectedCost(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkSphere2500(b *testing.B) {
+	cfg := Config{Kappa: 100, Tau: 10, LoopProb: 1, Seed: 1}
+	for b.Loop() {
+		if _, _, err := Sphere(50, 50, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGeometric3D(b *testing.B) {
+	cfg := Config{Kappa: 100, Tau: 10, LoopProb: 0.5, Seed: 1}
+	for b.Loop() {
+		if _, _, err := Geometric(3, 5000, 1.2, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLangevin3(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for b.Loop() {
+		rotNoise(rng, 3, 100)
+	}
+}
+
+func BenchmarkVonMises(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for b.Loop() {
+		rotNoise(rng, 2, 100)
+	}
+}

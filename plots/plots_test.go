@@ -393,3 +393,16 @@ func TestDecadeTicks(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTrajectories3D renders a 5000-pose 3-D graph with its loop
+// closures to PNG, the size of torus3D.
+func BenchmarkTrajectories3D(b *testing.B) {
+	g, truth, guess := helixGraph(3, 5000)
+	path := filepath.Join(b.TempDir(), "t.png")
+	trajs := []Trajectory{{"guess", guess}, {"truth", truth}}
+	for b.Loop() {
+		if err := Trajectories(path, g, trajs, TrajectoryOptions{LoopClosures: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
