@@ -140,10 +140,13 @@ func Trajectories(path string, g *posegraph.Graph, trajs []Trajectory, opts Traj
 				l := &plotter.Line{XYs: proj[t], LineStyle: styles[t]}
 				p.Add(l)
 			}
-			if v.triad {
-				p.Add(triad{v})
-			}
 			pc := tiles.At(c, k%tiles.Cols, k/tiles.Cols)
+			if v.triad {
+				// The world axes go in a strip left of the data, where
+				// they cannot hide any of it.
+				drawTriad(pc, v)
+				pc = draw.Crop(pc, triadStrip, 0, 0, 0)
+			}
 			equalAspect(p, pc)
 			p.Draw(pc)
 		}
@@ -229,13 +232,15 @@ func (s *segments) DataRange() (xmin, xmax, ymin, ymax float64) {
 	return plotter.XYRange(s.pts)
 }
 
-// triad draws the projected world axes x, y, z from a corner of the data
-// area, so an oblique view can be read without axes.
-type triad struct{ v view }
+// triadStrip is the width of the strip holding the world axes.
+const triadStrip = vg.Length(40)
 
-func (t triad) Plot(c draw.Canvas, _ *plot.Plot) {
-	const length = vg.Length(16)
-	o := vg.Point{X: c.Min.X + 24, Y: c.Min.Y + 24}
+// drawTriad draws the projected world axes x, y, z at the bottom of a
+// strip along the left edge of c, so an oblique view can be read without
+// axes.
+func drawTriad(c draw.Canvas, v view) {
+	const length = vg.Length(13)
+	o := vg.Point{X: c.Min.X + triadStrip/2, Y: c.Min.Y + triadStrip/2}
 	sty := textStyle(8)
 	sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
 	axes := []struct {
@@ -244,9 +249,8 @@ func (t triad) Plot(c draw.Canvas, _ *plot.Plot) {
 	}{{"x", r3.Vector{X: 1}}, {"y", r3.Vector{Y: 1}}, {"z", r3.Vector{Z: 1}}}
 	ls := draw.LineStyle{Color: color.Black, Width: vg.Points(0.8)}
 	for _, a := range axes {
-		dx, dy := vg.Length(a.dir.Dot(t.v.right)), vg.Length(a.dir.Dot(t.v.up))
-		end := vg.Point{X: o.X + length*dx, Y: o.Y + length*dy}
-		c.StrokeLine2(ls, o.X, o.Y, end.X, end.Y)
-		c.FillText(sty, vg.Point{X: o.X + (length+6)*dx, Y: o.Y + (length+6)*dy}, a.name)
+		dx, dy := vg.Length(a.dir.Dot(v.right)), vg.Length(a.dir.Dot(v.up))
+		c.StrokeLine2(ls, o.X, o.Y, o.X+length*dx, o.Y+length*dy)
+		c.FillText(sty, vg.Point{X: o.X + (length+5)*dx, Y: o.Y + (length+5)*dy}, a.name)
 	}
 }
