@@ -568,6 +568,30 @@ func TestSamplers(t *testing.T) {
 			}
 		}
 	}
+	// Isotropy in 3-D: the skew part sin(theta) k of the noise has mean 0
+	// and the same variance E[sin^2 theta]/3 along each axis.
+	for _, kappa := range []float64{0.2, 3, 300} {
+		var sum, sum2 [3]float64
+		for i := 0; i < n; i++ {
+			r := rotNoise(rng, 3, kappa)
+			w := [3]float64{(r[7] - r[5]) / 2, (r[2] - r[6]) / 2, (r[3] - r[1]) / 2}
+			for k := range w {
+				sum[k] += w[k]
+				sum2[k] += w[k] * w[k]
+			}
+		}
+		m1, m2 := angleMoments(3, kappa)
+		// sin^2 = 1 - cos^2 = 2u - u^2 with u = 1 - cos.
+		v := (2*m1 - m2) / 3
+		for k := range sum {
+			if z := math.Abs(sum[k]/n) / math.Sqrt(v/n); z > 4.5 {
+				t.Errorf("kappa=%g: skew component %d has mean %g (%.1f standard errors)", kappa, k, sum[k]/n, z)
+			}
+			if got := sum2[k] / n; math.Abs(got-v) > 0.05*v {
+				t.Errorf("kappa=%g: skew component %d has variance %g, model %g", kappa, k, got, v)
+			}
+		}
+	}
 }
 
 // TestExpectedCost checks that F at the ground truth, for every family,
