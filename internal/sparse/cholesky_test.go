@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
 )
 
 // factorer builds a Cholesky factor; the suite runs once per ordering.
@@ -272,6 +273,16 @@ func TestAMD(t *testing.T) {
 			if p := sparse.BlockAMD(q, 1); !isPerm(p, a.N-c.b) {
 				t.Errorf("BlockAMD with drop of %+v is not a permutation", c)
 			}
+		}
+	}
+	// On a pose graph's Q, AMD recognises the pose blocks and orders the
+	// block graph, exactly as BlockAMD does.
+	g, _ := noiseFreeGraph(rng, 200, 3, 60, 1e2, 1)
+	q := g.Laplacian(posegraph.Poses)
+	p1, p2 := sparse.AMD(q.LowerCSC(1, 0)), sparse.BlockAMD(q, 0)
+	for k := range p1 {
+		if p1[k] != p2[k] {
+			t.Fatalf("AMD and BlockAMD differ on Q at %d", k)
 		}
 	}
 	// Fill on grids: minimum degree must beat the natural (banded) order
