@@ -262,28 +262,14 @@ func lanczos(a Operator, largest bool, opts EigOptions) (EigResult, error) {
 			beta = norm(w)
 			anorm = max(anorm, beta)
 			if beta <= 1e-12*anorm || beta == 0 {
-				// Invariant subspace: the Ritz values of the basis are
-				// exact. Stop if it spans everything, else continue with
-				// a random direction orthogonal to the basis.
-				if j+1 == n {
-					mm = j + 1
-					beta = 0
-					break
-				}
-				ok := false
-				for tries := 0; tries < 10 && !ok; tries++ {
-					for i := range w {
-						w[i] = rng.NormFloat64()
-					}
-					ok = orthonormalize(v, n, j+1)
-				}
-				if !ok {
-					return EigResult{}, errors.New("sparse: Lanczos could not extend its basis")
-				}
+				// The Krylov space is invariant: its Ritz values are
+				// exact eigenvalues and, from a random start, include
+				// every distinct eigenvalue the start vector touches.
+				mm = j + 1
 				beta = 0
-			} else {
-				scale(w, 1/beta)
+				break
 			}
+			scale(w, 1/beta)
 			if j+1 < m {
 				h[(j+1)*ld+j] = beta
 				h[j*ld+j+1] = beta
@@ -307,7 +293,7 @@ func lanczos(a Operator, largest bool, opts EigOptions) (EigResult, error) {
 			t = mm - 1
 		}
 		res := math.Abs(beta * s.At(mm-1, t))
-		done := res <= opts.Tol*anorm || mm == n && beta == 0 || iters >= maxIter
+		done := res <= opts.Tol*anorm || beta == 0 || iters >= maxIter
 		if done {
 			y := make([]float64, n)
 			for i := 0; i < mm; i++ {

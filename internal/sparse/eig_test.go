@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
@@ -233,5 +235,36 @@ func checkEigPair(t *testing.T, op sparse.Operator, res sparse.EigResult, want, 
 	}
 	if math.Abs(res.Value-want) > 4*tol*anorm+1e-13*anorm {
 		t.Errorf("eigenvalue %.15g, dense %.15g (diff %g, ||A|| %g)", res.Value, want, res.Value-want, anorm)
+	}
+}
+
+func TestEigOptions(t *testing.T) {
+	q := randBlockSym(rand.New(rand.NewPCG(15, 16)), 20, 2, 0.2, 1)
+	if _, err := sparse.SmallestEig(q, sparse.EigOptions{X0: make([]float64, 7)}); err == nil {
+		t.Error("X0 of a wrong length accepted")
+	}
+	if _, err := sparse.SmallestEig(q, sparse.EigOptions{Tol: -1}); err == nil {
+		t.Error("negative tolerance accepted")
+	}
+	if _, err := sparse.LargestEig(nil, sparse.EigOptions{}); err == nil {
+		t.Error("nil operator accepted")
+	}
+	// Starting from the exact eigenvector converges at once, and the same
+	// seed gives the same bits.
+	ev, vecs := eigenvalues(t, denseOf(q), true)
+	x0 := mat.Col(nil, 0, vecs)
+	for _, m := range []sparse.EigMethod{sparse.EigLanczos, sparse.EigLOBPCG} {
+		res, err := sparse.SmallestEig(q, sparse.EigOptions{X0: x0, Method: m, BlockSize: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Converged || res.Iterations > 2 || math.Abs(res.Value-ev[0]) > 1e-10*math.Abs(ev[len(ev)-1]) {
+			t.Errorf("%v from the eigenvector: %+v (want %g)", m, res, ev[0])
+		}
+		r1, _ := sparse.SmallestEig(q, sparse.EigOptions{Method: m, Seed: 7})
+		r2, _ := sparse.SmallestEig(q, sparse.EigOptions{Method: m, Seed: 7})
+		if r1.Value != r2.Value || r1.Iterations != r2.Iterations {
+			t.Errorf("%v not deterministic", m)
+		}
 	}
 }
