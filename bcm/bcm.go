@@ -97,6 +97,13 @@ type Options struct {
 	// Progress, if not nil, is called with the record of the starting point
 	// (Sweep 0) and after each sweep.
 	Progress func(Record)
+	// SolveTranslations (Poses only) starts every sweep with the exact joint
+	// minimization of F over all translations given the Y blocks: one
+	// sparse Cholesky factorization of the translation Laplacian per Solver
+	// and r triangular solves per sweep. It is a block-coordinate step as
+	// well, so F still never increases, and it removes the slow diffusion of
+	// translations along long chains.
+	SolveTranslations bool
 }
 
 // Record is the state after a sweep.
@@ -128,6 +135,7 @@ type Solver struct {
 
 	classes [][]int        // colour classes for Parallel, built on first use
 	nq      *sparse.Blocks // N = X Q, reused across calls
+	trans   *transSolver   // for SolveTranslations, built on first use
 
 	// onStep, if set (by tests), is called after every block update with
 	// the block and the decrease the descent identity predicts.
@@ -319,14 +327,18 @@ func (s *Solver) Solve(ctx context.Context, x *sparse.Blocks, opts Options) (Res
 	if opts.Threads < 0 || opts.GradTol < 0 || opts.DecreaseTol < 0 || opts.MaxSweeps < 0 || opts.MaxTime < 0 {
 		return Result{}, errors.New("bcm: negative option")
 	}
-	if x.R > smalldense.MaxRows {
-		return Result{}, fmt.Errorf("bcm: rank r = %d above the supported %d", x.R, smalldense.MaxRows)
-	}
 	threads := opts.Threads
 	if threads == 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	start := time.Now()
+	if opts.SolveTranslations && s.pose && s.trans == nil {
+		ts, err := newTransSolver(s.q, s.d)
+		if err != nil {
+			return Result{}, err
+		}
+		s.trans = ts
+	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x5851f42d4c957f2d))
 	sw := newSweeper(s, x, threads)
 	sw.onStep = s.onStep
@@ -358,6 +370,14 @@ func (s *Solver) Solve(ctx context.Context, x *sparse.Blocks, opts Options) (Res
 		}
 		if opts.MaxSweeps > 0 && sweep > opts.MaxSweeps {
 			return finish(SweepLimit)
+		}
+		if opts.SolveTranslations && s.pose {
+			// First, so the block updates see good translations. s.nq
+			// holds X Q from the last record; the samplers need it current.
+			s.trans.step(x, s.nq, s.d)
+			if opts.Rule == Importance || opts.Rule == Greedy {
+				s.q.MulBlocksParallel(s.nq, x, threads)
+			}
 		}
 		switch opts.Rule {
 		case Cyclic:

@@ -43,7 +43,9 @@
 // A sweep is n block updates (n samples for the samplers). After each sweep
 // Solve recomputes N = X Q in one pass, which gives F, the gradient and the
 // stopping tests, and hands a Record to the Progress callback. Everything
-// random is seeded: the same Seed gives the same bits.
+// random is seeded: the same Seed gives the same bits. Block updates do not
+// allocate for r <= smalldense.MaxRows (16); larger ranks work but allocate
+// scratch in the polar kernel.
 //
 // BCM is a first-order method: fast at first, slow to high accuracy on
 // graphs with long chains, where a second-order phase should take over.

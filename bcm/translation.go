@@ -1,0 +1,122 @@
+package bcm
+
+import (
+	"fmt"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+)
+
+// transSolver minimizes F jointly over all translation columns p_i with the
+// Y blocks fixed. F is a convex quadratic in p with Hessian 2 L_tau (L_tau
+// the tau-weighted graph Laplacian, the (d, d) entries of the blocks of Q)
+// and gradient 2 N_p, N = X Q, so the exact step is
+//
+//	delta L_tau = -N_p,   p <- p + delta,
+//
+// one sparse Cholesky solve per row of X. L_tau is singular (a common shift
+// of all p_i leaves F unchanged, one per connected component), so the first
+// pose of every component keeps its p (delta = 0 there) and the rest of
+// the system is positive definite. This is a block-coordinate step whose
+// block is all translations at once: it moves the slow, diffusive
+// translation modes of long chains in one go, which single-block updates
+// need O(n^2) sweeps for.
+type transSolver struct {
+	chol   *sparse.Cholesky
+	index  []int // index[i] = row of pose i in the reduced system, -1 if anchored
+	nfree  int
+	rhs, x []float64
+}
+
+func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
+	n, b := q.N, q.B
+	// Components by union-find over the pattern of Q.
+	parent := make([]int, n)
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for i := 0; i < n; i++ {
+		for p := q.RowPtr[i]; p < q.RowPtr[i+1]; p++ {
+			if ri, rj := find(i), find(q.ColIdx[p]); ri != rj {
+				if ri < rj {
+					parent[rj] = ri
+				} else {
+					parent[ri] = rj
+				}
+			}
+		}
+	}
+	ts := &transSolver{index: make([]int, n)}
+	for i := 0; i < n; i++ {
+		if find(i) == i {
+			ts.index[i] = -1 // the smallest index of its component
+		} else {
+			ts.index[i] = ts.nfree
+			ts.nfree++
+		}
+	}
+	if ts.nfree == 0 {
+		return ts, nil
+	}
+	a := &sparse.CSC{N: ts.nfree, ColPtr: make([]int, ts.nfree+1)}
+	dd := d*b + d
+	// Column of free pose j: rows i >= j (reduced order is increasing in
+	// the pose index, so the lower triangle is i >= j), read from row j of
+	// Q, whose column indices are sorted.
+	for j := 0; j < n; j++ {
+		cj := ts.index[j]
+		if cj < 0 {
+			continue
+		}
+		for p := q.RowPtr[j]; p < q.RowPtr[j+1]; p++ {
+			i := q.ColIdx[p]
+			ci := ts.index[i]
+			if i < j || ci < 0 {
+				continue
+			}
+			v := q.Val[p*b*b+dd]
+			if v == 0 && i != j {
+				continue
+			}
+			a.RowIdx = append(a.RowIdx, ci)
+			a.Val = append(a.Val, v)
+		}
+		a.ColPtr[cj+1] = len(a.RowIdx)
+	}
+	chol, err := sparse.NewCholesky(a)
+	if err != nil {
+		return nil, fmt.Errorf("bcm: translation Laplacian: %w", err)
+	}
+	ts.chol = chol
+	ts.rhs = make([]float64, ts.nfree)
+	ts.x = make([]float64, ts.nfree)
+	return ts, nil
+}
+
+// step updates the translation columns of x given n = X Q.
+func (ts *transSolver) step(x, n *sparse.Blocks, d int) {
+	if ts.nfree == 0 {
+		return
+	}
+	b, rb := x.B, x.R*x.B
+	for a := 0; a < x.R; a++ {
+		for i, ci := range ts.index {
+			if ci >= 0 {
+				ts.rhs[ci] = -n.Data[i*rb+a*b+d]
+			}
+		}
+		ts.chol.Solve(ts.x, ts.rhs)
+		for i, ci := range ts.index {
+			if ci >= 0 {
+				x.Data[i*rb+a*b+d] += ts.x[ci]
+			}
+		}
+	}
+}
