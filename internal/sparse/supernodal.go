@@ -268,8 +268,12 @@ func (sn *supernodes) factor(c *Cholesky, a *CSC) error {
 	return nil
 }
 
-// panelWidth is the block size of the dense Cholesky of a supernode.
-const panelWidth = 64
+// panelWidth is the block size of the dense Cholesky of a supernode, and
+// trailingStrip the column width of its trailing-update products.
+const (
+	panelWidth    = 64
+	trailingStrip = 256
+)
 
 // denseFactor overwrites the nr x nc row-major trapezoid l (nr >= nc) with
 // its Cholesky factor: the top nc x nc block becomes lower triangular L11
@@ -323,44 +327,33 @@ func denseFactor(l []float64, nr, nc int) (int, float64) {
 				}
 			}
 		}
-		// Trailing update of columns k+kb..nc-1: the square part (rows
-		// up to nc) is symmetric, the rows below are a plain product.
+		// Trailing update of columns k+kb..nc-1, rows k+kb..nr-1:
+		// T -= P P^T restricted to the lower trapezoid, with P the rows
+		// below the panel. Large updates go to Dgemm by column strips of
+		// trailingStrip (gonum's Dgemm runs in parallel, its Dsyrk does
+		// not), each strip starting at its diagonal so little of the upper
+		// triangle is computed.
 		nt := nc - k - kb
 		if nt == 0 {
 			continue
 		}
 		panel := l[(k+kb)*nc+k:]
-		if nt*nt*kb >= blasThreshold {
-			impl.Dsyrk(blas.Lower, blas.NoTrans, nt, kb, -1, panel, nc, 1, l[(k+kb)*nc+k+kb:], nc)
-		} else {
-			for i := 0; i < nt; i++ {
-				ri := panel[i*nc : i*nc+kb]
-				for j := 0; j <= i; j++ {
-					rj := panel[j*nc : j*nc+kb]
-					sum := 0.0
-					for t, v := range ri {
-						sum += v * rj[t]
-					}
-					l[(k+kb+i)*nc+k+kb+j] -= sum
-				}
+		if m*nt*kb >= blasThreshold {
+			for j0 := 0; j0 < nt; j0 += trailingStrip {
+				jw := min(trailingStrip, nt-j0)
+				impl.Dgemm(blas.NoTrans, blas.Trans, m-j0, jw, kb, -1, panel[j0*nc:], nc, panel[j0*nc:], nc, 1, l[(k+kb+j0)*nc+k+kb+j0:], nc)
 			}
+			continue
 		}
-		if mb := nr - nc; mb > 0 {
-			below := l[nc*nc+k:]
-			if mb*nt*kb >= blasThreshold {
-				impl.Dgemm(blas.NoTrans, blas.Trans, mb, nt, kb, -1, below, nc, panel, nc, 1, l[nc*nc+k+kb:], nc)
-			} else {
-				for i := 0; i < mb; i++ {
-					ri := below[i*nc : i*nc+kb]
-					for j := 0; j < nt; j++ {
-						rj := panel[j*nc : j*nc+kb]
-						sum := 0.0
-						for t, v := range ri {
-							sum += v * rj[t]
-						}
-						l[(nc+i)*nc+k+kb+j] -= sum
-					}
+		for i := 0; i < m; i++ {
+			ri := panel[i*nc : i*nc+kb]
+			for j := 0; j < nt && j <= i; j++ {
+				rj := panel[j*nc : j*nc+kb]
+				sum := 0.0
+				for t, v := range ri {
+					sum += v * rj[t]
 				}
+				l[(k+kb+i)*nc+k+kb+j] -= sum
 			}
 		}
 	}
