@@ -477,3 +477,14 @@ func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 // Precondition is Solve, so a factor (for example of Q + sigma I) serves
 // as a preconditioner for PCG and LOBPCG.
 func (c *Cholesky) Precondition(dst, r []float64) { c.Solve(dst, r) }
+
+// Flops is the number of floating-point operations of the numeric
+// factorization, sum over the columns of L of count^2 (the classic
+// measure; relaxed supernodes do a little more).
+func (c *Cholesky) Flops() float64 {
+	f := 0.0
+	for _, v := range c.colCnt {
+		f += float64(v) * float64(v)
+	}
+	return f
+}
