@@ -32,6 +32,14 @@
 // Greedy maintain N = X Q by scatter updates, since they must refresh the
 // weights of every neighbour after each update.
 //
+// Single-block updates diffuse information along the graph, which is slow on
+// long chains. For pose problems Options.SolveTranslations starts every sweep
+// with the exact minimization of F over all translations at once, given the
+// Y blocks: one sparse Cholesky factorization of the tau-weighted graph
+// Laplacian per Solver, r triangular solves per sweep. It is again a
+// block-coordinate step, so F never increases; on intel from the file's
+// guesses it turns "not at 1e-3 after 15 s" into 1e-6 in about 7000 sweeps.
+//
 // The Riemannian gradient of F is blockwise 2 [N_Y - Y sym(Y^T N_Y), N_p] with
 // N = X Q. Convergence is judged by the relative gradient norm, defined as
 //

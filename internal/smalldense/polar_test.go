@@ -90,7 +90,11 @@ func inner(a, b []float64) float64 {
 func TestPolarRandomMatchesGonum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for d := 1; d <= 3; d++ {
-		for r := d; r <= 10; r++ {
+		// r = 20 exercises the allocating path above MaxRows.
+		for _, r := range []int{d, d + 1, 4, 5, 6, 7, 8, 9, 10, MaxRows, 20} {
+			if r < d {
+				continue
+			}
 			for trial := 0; trial < 50; trial++ {
 				h := make([]float64, r*d)
 				for k := range h {
