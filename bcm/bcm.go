@@ -76,7 +76,8 @@ func (s Status) String() string {
 }
 
 // Options control Solve. The zero value runs cyclic sweeps until stopped by
-// the context; set at least one of GradTol, DecreaseTol, MaxSweeps, MaxTime.
+// the context; without a cancellable context, set at least one of GradTol,
+// DecreaseTol, MaxSweeps, MaxTime (Solve reports an error otherwise).
 type Options struct {
 	Rule Rule
 	// Threads is the number of goroutines of the Parallel rule and of the
@@ -326,6 +327,9 @@ func (s *Solver) Solve(ctx context.Context, x *sparse.Blocks, opts Options) (Res
 	}
 	if opts.Threads < 0 || opts.GradTol < 0 || opts.DecreaseTol < 0 || opts.MaxSweeps < 0 || opts.MaxTime < 0 {
 		return Result{}, errors.New("bcm: negative option")
+	}
+	if opts.GradTol == 0 && opts.DecreaseTol == 0 && opts.MaxSweeps == 0 && opts.MaxTime == 0 && ctx.Done() == nil {
+		return Result{}, errors.New("bcm: nothing would stop Solve: set GradTol, DecreaseTol, MaxSweeps or MaxTime, or pass a cancellable context")
 	}
 	threads := opts.Threads
 	if threads == 0 {

@@ -365,6 +365,9 @@ func TestStopping(t *testing.T) {
 	if _, err := New(q, 3, posegraph.Poses).Solve(context.Background(), x, Options{MaxSweeps: 1}); err == nil {
 		t.Fatal("wrong dimension accepted")
 	}
+	if _, err := s.Solve(context.Background(), x, Options{}); err == nil {
+		t.Fatal("Solve with no stopping rule accepted")
+	}
 	x.Data[5] = math.NaN()
 	if _, err := s.Solve(context.Background(), x, Options{MaxSweeps: 1}); err == nil {
 		t.Fatal("NaN accepted")
