@@ -285,6 +285,60 @@ func TestAMD(t *testing.T) {
 			t.Fatalf("AMD and BlockAMD differ on Q at %d", k)
 		}
 	}
+	// Nested dissection on a 3-D lattice block graph.
+	for _, b := range []int{1, 3} {
+		k := 12
+		bb := sparse.NewBlockBuilder(k*k*k, b)
+		blk := make([]float64, b*b)
+		for i := range k * k * k {
+			for a := range b {
+				blk[a*b+a] = 7
+			}
+			bb.AddDiag(i, blk)
+			for a := range blk {
+				blk[a] = 0
+			}
+			for _, st := range []int{1, k, k * k} {
+				if j := i + st; j < k*k*k && (st != 1 || j%k != 0) && (st != k || (j/k)%k != 0) {
+					for a := range b {
+						blk[a*b+a] = -1
+					}
+					bb.AddOff(i, j, blk)
+					for a := range blk {
+						blk[a] = 0
+					}
+				}
+			}
+		}
+		q := bb.Build()
+		a := q.LowerCSC(0, 0)
+		nd := sparse.NestedDissection(q, 0)
+		if !isPerm(nd, a.N) || !isPerm(sparse.NestedDissection(q, 5), a.N-5*b) {
+			t.Fatal("NestedDissection is not a permutation")
+		}
+		chND, err := sparse.NewCholeskyPerm(a, nd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chAMD, err := sparse.NewCholeskyPerm(a, sparse.BlockAMD(q, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nat, err := sparse.Analyze(a, identityPerm(a.N))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("lattice 12^3, blocks %d: nnz(L) ND %d (%.3g flops), AMD %d (%.3g flops), natural %d", b, chND.NNZ(), chND.Flops(), chAMD.NNZ(), chAMD.Flops(), nat.NNZ())
+		if 2*chND.NNZ() > nat.NNZ() {
+			t.Errorf("ND fill %d not far below natural %d", chND.NNZ(), nat.NNZ())
+		}
+		x := make([]float64, a.N)
+		rhs := randVec(rng, a.N)
+		chND.Solve(x, rhs)
+		if r := residual(a, cscNormInf(a), x, rhs); r > 1e-13 {
+			t.Errorf("ND factor residual %g", r)
+		}
+	}
 	// Fill on grids: minimum degree must beat the natural (banded) order
 	// by a wide margin.
 	for _, g := range []struct{ k, dim int }{{40, 2}, {12, 3}} {

@@ -166,7 +166,8 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 		nr := sn.rowPtr[s+1] - sn.rowPtr[s]
 		sn.stored += nc*(nc+1)/2 + (nr-nc)*nc
 	}
-	sn.val = make([]float64, sn.valPtr[ns])
+	// val is allocated by the first factorization, so that Analyze alone
+	// (to compare orderings by Flops, say) stays cheap.
 	sn.relMap = make([]int, n)
 	sn.head = make([]int, ns)
 	sn.next = make([]int, ns)
@@ -183,6 +184,9 @@ func (sn *supernodes) factor(c *Cholesky, a *CSC) error {
 	ns := len(sn.first) - 1
 	for s := range sn.head {
 		sn.head[s] = -1
+	}
+	if sn.val == nil {
+		sn.val = make([]float64, sn.valPtr[ns])
 	}
 	for p, q := range sn.amap {
 		sn.lx[q] = a.Val[p]
