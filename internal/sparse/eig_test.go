@@ -268,3 +268,55 @@ func TestEigOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallestEigShiftedPreconditioner builds a certificate-like matrix
+// A = Q - D (D a positive multiple of the identity on the rotation
+// coordinates, large against the low-frequency modes of Q) and checks
+// preconditioned LOBPCG with a factor of A + tau I from FactorShifted.
+func TestSmallestEigShiftedPreconditioner(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, d := range []int{2, 3} {
+		g, _ := noiseFreeGraph(rng, 120, d, 40, 1e4, 10)
+		q := g.Laplacian(posegraph.Poses)
+		qn := normInf(denseOf(q))
+		bb := sparse.NewBlockBuilder(q.N, q.B)
+		blk := make([]float64, q.B*q.B)
+		for a := 0; a < d; a++ {
+			blk[a*q.B+a] = -1e-4 * qn
+		}
+		for i := 0; i < q.N; i++ {
+			bb.AddDiag(i, q.Block(q.Diag[i]))
+			bb.AddDiag(i, blk)
+			for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
+				if j := q.ColIdx[k]; j > i {
+					bb.AddOff(i, j, q.Block(k))
+				}
+			}
+		}
+		a := bb.Build()
+		ev, _ := eigenvalues(t, denseOf(a), false)
+		anorm := math.Max(-ev[0], ev[len(ev)-1])
+		pre, tau, err := sparse.FactorShifted(a, 1e-8*qn, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(tau > -ev[0]) || tau > -100*ev[0] {
+			t.Errorf("shift %g for lambda_min %g", tau, ev[0])
+		}
+		res, err := sparse.SmallestEig(a, sparse.EigOptions{Tol: 1e-10, Precond: pre, MaxIter: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEigPair(t, a, res, ev[0], anorm, 1e-10)
+		// For comparison only: the factor of Q + sigma I.
+		qpre, err := sparse.NewCholesky(q.LowerCSC(1e-9*qn, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		qres, err := sparse.SmallestEig(a, sparse.EigOptions{Tol: 1e-10, Precond: qpre, MaxIter: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("d=%d: lambda_min %g, tau %g, %d iterations (with Q + sigma I: %d, converged %v)", d, ev[0], tau, res.Iterations, qres.Iterations, qres.Converged)
+	}
+}
