@@ -86,3 +86,42 @@ func TestPCGIndefinite(t *testing.T) {
 		t.Errorf("BlockJacobi of a negative definite diagonal: %v", err)
 	}
 }
+
+func TestNoAllocation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	q, shift, _ := shiftedPD(t, rng, cholCase{40, 3, 1, 0.1}, 0.1)
+	a := q.LowerCSC(shift, 0)
+	ch, err := sparse.NewCholesky(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simp, err := sparse.AnalyzeSimplicial(a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := simp.Factorize(a); err != nil {
+		t.Fatal(err)
+	}
+	jac, err := sparse.NewBlockJacobi(q, shift)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := a.N
+	b := randVec(rng, 2*n)
+	x := make([]float64, 2*n)
+	w := sparse.NewPCGWork(n)
+	checks := map[string]func(){
+		"Solve":            func() { ch.Solve(x[:n], b[:n]) },
+		"SolveSimplicial":  func() { simp.Solve(x[:n], b[:n]) },
+		"SolveMany":        func() { ch.SolveMany(x, b, 2) },
+		"BlockJacobi":      func() { jac.Precondition(x[:n], b[:n]) },
+		"PCG":              func() { sparse.PCG(a, x[:n], b[:n], ch, sparse.PCGOptions{}, w) },
+		"Factorize":        func() { ch.Factorize(a) },
+		"FactorSimplicial": func() { simp.Factorize(a) },
+	}
+	for name, f := range checks {
+		if allocs := testing.AllocsPerRun(5, f); allocs > 0 {
+			t.Errorf("%s allocates %v times", name, allocs)
+		}
+	}
+}
