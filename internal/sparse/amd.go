@@ -1,7 +1,5 @@
 package sparse
 
-import "container/heap"
-
 // AMD returns a fill-reducing symmetric permutation of the matrix whose lower
 // triangle a holds: perm[k] is the original index of the k-th pivot.
 //
@@ -13,8 +11,7 @@ import "container/heap"
 // block-structured matrices by the block size and keeps each block's columns
 // together. Matrices that are almost entirely made of b x b blocks (b = 2,
 // 3, 4; at least 60% of each touched block present, as in Q) are ordered on
-// their block graph directly. Ties are broken by the smallest index, so the result is
-// deterministic.
+// their block graph directly. The result is deterministic.
 func AMD(a *CSC) []int {
 	n := a.N
 	if n == 0 {
@@ -267,25 +264,52 @@ func minDegree(n int, xadj, adj []int, w []int) []int {
 	wE := make([]int, n)
 	wStamp := make([]int, n)
 	total := 0
-	q := make(degHeap, 0, n)
 	for i := 0; i < n; i++ {
 		vadj[i] = append([]int(nil), adj[xadj[i]:xadj[i+1]]...)
 		for _, v := range vadj[i] {
 			deg[i] += w[v]
 		}
 		total += w[i]
-		q = append(q, degItem{deg[i], i})
 	}
-	heap.Init(&q)
+	// Degree buckets: doubly linked lists, so a degree update is O(1).
+	head := make([]int, total+1)
+	next := make([]int, n)
+	prev := make([]int, n)
+	for d := range head {
+		head[d] = -1
+	}
+	mindeg := total
+	insert := func(i int) {
+		d := deg[i]
+		next[i], prev[i] = head[d], -1
+		if head[d] != -1 {
+			prev[head[d]] = i
+		}
+		head[d] = i
+		mindeg = min(mindeg, d)
+	}
+	remove := func(i int) {
+		if prev[i] != -1 {
+			next[prev[i]] = next[i]
+		} else {
+			head[deg[i]] = next[i]
+		}
+		if next[i] != -1 {
+			prev[next[i]] = prev[i]
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		insert(i) // the smallest index ends up first in its bucket
+	}
 	order := make([]int, 0, n)
 	stamp := 0
 	nleft := total
 	for len(order) < n {
-		it := heap.Pop(&q).(degItem)
-		p := it.node
-		if state[p] != variable || it.deg != deg[p] {
-			continue // stale entry
+		for head[mindeg] == -1 {
+			mindeg++
 		}
+		p := head[mindeg]
+		remove(p)
 		order = append(order, p)
 		nleft -= w[p]
 		stamp++
@@ -369,29 +393,10 @@ func minDegree(n int, xadj, adj []int, w []int) []int {
 			if d < 0 {
 				d = 0
 			}
+			remove(i)
 			deg[i] = d
-			heap.Push(&q, degItem{d, i})
+			insert(i)
 		}
 	}
 	return order
-}
-
-type degItem struct{ deg, node int }
-
-type degHeap []degItem
-
-func (h degHeap) Len() int { return len(h) }
-func (h degHeap) Less(a, b int) bool {
-	if h[a].deg != h[b].deg {
-		return h[a].deg < h[b].deg
-	}
-	return h[a].node < h[b].node
-}
-func (h degHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *degHeap) Push(x any)   { *h = append(*h, x.(degItem)) }
-func (h *degHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
