@@ -6,10 +6,20 @@ import (
 	"math"
 )
 
+// PivotTol is the relative pivot tolerance of the Cholesky factorization: a
+// pivot at or below PivotTol times the largest diagonal entry of A (or NaN)
+// stops it. Positive definite matrices with lambda_min above that bound
+// always pass (every pivot is at least lambda_min); exactly singular ones
+// such as an unshifted Q, whose zero pivot comes out as rounding noise of
+// about 1e-16..1e-14 max diag, are reported rather than factored into
+// garbage.
+const PivotTol = 1e-13
+
 // NotPositiveDefiniteError reports that the factorization met a pivot that
-// is not positive (or is NaN): the matrix is not positive definite to
-// working precision. Column is the original (unpermuted) index of the
-// failing pivot and Pivot its value before the square root.
+// is not positive (or is NaN, or is below PivotTol times the largest
+// diagonal entry): the matrix is not positive definite to working
+// precision. Column is the original (unpermuted) index of the failing pivot
+// and Pivot its value before the square root.
 type NotPositiveDefiniteError struct {
 	Column int
 	Pivot  float64
@@ -330,14 +340,22 @@ func (c *Cholesky) Factorize(a *CSC) error {
 			return fmt.Errorf("sparse: Factorize: entry %d differs from the analysed pattern", p)
 		}
 	}
+	// Pivots at or below this are rejected: a positive definite matrix
+	// has every pivot >= lambda_min, and a singular one (Q itself, say)
+	// leaves rounding noise of ~1e-15 max diag where the zero pivot is.
+	thr := 0.0
+	for j := 0; j < a.N; j++ {
+		thr = math.Max(thr, math.Abs(a.Val[a.ColPtr[j]]))
+	}
+	thr *= PivotTol
 	var err error
 	if c.simplicial {
 		for p, q := range c.amap {
 			c.cx[q] = a.Val[p]
 		}
-		err = c.numeric()
+		err = c.numeric(thr)
 	} else {
-		err = c.sn.factor(c, a)
+		err = c.sn.factor(c, a, thr)
 	}
 	if err != nil {
 		return err
@@ -349,7 +367,7 @@ func (c *Cholesky) Factorize(a *CSC) error {
 // numeric is the up-looking factorization: row k of L solves a triangular
 // system with the rows above it, then the pivot is what is left of the
 // diagonal.
-func (c *Cholesky) numeric() error {
+func (c *Cholesky) numeric(thr float64) error {
 	n := c.n
 	x, s := c.x, c.s
 	lp, li, lx := c.lp, c.li, c.lx
@@ -378,7 +396,7 @@ func (c *Cholesky) numeric() error {
 			lx[end] = lki
 			c.cnext[i]++
 		}
-		if !(d > 0) || math.IsInf(d, 0) {
+		if !(d > thr) || math.IsInf(d, 0) {
 			return &NotPositiveDefiniteError{Column: c.perm[k], Pivot: d}
 		}
 		lx[c.cnext[k]] = math.Sqrt(d)
@@ -487,4 +505,27 @@ func (c *Cholesky) Flops() float64 {
 		f += float64(v) * float64(v)
 	}
 	return f
+}
+
+// MinPivot returns the smallest pivot L_kk^2 of the factorization and its
+// original column. Every pivot of a positive definite A is at least
+// lambda_min(A), so a pivot tiny against the diagonal of A flags a matrix
+// that is singular to working precision.
+func (c *Cholesky) MinPivot() (col int, pivot float64) {
+	col, pivot = -1, math.Inf(1)
+	for k := 0; k < c.n; k++ {
+		var d float64
+		if c.simplicial {
+			d = c.lx[c.lp[k]]
+		} else {
+			s := c.sn.super[k]
+			f := c.sn.first[s]
+			nc := c.sn.first[s+1] - f
+			d = c.sn.val[c.sn.valPtr[s]+(k-f)*nc+(k-f)]
+		}
+		if d*d < pivot {
+			col, pivot = c.perm[k], d*d
+		}
+	}
+	return col, pivot
 }

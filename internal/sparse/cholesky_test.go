@@ -465,3 +465,33 @@ func cscNormInf(c *sparse.CSC) float64 {
 	}
 	return m
 }
+
+// TestCholeskySingular: an exactly singular PSD matrix (a pose graph's Q,
+// whose common translation is a null vector) must be refused, however the
+// rounding falls, and a tiny shift must make it factorable.
+func TestCholeskySingular(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, d := range []int{2, 3} {
+		g, _ := noiseFreeGraph(rng, 300, d, 100, 1e4, 10)
+		for _, p := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
+			q := g.Laplacian(p)
+			for _, f := range factorers {
+				_, err := f.factor(q.LowerCSC(0, 0), q)
+				if !sparse.IsNotPositiveDefinite(err) {
+					t.Errorf("d=%d %v %s: singular Q accepted (%v)", d, p, f.name, err)
+				}
+			}
+			m := 0.0
+			for i := 0; i < q.N; i++ {
+				m = max(m, q.Block(q.Diag[i])[0])
+			}
+			ch, err := sparse.NewCholesky(q.LowerCSC(1e-11*m, 0))
+			if err != nil {
+				t.Fatalf("d=%d %v: Q + 1e-11 max diag I refused: %v", d, p, err)
+			}
+			if _, piv := ch.MinPivot(); piv < 1e-11*m*(1-1e-3) {
+				t.Errorf("min pivot %g below lambda_min bound %g", piv, 1e-11*m)
+			}
+		}
+	}
+}

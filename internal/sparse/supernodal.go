@@ -180,7 +180,7 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 const blasThreshold = 8192
 
 // factor computes the numeric supernodal factor of a.
-func (sn *supernodes) factor(c *Cholesky, a *CSC) error {
+func (sn *supernodes) factor(c *Cholesky, a *CSC, thr float64) error {
 	ns := len(sn.first) - 1
 	for s := range sn.head {
 		sn.head[s] = -1
@@ -259,7 +259,7 @@ func (sn *supernodes) factor(c *Cholesky, a *CSC) error {
 			}
 			d = dnext
 		}
-		if j, piv := denseFactor(ls, nr, nc); j >= 0 {
+		if j, piv := denseFactor(ls, nr, nc, thr); j >= 0 {
 			return &NotPositiveDefiniteError{Column: c.perm[f+j], Pivot: piv}
 		}
 		if nr > nc {
@@ -285,8 +285,8 @@ const (
 // algorithm: panels of panelWidth columns are factored by plain loops, the
 // rows below a panel by a triangular solve, and the trailing columns of the
 // supernode are updated by a rank-panelWidth product. It returns the local
-// column and the value of the first pivot that is not positive, or -1.
-func denseFactor(l []float64, nr, nc int) (int, float64) {
+// column and the value of the first pivot not above thr, or -1.
+func denseFactor(l []float64, nr, nc int, thr float64) (int, float64) {
 	impl := gonum.Implementation{}
 	for k := 0; k < nc; k += panelWidth {
 		kb := min(panelWidth, nc-k)
@@ -297,7 +297,7 @@ func denseFactor(l []float64, nr, nc int) (int, float64) {
 			for _, v := range rj {
 				d -= v * v
 			}
-			if !(d > 0) || math.IsInf(d, 0) {
+			if !(d > thr) || math.IsInf(d, 0) {
 				return j, d
 			}
 			d = math.Sqrt(d)
