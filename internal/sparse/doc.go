@@ -39,9 +39,11 @@
 // descendants as dense matrix products and is factored by a blocked dense
 // Cholesky, with gonum's BLAS for the large blocks at the top of the tree.
 // Factorize reuses the analysis for new values on the same pattern. A pivot
-// that is not positive (or NaN) stops the factorization at once with a
-// *NotPositiveDefiniteError and leaves no usable factor: "S + eta I has a
-// Cholesky factor" is the cheap certificate test. AnalyzeSimplicial gives
+// that is NaN or not above PivotTol (1e-13) times the largest diagonal entry
+// stops the factorization at once with a *NotPositiveDefiniteError and
+// leaves no usable factor: "S + eta I has a Cholesky factor" is the cheap
+// certificate test, and exactly singular matrices such as Q itself are
+// refused instead of yielding a factor built on rounding noise. AnalyzeSimplicial gives
 // the plain up-looking factorization, the reference the tests compare with.
 //
 // # Iterative solvers
