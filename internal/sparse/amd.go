@@ -11,7 +11,8 @@ package sparse
 // block-structured matrices by the block size and keeps each block's columns
 // together. Matrices that are almost entirely made of b x b blocks (b = 2,
 // 3, 4; at least 60% of each touched block present, as in Q) are ordered on
-// their block graph directly. The result is deterministic.
+// their block graph directly. The result is deterministic. a must satisfy
+// Validate (NewCholesky checks it).
 func AMD(a *CSC) []int {
 	n := a.N
 	if n == 0 {

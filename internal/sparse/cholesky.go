@@ -327,6 +327,9 @@ func (c *Cholesky) ereach(k int) int {
 // (Solve fills its output with NaN) until a successful Factorize.
 func (c *Cholesky) Factorize(a *CSC) error {
 	c.ok = false
+	if a == nil {
+		return errors.New("sparse: Factorize: nil matrix")
+	}
 	if a.N != c.n || len(a.ColPtr) != len(c.aColPtr) || a.ColPtr[a.N] != len(c.aRowIdx) {
 		return fmt.Errorf("sparse: Factorize: matrix of order %d with %d entries does not match the analysed pattern", a.N, len(a.RowIdx))
 	}
@@ -433,9 +436,14 @@ func (c *Cholesky) Supernodes() int {
 // the k-th pivot). It aliases the factor's storage.
 func (c *Cholesky) Perm() []int { return c.perm }
 
-// Solve sets x = A^{-1} b. x and b may alias. It does not allocate.
+// Solve sets x = A^{-1} b. x and b may alias. It does not allocate. Like
+// gonum's routines it panics on vectors shorter than the order, a
+// programming error.
 func (c *Cholesky) Solve(x, b []float64) {
 	n := c.n
+	if len(x) < n || len(b) < n {
+		panic(fmt.Sprintf("sparse: Solve with vectors of length %d and %d for order %d", len(x), len(b), n))
+	}
 	y := c.x
 	if !c.ok {
 		for i := range x[:n] {
@@ -487,6 +495,9 @@ func (c *Cholesky) solvePerm(y []float64) {
 // (column k at b[k*n:(k+1)*n]). x and b may alias. It does not allocate.
 func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 	n := c.n
+	if nrhs < 0 || len(x) < n*nrhs || len(b) < n*nrhs {
+		panic(fmt.Sprintf("sparse: SolveMany with %d right-hand sides in slices of length %d and %d for order %d", nrhs, len(x), len(b), n))
+	}
 	for k := 0; k < nrhs; k++ {
 		c.Solve(x[k*n:(k+1)*n], b[k*n:(k+1)*n])
 	}
