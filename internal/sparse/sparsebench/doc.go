@@ -5,8 +5,11 @@
 //
 //	go test ./internal/sparse/sparsebench -run XXX -bench Dataset -benchtime 3x
 //	go test ./internal/sparse/sparsebench -run XXX -bench Grid100k -benchtime 1x
+//	go test ./internal/sparse/sparsebench -run XXX -bench Eig -benchtime 1x
 //
 // Each dataset benchmark reports the nonzeros of the factor (nnzL) and
 // splits the work into ordering + symbolic analysis, numeric factorization,
 // one solve and the product X*Q at rank r = 5 on one and two threads.
+// BenchmarkEig times LargestEig, preconditioned SmallestEig and PCG on real
+// Q matrices.
 package sparsebench
