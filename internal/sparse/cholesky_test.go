@@ -495,3 +495,35 @@ func TestCholeskySingular(t *testing.T) {
 		}
 	}
 }
+
+func TestCholeskyTiny(t *testing.T) {
+	empty := &sparse.CSC{N: 0, ColPtr: []int{0}}
+	ch, err := sparse.NewCholesky(empty)
+	if err != nil || ch.NNZ() != 0 {
+		t.Fatalf("empty matrix: %v", err)
+	}
+	ch.Solve(nil, nil)
+	one := &sparse.CSC{N: 1, ColPtr: []int{0, 1}, RowIdx: []int{0}, Val: []float64{4}}
+	ch, err = sparse.NewCholesky(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := []float64{2}
+	ch.Solve(x, x)
+	if x[0] != 0.5 {
+		t.Errorf("1x1 solve gave %g", x[0])
+	}
+	one.Val[0] = -1
+	if err := ch.Factorize(one); !sparse.IsNotPositiveDefinite(err) {
+		t.Errorf("1x1 negative: %v", err)
+	}
+	if _, err := sparse.SmallestEig(one, sparse.EigOptions{}); err != nil {
+		t.Error(err)
+	}
+	for _, m := range []sparse.EigMethod{sparse.EigLanczos, sparse.EigLOBPCG} {
+		res, err := sparse.SmallestEig(one, sparse.EigOptions{Method: m})
+		if err != nil || res.Value != -1 || !res.Converged {
+			t.Errorf("%v on 1x1: %+v %v", m, res, err)
+		}
+	}
+}
