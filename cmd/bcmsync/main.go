@@ -67,9 +67,8 @@ func main() {
 // the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		// Later this runs the demo; until then it explains itself.
-		writeUsage(stderr)
-		return 2
+		// With no arguments the tool shows what it does on its own demo.
+		args = []string{"demo"}
 	}
 	name := args[0]
 	switch name {

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/plots"
+	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// trajectoryPNG is the trajectory figure's name inside a --plots directory;
+// convergence.png and stages.png stand beside it.
+const trajectoryPNG = "trajectory.png"
+
+// writePlots draws the solve's trajectory (initial guess and estimate),
+// convergence curves and time per stage into dir.
+func writePlots(dir string, res *bsync.Result, rep *bsync.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	g := res.Graph
+	trajs := []plots.Trajectory{{Label: "initial (" + rep.Init + ")", Poses: res.InitialPoses}}
+	if res.Problem == posegraph.Poses {
+		trajs = append(trajs, plots.Trajectory{Label: "optimized", Poses: res.Poses})
+		if err := plots.Trajectories(filepath.Join(dir, trajectoryPNG), g, trajs, plots.TrajectoryOptions{LoopClosures: true}); err != nil {
+			return err
+		}
+	}
+	return writeReportPlots(dir, rep, "png")
+}
+
+// writeReportPlots draws what a report alone determines: convergence and
+// stage times.
+func writeReportPlots(dir string, rep *bsync.Report, ext string) error {
+	if levels := levelsFromReport(rep); len(levels) > 0 {
+		title := fmt.Sprintf("%s: convergence (F* = %.10g)", rep.File, rep.Objective)
+		if err := plots.Convergence(filepath.Join(dir, "convergence."+ext), levels, rep.RelaxationObjective, plots.ConvergenceOptions{Title: title}); err != nil {
+			return err
+		}
+	}
+	t := rep.Timings
+	return plots.StageTimes(filepath.Join(dir, "stages."+ext),
+		[]string{"parse", "init", "optimize", "certify", "round"},
+		[]float64{t.Parse, t.Init, t.Optimize, t.Certify, t.Round})
+}
+
+// levelsFromReport groups the history by staircase level and marks each
+// level with its certificate outcome.
+func levelsFromReport(rep *bsync.Report) []plots.Level {
+	var out []plots.Level
+	for _, lv := range rep.Levels {
+		pl := plots.Level{Rank: lv.Rank}
+		for _, h := range rep.History {
+			if h.Rank != lv.Rank {
+				continue
+			}
+			pl.Iter = append(pl.Iter, float64(h.Iter))
+			pl.Time = append(pl.Time, h.Seconds)
+			pl.F = append(pl.F, h.F)
+			pl.GradNorm = append(pl.GradNorm, h.GradNorm)
+		}
+		if len(pl.F) == 0 {
+			continue
+		}
+		c := lv.Certified
+		pl.Certified = &c
+		out = append(out, pl)
+	}
+	return out
+}
+
+func init() {
+	register(command{
+		name:  "plot",
+		usage: "plot [flags] INPUT.g2o [OPTIMIZED.g2o]",
+		short: "draw trajectories (and, with --report, convergence and stage times) as PNG/SVG/PDF",
+		run:   runPlot,
+	})
+}
+
+func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("plot", "plot [flags] INPUT.g2o [OPTIMIZED.g2o]",
+		"Draws INPUT's VERTEX estimates (and OPTIMIZED's, overlaid) as trajectory.EXT, and\nwith --report the convergence curves and stage times of that solve.", stderr)
+	dir := fs.String("o", "plots", "output `DIR`")
+	report := fs.String("report", "", "JSON report of `bcmsync solve --report`")
+	format := fs.String("format", "png", "image format: png, svg or pdf")
+	loops := fs.Bool("loop-closures", true, "draw loop-closure edges")
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) < 1 || len(files) > 2 {
+		fs.Usage()
+		return usageError{errors.New("plot takes INPUT.g2o and optionally OPTIMIZED.g2o")}
+	}
+	switch *format {
+	case "png", "svg", "pdf":
+	default:
+		return usageError{fmt.Errorf("unknown format %q", *format)}
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	var trajs []plots.Trajectory
+	var g *posegraph.Graph
+	for k, f := range files {
+		gk, err := g2o.ReadFile(f, g2o.ReadOptions{})
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			g = gk
+		} else if gk.N() != g.N() || gk.D != g.D {
+			return fmt.Errorf("%s: %d poses in %d-D, but %s has %d in %d-D", f, gk.N(), gk.D, files[0], g.N(), g.D)
+		}
+		label := "input"
+		if k == 1 {
+			label = "optimized"
+		}
+		poses := make([]posegraph.Pose, gk.N())
+		for i := range poses {
+			if gk.HasInitial[i] {
+				poses[i] = gk.Initial[i]
+			} else {
+				return fmt.Errorf("%s: pose %d has no VERTEX line to plot", f, gk.IDs[i])
+			}
+		}
+		trajs = append(trajs, plots.Trajectory{Label: label, Poses: poses})
+	}
+	out := filepath.Join(*dir, "trajectory."+*format)
+	if err := plots.Trajectories(out, g, trajs, plots.TrajectoryOptions{LoopClosures: *loops}); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "wrote", out)
+	if *report != "" {
+		f, err := os.Open(*report)
+		if err != nil {
+			return err
+		}
+		rep, err := bsync.ReadReport(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *report, err)
+		}
+		if err := writeReportPlots(*dir, rep, *format); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "wrote", filepath.Join(*dir, "convergence."+*format), "and", filepath.Join(*dir, "stages."+*format))
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bcmsync/bcmsync/bcm"
+	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// solveFlags are the options of `bcmsync solve`, shared with the demo and
+// the bench command.
+type solveFlags struct {
+	out, tum, report, plots string
+	init, rule              string
+	rank0, maxRank          int
+	threads                 int
+	seed                    uint64
+	gradTol, eigTol, bcmTol float64
+	bcmSweeps               int
+	timeLimit               time.Duration
+	rotations, largest      bool
+	lenient                 bool
+	quiet, verbose, json    bool
+}
+
+func (f *solveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.out, "o", "", "write the optimized graph as g2o to `FILE`")
+	fs.StringVar(&f.tum, "tum", "", "write the optimized trajectory in TUM format to `FILE`")
+	fs.StringVar(&f.report, "report", "", "write the JSON report to `FILE`")
+	fs.StringVar(&f.plots, "plots", "", "write trajectory, convergence and timing plots (PNG) into `DIR`")
+	fs.StringVar(&f.init, "init", "chordal", "initialization: chordal, odometry, vertices or random")
+	fs.StringVar(&f.rule, "rule", "cyclic", "BCM block selection: cyclic, uniform, importance, greedy or parallel")
+	fs.IntVar(&f.rank0, "rank0", 0, "first rank of the staircase (0: d)")
+	fs.IntVar(&f.maxRank, "max-rank", 10, "last rank of the staircase")
+	fs.IntVar(&f.threads, "threads", 0, "threads (0: all cores)")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed (BCM samplers, random initialization, eigensolver)")
+	fs.Float64Var(&f.gradTol, "grad-tol", 0, "relative gradient norm ||grad F||/||2XQ|| to reach at each rank (0: 1e-10)")
+	fs.Float64Var(&f.eigTol, "eig-tol", 0, "certificate tolerance eta relative to the largest diagonal entry of Q (0: 1e-8)")
+	fs.Float64Var(&f.bcmTol, "bcm-tol", 0, "relative gradient norm at which BCM hands over to the trust region (0: 1e-2)")
+	fs.IntVar(&f.bcmSweeps, "bcm-sweeps", 0, "maximum BCM sweeps per rank (0: 50; negative: skip BCM)")
+	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this long (e.g. 30s; 0: no limit)")
+	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only (translations ignored)")
+	fs.BoolVar(&f.largest, "largest-component", false, "solve the largest connected component of a disconnected graph")
+	fs.BoolVar(&f.lenient, "lenient", false, "skip unsupported records (landmarks, priors) with a warning")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+	fs.BoolVar(&f.verbose, "verbose", false, "log every stage and staircase level")
+	fs.BoolVar(&f.json, "json", false, "print the JSON report on stdout instead of the summary")
+}
+
+func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
+	var o bsync.Options
+	init, err := bsync.ParseInit(f.init)
+	if err != nil {
+		return o, err
+	}
+	rule, err := bcm.ParseRule(f.rule)
+	if err != nil {
+		return o, err
+	}
+	o = bsync.Options{
+		Init: init, Rank0: f.rank0, MaxRank: f.maxRank, Rule: rule, Threads: f.threads, Seed: f.seed,
+		GradTol: f.gradTol, EigTol: f.eigTol, BCMTol: f.bcmTol, BCMMaxSweeps: f.bcmSweeps,
+		TimeLimit: f.timeLimit, LargestComponent: f.largest,
+	}
+	if f.rotations {
+		o.Problem = posegraph.Rotations
+	}
+	if f.verbose {
+		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return o, nil
+}
+
+func init() {
+	register(command{
+		name:  "solve",
+		usage: "solve [flags] FILE",
+		short: "find and certify the globally optimal estimate of a g2o/TORO pose graph",
+		run:   runSolve,
+	})
+}
+
+func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("solve", "solve [flags] FILE",
+		"Finds the globally optimal estimate of FILE's poses (g2o or TORO) and proves it:\nthe exit status is 1 when no certificate was obtained.", stderr)
+	var f solveFlags
+	f.register(fs)
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) != 1 {
+		fs.Usage()
+		return usageError{errors.New("solve takes exactly one FILE")}
+	}
+	file := files[0]
+	t0 := time.Now()
+	g, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: f.lenient, Warn: func(msg string) {
+		if !f.quiet {
+			fmt.Fprintln(stderr, "warning:", msg)
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	parse := time.Since(t0).Seconds()
+	_, err = solveAndWrite(ctx, file, g, parse, &f, stdout, stderr)
+	return err
+}
+
+// solveAndWrite runs the certified solve on g and writes every requested
+// output; it is `bcmsync solve` after parsing, and the demo.
+func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse float64, f *solveFlags, stdout, stderr io.Writer) (*bsync.Report, error) {
+	opts, err := f.options(stderr)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	prog := newProgress(stderr, f.quiet)
+	opts.Progress = prog.update
+	res, err := bsync.Solve(ctx, g, opts)
+	prog.done()
+	if err != nil {
+		return nil, err
+	}
+	res.Timings.Parse = parse
+	res.Timings.Total += parse
+	rep := bsync.NewReport(filepath.Base(file), res, opts)
+	rep.PeakRSSBytes = peakRSS()
+
+	if f.out != "" {
+		if err := writeFile(f.out, func(w io.Writer) error { return g2o.Write(w, res.Graph, res.Poses) }); err != nil {
+			return rep, err
+		}
+	}
+	if f.tum != "" {
+		if err := writeFile(f.tum, func(w io.Writer) error { return g2o.WriteTUM(w, res.Graph, res.Poses) }); err != nil {
+			return rep, err
+		}
+	}
+	if f.report != "" {
+		if err := writeFile(f.report, rep.WriteJSON); err != nil {
+			return rep, err
+		}
+	}
+	if f.plots != "" {
+		if err := writePlots(f.plots, res, rep); err != nil {
+			return rep, err
+		}
+	}
+	switch {
+	case f.json:
+		if err := rep.WriteJSON(stdout); err != nil {
+			return rep, err
+		}
+	case !f.quiet:
+		printSummary(stdout, rep)
+	}
+	if !res.Certified {
+		return rep, notCertifiedError{status: string(res.Status)}
+	}
+	return rep, nil
+}
+
+// notCertifiedError makes the process exit non-zero when no certificate was
+// obtained: a pipeline must not take an uncertified estimate for an optimum.
+type notCertifiedError struct{ status string }
+
+func (e notCertifiedError) Error() string { return "no certificate: " + e.status }
+
+func printSummary(w io.Writer, r *bsync.Report) {
+	mark := "CERTIFIED globally optimal"
+	if !r.Certified {
+		mark = "NOT certified: " + r.Status
+	}
+	fmt.Fprintf(w, "%s: %s, n=%d poses, m=%d edges\n", r.File, strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1), r.N, r.M)
+	fmt.Fprintf(w, "  %s at rank %d\n", mark, r.Rank)
+	fmt.Fprintf(w, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
+	fmt.Fprintf(w, "  dual bound         %.12g\n", r.DualBound)
+	fmt.Fprintf(w, "  suboptimality      <= %.3g (relative %.2g)\n", r.SuboptimalityBound, r.RelativeGap)
+	fmt.Fprintf(w, "  lambda_min(S)      %.3g   (tolerance -%.3g)\n", r.MinEigenvalue, r.Eta)
+	t := r.Timings
+	fmt.Fprintf(w, "  time %.3fs: parse %.3f, init %.3f, optimize %.3f, certify %.3f, round %.3f\n",
+		t.Total, t.Parse, t.Init, t.Optimize, t.Certify, t.Round)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// peakRSS is the process's peak resident set size (VmHWM) in bytes, or 0
+// where /proc is not available.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")), "%d", &kb)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// progress draws one status line on a terminal and nothing otherwise.
+type progress struct {
+	w      io.Writer
+	active bool
+	last   time.Time
+	drawn  bool
+}
+
+func newProgress(w io.Writer, quiet bool) *progress {
+	p := &progress{w: w}
+	if f, ok := w.(*os.File); ok && !quiet {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.active = true
+		}
+	}
+	return p
+}
+
+func (p *progress) update(r bsync.Record) {
+	if !p.active || time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	p.drawn = true
+	fmt.Fprintf(p.w, "\r\033[Krank %d  %-3s  iter %4d  F %-14.10g  |grad| %-9.3g  rel %-9.3g  %6.2fs",
+		r.Rank, r.Phase, r.Iter, r.F, r.GradNorm, r.RelGrad, r.Seconds)
+}
+
+func (p *progress) done() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
