@@ -71,6 +71,7 @@ type Cholesky struct {
 	ok bool
 
 	// Work space.
+	ymany []float64
 	x     []float64
 	s     []int
 	flag  []int
@@ -498,10 +499,42 @@ func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 	if nrhs < 0 || len(x) < n*nrhs || len(b) < n*nrhs {
 		panic(fmt.Sprintf("sparse: SolveMany with %d right-hand sides in slices of length %d and %d for order %d", nrhs, len(x), len(b), n))
 	}
-	for k := 0; k < nrhs; k++ {
-		c.Solve(x[k*n:(k+1)*n], b[k*n:(k+1)*n])
+	if c.simplicial || !c.ok || nrhs == 1 {
+		for k := 0; k < nrhs; k++ {
+			c.Solve(x[k*n:(k+1)*n], b[k*n:(k+1)*n])
+		}
+		return
+	}
+	// Supernodal: up to manyBlock columns at a time, interleaved (row i
+	// of the block at y[i*k:]) so that L is read once per group.
+	for k0 := 0; k0 < nrhs; k0 += manyBlock {
+		k := min(manyBlock, nrhs-k0)
+		if len(c.ymany) < n*k {
+			c.ymany = make([]float64, n*manyBlock)
+		}
+		y := c.ymany[:n*k]
+		for t := 0; t < k; t++ {
+			bt := b[(k0+t)*n : (k0+t+1)*n]
+			for p, i := range c.perm {
+				y[p*k+t] = bt[i]
+			}
+		}
+		c.sn.solveMany(y, k)
+		for t := 0; t < k; t++ {
+			xt := x[(k0+t)*n : (k0+t+1)*n]
+			for p, i := range c.perm {
+				xt[i] = y[p*k+t]
+			}
+		}
 	}
 }
+
+// manyBlock is the number of right-hand sides SolveMany treats together.
+const manyBlock = 8
+
+// PreconditionMany applies the factor to k vectors stored column-major:
+// it is SolveMany, and lets LOBPCG precondition its whole block at once.
+func (c *Cholesky) PreconditionMany(dst, r []float64, k int) { c.SolveMany(dst, r, k) }
 
 // Precondition is Solve, so a factor (for example of Q + sigma I) serves
 // as a preconditioner for PCG and LOBPCG.

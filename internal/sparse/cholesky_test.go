@@ -120,13 +120,27 @@ func TestCholeskySolve(t *testing.T) {
 					}
 				}
 				// SolveMany against column-by-column Solve.
-				const nrhs = 3
+				// More right-hand sides than SolveMany groups together,
+				// and aliased.
+				const nrhs = 11
 				bm := randVec(rng, n*nrhs)
 				xm := make([]float64, n*nrhs)
 				ch.SolveMany(xm, bm, nrhs)
 				for k := 0; k < nrhs; k++ {
 					if r := residual(a, anorm, xm[k*n:(k+1)*n], bm[k*n:(k+1)*n]); r > 1e-12 {
 						t.Errorf("SolveMany column %d residual %g", k, r)
+					}
+					ch.Solve(y, bm[k*n:(k+1)*n])
+					for i := range y {
+						if math.Abs(y[i]-xm[k*n+i]) > 1e-12*(1+math.Abs(y[i])) {
+							t.Fatalf("SolveMany column %d differs from Solve at %d", k, i)
+						}
+					}
+				}
+				ch.SolveMany(bm, bm, nrhs)
+				for i := range bm {
+					if bm[i] != xm[i] {
+						t.Fatalf("aliased SolveMany differs at %d", i)
 					}
 				}
 				// The factor's nonzeros: L L^T = P A P^T implies nnz(L) >= nnz(lower A).

@@ -31,6 +31,7 @@ func lobpcg(a Operator, opts EigOptions) (EigResult, error) {
 	nx := make([]float64, bs*n)   // new X
 	nax := make([]float64, bs*n)  // new A X
 	np := make([]float64, bs*n)   // new P
+	wtmp := make([]float64, bs*n) // residuals
 	tmp := make([]float64, n)
 	startBlock(z[:bs*n], n, bs, opts.X0, rng)
 	for c := 0; c < bs; c++ {
@@ -45,18 +46,34 @@ func lobpcg(a Operator, opts EigOptions) (EigResult, error) {
 		// Rayleigh-Ritz on the current basis (X alone on the first pass).
 		k := bs // X columns
 		if !first {
-			// W = M R, R = A X - X theta.
+			// W = M R, R = A X - X theta, preconditioned as one block
+			// when the preconditioner can (a Cholesky factor reads L
+			// once for all columns).
+			for c := 0; c < bs; c++ {
+				r := col(wtmp, c)
+				copy(r, col(az, c))
+				axpy(r, -theta[c], col(z, c))
+			}
+			wcols := z[bs*n : 2*bs*n]
+			switch pm := opts.Precond.(type) {
+			case nil:
+				copy(wcols, wtmp)
+			case interface {
+				PreconditionMany(dst, r []float64, k int)
+			}:
+				pm.PreconditionMany(wcols, wtmp, bs)
+			default:
+				for c := 0; c < bs; c++ {
+					pm.Precondition(col(wcols, c), col(wtmp, c))
+				}
+			}
 			nw := 0
 			for c := 0; c < bs; c++ {
-				w := col(z, k+nw)
-				copy(w, col(az, c))
-				axpy(w, -theta[c], col(z, c))
-				if opts.Precond != nil {
-					copy(tmp, w)
-					opts.Precond.Precondition(w, tmp)
+				if nw != c {
+					copy(col(z, k+nw), col(z, k+c))
 				}
 				if orthonormalize(z, n, k+nw) {
-					a.MulVec(col(az, k+nw), w)
+					a.MulVec(col(az, k+nw), col(z, k+nw))
 					nw++
 				}
 			}

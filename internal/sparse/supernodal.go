@@ -409,3 +409,67 @@ func (sn *supernodes) solve(y []float64) {
 		}
 	}
 }
+
+// solveMany is solve for k right-hand sides interleaved in y (entry t of
+// row i at y[i*k+t]).
+func (sn *supernodes) solveMany(y []float64, k int) {
+	ns := len(sn.first) - 1
+	for s := 0; s < ns; s++ {
+		f := sn.first[s]
+		nc := sn.first[s+1] - f
+		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
+		ys := y[f*k : (f+nc)*k]
+		for j := 0; j < nc; j++ {
+			yj := ys[j*k : (j+1)*k]
+			for c, v := range ls[j*nc : j*nc+j] {
+				yc := ys[c*k : (c+1)*k]
+				for t := range yj {
+					yj[t] -= v * yc[t]
+				}
+			}
+			d := ls[j*nc+j]
+			for t := range yj {
+				yj[t] /= d
+			}
+		}
+		for r := nc; r < len(rows); r++ {
+			yr := y[rows[r]*k : (rows[r]+1)*k]
+			for c, v := range ls[r*nc : r*nc+nc] {
+				yc := ys[c*k : (c+1)*k]
+				for t := range yr {
+					yr[t] -= v * yc[t]
+				}
+			}
+		}
+	}
+	for s := ns - 1; s >= 0; s-- {
+		f := sn.first[s]
+		nc := sn.first[s+1] - f
+		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
+		ys := y[f*k : (f+nc)*k]
+		for r := nc; r < len(rows); r++ {
+			yr := y[rows[r]*k : (rows[r]+1)*k]
+			for c, v := range ls[r*nc : r*nc+nc] {
+				yc := ys[c*k : (c+1)*k]
+				for t := range yc {
+					yc[t] -= v * yr[t]
+				}
+			}
+		}
+		for j := nc - 1; j >= 0; j-- {
+			yj := ys[j*k : (j+1)*k]
+			d := ls[j*nc+j]
+			for t := range yj {
+				yj[t] /= d
+			}
+			for c, v := range ls[j*nc : j*nc+j] {
+				yc := ys[c*k : (c+1)*k]
+				for t := range yc {
+					yc[t] -= v * yj[t]
+				}
+			}
+		}
+	}
+}
