@@ -18,12 +18,19 @@ const maxSweeps = 40
 // svdCols runs a one-sided Jacobi SVD on the r x d row-major a in place: on
 // return the columns of a are mutually orthogonal (a = U S) and v (d x d,
 // row-major) holds the accumulated rotations, so that a_in = a_out v^T.
-// (Finding the rotations on the Gram matrix a^T a first was tried: it saves
-// flops for large r but costs more rotations, and measured slower for r <= 10.)
+// For d = 3 the sweeps start from the closed-form eigenvectors of the Gram
+// matrix (gramEig3), which leaves them almost nothing to do. (Finding the
+// rotations by Jacobi on the Gram matrix instead was tried: it saves flops
+// but not rotations, and measured slower for r <= 10.)
 func svdCols(a []float64, v *[9]float64, r, d int) {
 	*v = [9]float64{}
 	for k := 0; k < d; k++ {
 		v[k*d+k] = 1
+	}
+	if d == 3 {
+		// Measured: about 9 rotations in 4.3 sweeps without, 0.02 rotations
+		// in 1.02 sweeps with the closed-form start (random 5 x 3 input).
+		gramEig3(a, v, r)
 	}
 	for sweep := 0; sweep < maxSweeps; sweep++ {
 		rotated := false

@@ -364,3 +364,44 @@ func BenchmarkPolar(b *testing.B) {
 		}
 	}
 }
+
+// TestPolarClustered covers the spectra where the closed-form start of the
+// d = 3 kernel is weakest: equal, nearly equal and widely spread singular
+// values, and an already diagonal Gram matrix.
+func TestPolarClustered(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	spectra := [][]float64{
+		{1, 1, 1}, {1, 1, 0.5}, {1, 0.5, 0.5}, {1, 1 + 1e-9, 1 - 1e-9}, {1, 1 - 1e-12, 1e-3},
+		{1e6, 1, 1e-6}, {1, 1e-4, 1e-8}, {2, 1 + 1e-15, 1},
+	}
+	for _, r := range []int{3, 5, 10} {
+		for _, s := range spectra {
+			for trial := 0; trial < 20; trial++ {
+				h := randLowRank(rng, r, 3, s)
+				if trial == 0 {
+					// Orthogonal columns: a diagonal Gram matrix.
+					for k := range h {
+						h[k] = 0
+					}
+					for c := 0; c < 3; c++ {
+						h[c*3+c] = s[c]
+					}
+				}
+				dst := make([]float64, r*3)
+				nuc := Polar(dst, h, r, 3)
+				checkStiefel(t, dst, r, 3, 1e-14, fmt.Sprint(s))
+				want, sv := gonumPolar(h, r, 3)
+				wantNuc := sv[0] + sv[1] + sv[2]
+				if math.Abs(nuc-wantNuc) > 1e-14*wantNuc {
+					t.Fatalf("r=%d s=%v: nuclear %v, gonum %v", r, s, nuc, wantNuc)
+				}
+				tol := 1e-13 * sv[0] / sv[2]
+				for k := range dst {
+					if math.Abs(dst[k]-want[k]) > tol {
+						t.Fatalf("r=%d s=%v: polar[%d] = %v, gonum %v", r, s, k, dst[k], want[k])
+					}
+				}
+			}
+		}
+	}
+}
