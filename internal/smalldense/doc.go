@@ -7,8 +7,11 @@
 // by a one-sided (Hestenes) Jacobi SVD: Jacobi rotations on pairs of the d
 // columns make them mutually orthogonal, so the columns become U S and the
 // accumulated rotations V. With only d(d-1)/2 column pairs and a few sweeps
-// this costs a few hundred flops, needs no allocation, and, unlike forming
-// h^T h, keeps small singular values relatively accurate. Rank-deficient
+// this costs a few hundred flops, needs no allocation, and keeps small
+// singular values relatively accurate. For d = 3 the sweeps start from the
+// closed-form (trigonometric) eigenvectors of the 3 x 3 Gram matrix h^T h;
+// those are not accurate enough on their own when h is nearly rank-deficient,
+// but from there the sweeps rarely need to rotate at all. Rank-deficient
 // inputs are completed deterministically to an orthonormal basis, since any
 // completion is a maximizer.
 //
