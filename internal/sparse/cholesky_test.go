@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -538,6 +539,42 @@ func TestCholeskyTiny(t *testing.T) {
 		res, err := sparse.SmallestEig(one, sparse.EigOptions{Method: m})
 		if err != nil || res.Value != -1 || !res.Converged {
 			t.Errorf("%v on 1x1: %+v %v", m, res, err)
+		}
+	}
+}
+
+// TestCholeskyThreadsSameBits: the supernodal factorization splits the
+// tree into subtrees factored concurrently; the result must not depend on
+// the number of threads.
+func TestCholeskyThreadsSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	g, _ := noiseFreeGraph(rng, 2000, 3, 1500, 1e3, 10)
+	cases := map[string]*sparse.CSC{
+		"posegraph": g.Laplacian(posegraph.Poses).LowerCSC(1, 0),
+		"grid60^2":  gridCSC(60, 2),
+		"grid14^3":  gridCSC(14, 3),
+	}
+	for name, a := range cases {
+		b := randVec(rng, a.N)
+		solve := func(procs int) []float64 {
+			old := runtime.GOMAXPROCS(procs)
+			defer runtime.GOMAXPROCS(old)
+			ch, err := sparse.NewCholesky(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := make([]float64, a.N)
+			ch.Solve(x, b)
+			if r := residual(a, cscNormInf(a), x, b); r > 1e-13 {
+				t.Errorf("%s: residual %g with %d threads", name, r, procs)
+			}
+			return x
+		}
+		x1, x2 := solve(1), solve(2)
+		for i := range x1 {
+			if x1[i] != x2[i] {
+				t.Fatalf("%s: 1 and 2 threads differ at %d: %g vs %g", name, i, x1[i], x2[i])
+			}
 		}
 	}
 }

@@ -2,7 +2,10 @@ package sparse
 
 import (
 	"math"
+	"runtime"
 	"sort"
+	stdsync "sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -35,11 +38,17 @@ type supernodes struct {
 	lx     []float64
 	amap   []int
 
+	// Independent subtrees [lo, hi) of supernodes, factored concurrently,
+	// and the remaining supernodes, factored after them in order.
+	tasks [][2]int
+	top   []int
+
 	// Work space for the numeric factorization.
-	relMap     []int
 	head, next []int
 	dpos       []int
-	cbuf       []float64
+	work       []*snWork
+	errs       []error
+	deferred   [][]int
 }
 
 // Relaxed amalgamation (CHOLMOD's defaults): a column joins the supernode
@@ -168,7 +177,7 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 	}
 	// val is allocated by the first factorization, so that Analyze alone
 	// (to compare orderings by Flops, say) stays cheap.
-	sn.relMap = make([]int, n)
+	sn.splitTasks(chead, cnext, sparent)
 	sn.head = make([]int, ns)
 	sn.next = make([]int, ns)
 	sn.dpos = make([]int, ns)
@@ -179,7 +188,19 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 // gonum's BLAS rather than plain loops (call overhead dominates below).
 const blasThreshold = 8192
 
-// factor computes the numeric supernodal factor of a.
+// snWork is the work space of one goroutine of the factorization.
+type snWork struct {
+	relMap []int
+	cbuf   []float64
+}
+
+// factor computes the numeric supernodal factor of a. Independent subtrees
+// (sn.tasks) are factored concurrently; the supernodes above them (the
+// top of the tree, with the large separators whose dense products gonum
+// parallelizes itself) follow in order. A descendant's pending update of a
+// supernode outside its subtree is queued per task and linked in task order
+// after the join, so the order of every sum, hence every bit of the
+// result, is the same on any number of threads.
 func (sn *supernodes) factor(c *Cholesky, a *CSC, thr float64) error {
 	ns := len(sn.first) - 1
 	for s := range sn.head {
@@ -191,83 +212,157 @@ func (sn *supernodes) factor(c *Cholesky, a *CSC, thr float64) error {
 	for p, q := range sn.amap {
 		sn.lx[q] = a.Val[p]
 	}
-	impl := gonum.Implementation{}
-	for s := 0; s < ns; s++ {
-		f, l := sn.first[s], sn.first[s+1]-1
-		nc := l - f + 1
-		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
-		nr := len(rows)
-		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
-		for k := range ls {
-			ls[k] = 0
-		}
-		for r, i := range rows {
-			sn.relMap[i] = r
-		}
-		// Assemble A's columns f..l.
-		for j := f; j <= l; j++ {
-			for p := sn.lp[j]; p < sn.lp[j+1]; p++ {
-				ls[sn.relMap[sn.li[p]]*nc+j-f] = sn.lx[p]
+	threads := min(runtime.GOMAXPROCS(0), len(sn.tasks))
+	for len(sn.work) < max(threads, 1) {
+		sn.work = append(sn.work, &snWork{relMap: make([]int, c.n)})
+	}
+	if len(sn.errs) < len(sn.tasks) {
+		sn.errs = make([]error, len(sn.tasks))
+		sn.deferred = make([][]int, len(sn.tasks))
+	}
+	errs, deferred := sn.errs, sn.deferred
+	for t := range sn.tasks {
+		errs[t], deferred[t] = nil, deferred[t][:0]
+	}
+	var stop atomic.Bool
+	runTask := func(t int, w *snWork) {
+		lo, hi := sn.tasks[t][0], sn.tasks[t][1]
+		for s := lo; s < hi && !stop.Load(); s++ {
+			err := sn.factorNode(c, s, w, thr, func(d, tgt int) {
+				if tgt >= lo && tgt < hi {
+					sn.next[d] = sn.head[tgt]
+					sn.head[tgt] = d
+				} else {
+					deferred[t] = append(deferred[t], d)
+				}
+			})
+			if err != nil {
+				errs[t] = err
+				stop.Store(true)
+				return
 			}
 		}
-		// Updates from descendants.
-		for d := sn.head[s]; d != -1; {
-			dnext := sn.next[d]
-			drows := sn.rows[sn.rowPtr[d]:sn.rowPtr[d+1]]
-			ncd := sn.first[d+1] - sn.first[d]
-			nrd := len(drows)
-			ld := sn.val[sn.valPtr[d]:sn.valPtr[d+1]]
-			p1 := sn.dpos[d]
-			p2 := p1
-			for p2 < nrd && drows[p2] <= l {
-				p2++
-			}
-			m, w := nrd-p1, p2-p1
-			if need := m * w; len(sn.cbuf) < need {
-				sn.cbuf = make([]float64, need)
-			}
-			cb := sn.cbuf[:m*w]
-			// cb = L_d[p1:, :] * L_d[p1:p2, :]^T (lower part of the top
-			// w x w square is all that is used).
-			if m*w*ncd >= blasThreshold {
-				impl.Dgemm(blas.NoTrans, blas.Trans, m, w, ncd, 1, ld[p1*ncd:], ncd, ld[p1*ncd:], ncd, 0, cb, w)
-			} else {
-				for r := 0; r < m; r++ {
-					lr := ld[(p1+r)*ncd : (p1+r+1)*ncd]
-					for q := 0; q < w && q <= r; q++ {
-						lq := ld[(p1+q)*ncd : (p1+q+1)*ncd]
-						sum := 0.0
-						for t, v := range lr {
-							sum += v * lq[t]
-						}
-						cb[r*w+q] = sum
+	}
+	if threads <= 1 {
+		for t := range sn.tasks {
+			runTask(t, sn.work[0])
+		}
+	} else {
+		var next atomic.Int64
+		var wg stdsync.WaitGroup
+		for g := 0; g < threads; g++ {
+			wg.Add(1)
+			go func(w *snWork) {
+				defer wg.Done()
+				for {
+					t := int(next.Add(1)) - 1
+					if t >= len(sn.tasks) {
+						return
 					}
+					runTask(t, w)
 				}
-			}
+			}(sn.work[g])
+		}
+		wg.Wait()
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	link := func(d, tgt int) {
+		sn.next[d] = sn.head[tgt]
+		sn.head[tgt] = d
+	}
+	for t := range sn.tasks {
+		for _, d := range deferred[t] {
+			link(d, sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]])
+		}
+	}
+	for _, s := range sn.top {
+		if err := sn.factorNode(c, s, sn.work[0], thr, link); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// factorNode assembles supernode s, applies the updates of the descendants
+// queued on it, factors it, and hands every descendant (and s itself) whose
+// rows reach further up to link with its next target.
+func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, link func(d, t int)) error {
+	impl := gonum.Implementation{}
+	f, l := sn.first[s], sn.first[s+1]-1
+	nc := l - f + 1
+	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+	nr := len(rows)
+	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
+	for k := range ls {
+		ls[k] = 0
+	}
+	relMap := w.relMap
+	for r, i := range rows {
+		relMap[i] = r
+	}
+	// Assemble A's columns f..l.
+	for j := f; j <= l; j++ {
+		for p := sn.lp[j]; p < sn.lp[j+1]; p++ {
+			ls[relMap[sn.li[p]]*nc+j-f] = sn.lx[p]
+		}
+	}
+	// Updates from descendants.
+	for d := sn.head[s]; d != -1; {
+		dnext := sn.next[d]
+		drows := sn.rows[sn.rowPtr[d]:sn.rowPtr[d+1]]
+		ncd := sn.first[d+1] - sn.first[d]
+		nrd := len(drows)
+		ld := sn.val[sn.valPtr[d]:sn.valPtr[d+1]]
+		p1 := sn.dpos[d]
+		p2 := p1
+		for p2 < nrd && drows[p2] <= l {
+			p2++
+		}
+		m, wd := nrd-p1, p2-p1
+		if need := m * wd; len(w.cbuf) < need {
+			w.cbuf = make([]float64, need)
+		}
+		cb := w.cbuf[:m*wd]
+		// cb = L_d[p1:, :] * L_d[p1:p2, :]^T (only the lower part of the
+		// top wd x wd square is used).
+		if m*wd*ncd >= blasThreshold {
+			impl.Dgemm(blas.NoTrans, blas.Trans, m, wd, ncd, 1, ld[p1*ncd:], ncd, ld[p1*ncd:], ncd, 0, cb, wd)
+		} else {
 			for r := 0; r < m; r++ {
-				tr := sn.relMap[drows[p1+r]] * nc
-				cr := cb[r*w : r*w+w]
-				for q := 0; q < w && q <= r; q++ {
-					ls[tr+drows[p1+q]-f] -= cr[q]
+				lr := ld[(p1+r)*ncd : (p1+r+1)*ncd]
+				for q := 0; q < wd && q <= r; q++ {
+					lq := ld[(p1+q)*ncd : (p1+q+1)*ncd]
+					sum := 0.0
+					for t, v := range lr {
+						sum += v * lq[t]
+					}
+					cb[r*wd+q] = sum
 				}
 			}
-			if p2 < nrd {
-				sn.dpos[d] = p2
-				t := sn.super[drows[p2]]
-				sn.next[d] = sn.head[t]
-				sn.head[t] = d
+		}
+		for r := 0; r < m; r++ {
+			tr := relMap[drows[p1+r]] * nc
+			cr := cb[r*wd : r*wd+wd]
+			for q := 0; q < wd && q <= r; q++ {
+				ls[tr+drows[p1+q]-f] -= cr[q]
 			}
-			d = dnext
 		}
-		if j, piv := denseFactor(ls, nr, nc, thr); j >= 0 {
-			return &NotPositiveDefiniteError{Column: c.perm[f+j], Pivot: piv}
+		if p2 < nrd {
+			sn.dpos[d] = p2
+			link(d, sn.super[drows[p2]])
 		}
-		if nr > nc {
-			sn.dpos[s] = nc
-			t := sn.super[rows[nc]]
-			sn.next[s] = sn.head[t]
-			sn.head[t] = s
-		}
+		d = dnext
+	}
+	if j, piv := denseFactor(ls, nr, nc, thr); j >= 0 {
+		return &NotPositiveDefiniteError{Column: c.perm[f+j], Pivot: piv}
+	}
+	if nr > nc {
+		sn.dpos[s] = nc
+		link(s, sn.super[rows[nc]])
 	}
 	return nil
 }
@@ -470,6 +565,79 @@ func (sn *supernodes) solveMany(y []float64, k int) {
 					yc[t] -= v * yj[t]
 				}
 			}
+		}
+	}
+}
+
+// splitTasks chooses the independent subtrees for concurrent
+// factorization: starting from the roots, it keeps replacing the heaviest
+// subtree by its children (the root moving to the sequential top) until no
+// subtree holds more than an eighth of the work, the top holds a third, or
+// the heaviest is a leaf. Work is estimated as nc*nr^2 per supernode. The
+// split depends on the matrix only, not on the number of threads, which is
+// what keeps results bitwise reproducible.
+func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
+	ns := len(sn.first) - 1
+	work := make([]float64, ns) // subtree work
+	size := make([]int, ns)     // subtree size in supernodes
+	total := 0.0
+	for s := 0; s < ns; s++ {
+		nc := float64(sn.first[s+1] - sn.first[s])
+		nr := float64(sn.rowPtr[s+1] - sn.rowPtr[s])
+		work[s] += nc * nr * nr
+		size[s]++
+		if p := sparent[s]; p >= 0 {
+			work[p] += work[s]
+			size[p] += size[s]
+		} else {
+			total += work[s]
+		}
+	}
+	var front []int
+	for s := 0; s < ns; s++ {
+		if sparent[s] < 0 {
+			front = append(front, s)
+		}
+	}
+	isTop := make([]bool, ns)
+	topWork := 0.0
+	// Below this much work, threads cost more than they save.
+	if total >= 1e6 {
+		for {
+			h := 0
+			for i, s := range front {
+				if work[s] > work[front[h]] {
+					h = i
+				}
+			}
+			s := front[h]
+			if work[s] <= total/8 || chead[s] == -1 {
+				break
+			}
+			nc := float64(sn.first[s+1] - sn.first[s])
+			nr := float64(sn.rowPtr[s+1] - sn.rowPtr[s])
+			if topWork+nc*nr*nr > total/3 {
+				break
+			}
+			topWork += nc * nr * nr
+			isTop[s] = true
+			front = append(front[:h], front[h+1:]...)
+			for ch := chead[s]; ch != -1; ch = cnext[ch] {
+				front = append(front, ch)
+			}
+		}
+	}
+	sort.Ints(front)
+	sn.tasks = sn.tasks[:0]
+	for _, s := range front {
+		sn.tasks = append(sn.tasks, [2]int{s - size[s] + 1, s + 1})
+	}
+	// Heaviest first, so the goroutines finish together.
+	sort.SliceStable(sn.tasks, func(i, j int) bool { return work[sn.tasks[i][1]-1] > work[sn.tasks[j][1]-1] })
+	sn.top = sn.top[:0]
+	for s := 0; s < ns; s++ {
+		if isTop[s] {
+			sn.top = append(sn.top, s)
 		}
 	}
 }
