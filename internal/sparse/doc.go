@@ -38,6 +38,11 @@
 // left-looking and supernodal: each supernode receives the updates of its
 // descendants as dense matrix products and is factored by a blocked dense
 // Cholesky, with gonum's BLAS for the large blocks at the top of the tree.
+// Independent subtrees of the supernodal tree are factored on concurrent
+// goroutines (GOMAXPROCS of them); the split and the order of every sum are
+// fixed by the matrix alone, so the factor is bitwise the same on any
+// number of threads (only which failing pivot is reported for an
+// indefinite matrix may differ).
 // Factorize reuses the analysis for new values on the same pattern. A pivot
 // that is NaN or not above PivotTol (1e-13) times the largest diagonal entry
 // stops the factorization at once with a *NotPositiveDefiniteError and
