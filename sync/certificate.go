@@ -27,15 +27,18 @@ type certifier struct {
 	s     *sparse.BlockSym
 	eta   float64
 	pre   sparse.Preconditioner // for the eigensolver, may be nil
+	perm  []int                 // fill-reducing order of Q's pattern (nil: AMD)
+	chol  *sparse.Cholesky      // symbolic analysis of S's pattern, made once
+	csc   *sparse.CSC
 	seed  uint64
 	inv   []float64 // inverse-iteration vectors
 	inv2  []float64
 	sMulV []float64
 }
 
-func newCertifier(q *sparse.BlockSym, eta float64, pre sparse.Preconditioner, seed uint64) *certifier {
+func newCertifier(q *sparse.BlockSym, eta float64, pre sparse.Preconditioner, perm []int, seed uint64) *certifier {
 	n := q.Dim()
-	return &certifier{q: q, s: q.Clone(), eta: eta, pre: pre, seed: seed,
+	return &certifier{q: q, s: q.Clone(), eta: eta, pre: pre, perm: perm, seed: seed,
 		inv: make([]float64, n), inv2: make([]float64, n), sMulV: make([]float64, n)}
 }
 
@@ -66,10 +69,20 @@ func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	cert.dualBound = m.traceLambda(cert.lam)
 	c.buildS(cert.lam, m.d)
 
-	chol, err := sparse.NewCholesky(c.s.LowerCSC(c.eta, 0))
+	if c.csc == nil {
+		c.csc = c.s.LowerCSC(c.eta, 0)
+		chol, err := sparse.Analyze(c.csc, c.perm)
+		if err != nil {
+			return cert, fmt.Errorf("certificate: analysing S: %w", err)
+		}
+		c.chol = chol
+	} else {
+		c.s.FillLowerCSC(c.csc, c.eta)
+	}
+	err := c.chol.Factorize(c.csc)
 	if err == nil {
 		cert.psd = true
-		cert.minEig = c.inverseIteration(chol)
+		cert.minEig = c.inverseIteration(c.chol)
 		cert.method = "cholesky"
 		return cert, nil
 	}

@@ -62,7 +62,7 @@ func (s *rowSolver) apply(dst, v *sparse.Blocks) {
 }
 
 // rtr runs the trust region from x (updated in place).
-func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, opts rtrOptions) (rtrResult, error) {
+func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPrecond, opts rtrOptions) (rtrResult, error) {
 	// Accepted steps swap x with a scratch buffer; the caller's storage
 	// receives the final point.
 	orig := x
@@ -79,22 +79,39 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, opt
 	lam := make([]float64, m.n*m.d*m.d)
 
 	gg := newGauge(m.r)
+	useHessian := false
+	setPoint := func() {
+		m.lambda(lam, x, nq)
+		gg.setPoint(x)
+		useHessian = hp != nil && m.r == m.d && hp.update(x, lam)
+	}
+	// horizontal removes the gauge directions (Omega X and the common
+	// translation): tCG works on their orthogonal complement, where the
+	// Hessian is nonsingular at a strict minimum. Away from a critical point
+	// the Hessian maps gauge directions to non-gauge ones and back, so both
+	// its output and the preconditioner's are projected.
+	horizontal := func(v *sparse.Blocks) {
+		m.removeShift(v)
+		gg.remove(v)
+	}
 	precond := func(dst, v *sparse.Blocks) {
-		if pre == nil {
+		switch {
+		case useHessian:
+			hp.apply(dst, v)
+		case pre != nil:
+			pre.apply(dst, v)
+		default:
 			copyBlocks(dst, v)
 			return
 		}
-		pre.apply(dst, v)
 		m.proj(dst, x, dst)
-		m.removeShift(dst)
-		gg.remove(dst)
+		horizontal(dst)
 	}
 
 	m.mulQ(nq, x)
 	f := inner(x, nq)
 	gnorm, enorm := m.gradient(grad, x, nq)
-	m.lambda(lam, x, nq)
-	gg.setPoint(x)
+	setPoint()
 
 	dim := float64(len(x.Data))
 	maxRadius := math.Sqrt(dim) * math.Max(1, math.Sqrt(inner(x, x)/dim)) * 10
@@ -141,7 +158,10 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, opt
 		// inside ||eta||_P <= radius.
 		zeroBlocks(eta)
 		zeroBlocks(heta)
+		// The gradient is orthogonal to the gauge in exact arithmetic;
+		// its rounding-level gauge part would sit in the residual forever.
 		copyBlocks(res, grad)
+		horizontal(res)
 		precond(z, res)
 		zr := inner(z, res)
 		dPd, ePe, ePd := zr, 0.0, 0.0
@@ -155,6 +175,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, opt
 		for j := 0; j < opts.MaxInner; j++ {
 			inner1++
 			m.hess(hdelta, x, delta, lam, work)
+			horizontal(hdelta)
 			dHd := inner(delta, hdelta)
 			alpha := zr / dHd
 			ePeNew := ePe + 2*alpha*ePd + alpha*alpha*dPd
@@ -219,10 +240,11 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, opt
 			}
 			x, xnew = xnew, x
 			nq, nqNew = nqNew, nq
-			f = inner(x, nq)
+			// Track F through the accurate decrease: re-evaluating
+			// tr(XQX^T) would add rounding noise of relative size ~1e-10.
+			f -= decrease
 			gnorm, enorm = m.gradient(grad, x, nq)
-			m.lambda(lam, x, nq)
-			gg.setPoint(x)
+			setPoint()
 		} else {
 			stall++
 		}

@@ -151,19 +151,21 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// inner CG and the eigensolver. sigma only lifts Q's null space (the
 	// common translation), so it is tiny next to the weights.
 	t0 = time.Now()
-	pchol, err := sparse.NewCholesky(q.LowerCSC(1e-9*scale, 0))
+	perm := sparse.BlockAMD(q, 0)
+	pchol, err := sparse.NewCholeskyPerm(q.LowerCSC(1e-9*scale, 0), perm)
 	if err != nil {
 		return nil, fmt.Errorf("factoring the preconditioner Q + sigma I: %w", err)
 	}
+	hp := newHessianPrecond(q, d, perm, 1e-9*scale)
 	res.Timings.Optimize += time.Since(t0).Seconds()
-	cert := newCertifier(q, res.Eta, pchol, opts.Seed)
+	cert := newCertifier(q, res.Eta, pchol, perm, opts.Seed)
 	solver := bcm.New(q, d, opts.Problem)
 
 	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
 	var last certificate
 	status := NotCertified
 	for r := opts.Rank0; ; r++ {
-		lv, c, err := solveLevel(ctx, res, q, solver, cert, pchol, x, r, d, deadline, start, opts)
+		lv, c, err := solveLevel(ctx, res, q, solver, cert, pchol, hp, x, r, d, deadline, start, opts)
 		res.Levels = append(res.Levels, lv)
 		last = c
 		res.Rank = r
@@ -244,7 +246,7 @@ func initialize(g *posegraph.Graph, opts Options) ([]posegraph.Pose, error) {
 }
 
 // solveLevel optimizes at rank r (BCM, then the trust region) and certifies.
-func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bcm.Solver, cert *certifier, pchol *sparse.Cholesky,
+func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bcm.Solver, cert *certifier, pchol *sparse.Cholesky, hp *hessianPrecond,
 	x *sparse.Blocks, r, d int, deadline, start time.Time, opts Options) (Level, certificate, error) {
 	lv := Level{Rank: r}
 	m := newManifold(q, d, r, opts.Threads)
@@ -283,7 +285,7 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 
 	t0 = time.Now()
 	pre := newRowSolver(pchol, r, q.Dim())
-	rr, err := rtr(ctx, m, x, pre, rtrOptions{
+	rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
 		GradTol: opts.GradTol, Deadline: deadline,
 		OnRecord: func(it int, f, gn, rel float64) {
 			if it == 0 && opts.BCMMaxSweeps > 0 {

@@ -12,7 +12,8 @@ type CSC struct {
 }
 
 // LowerCSC returns the scalar lower triangle of Q + shift*I with the first
-// drop block rows and columns removed (drop > 0 anchors those blocks, as
+// drop block rows and columns removed; every entry of every stored block is
+// kept, so the pattern is that of the block structure (drop > 0 anchors those blocks, as
 // the chordal initialization and translation recovery do).
 func (m *BlockSym) LowerCSC(shift float64, drop int) *CSC {
 	b := m.B
@@ -35,10 +36,12 @@ func (m *BlockSym) LowerCSC(shift float64, drop int) *CSC {
 				}
 				for a := a0; a < b; a++ {
 					v := blk[cc*b+a]
+					// Every entry of a stored block is kept, zeros too, so
+					// the pattern depends on the block structure only:
+					// matrices built on one structure (Q, S = Q - Lambda,
+					// the Hessian) share one symbolic factorization.
 					if i == j && a == cc {
 						v += shift
-					} else if v == 0 {
-						continue
 					}
 					c.RowIdx = append(c.RowIdx, (i-drop)*b+a)
 					c.Val = append(c.Val, v)
@@ -67,5 +70,36 @@ func (c *CSC) MulVec(dst, x []float64) {
 			}
 		}
 		dst[j] += s
+	}
+}
+
+// FillLowerCSC overwrites the values of c, made by LowerCSC(shift, 0) on a
+// matrix of the same block structure, with those of m + shift*I, without
+// allocating: the iterative solvers refill one pattern many times.
+func (m *BlockSym) FillLowerCSC(c *CSC, shift float64) {
+	b := m.B
+	p := 0
+	for j := 0; j < m.N; j++ {
+		for cc := 0; cc < b; cc++ {
+			for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
+				i := m.ColIdx[k]
+				if i < j {
+					continue
+				}
+				blk := m.Block(k)
+				a0 := 0
+				if i == j {
+					a0 = cc
+				}
+				for a := a0; a < b; a++ {
+					v := blk[cc*b+a]
+					if i == j && a == cc {
+						v += shift
+					}
+					c.Val[p] = v
+					p++
+				}
+			}
+		}
 	}
 }
