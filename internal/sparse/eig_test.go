@@ -320,3 +320,19 @@ func TestSmallestEigShiftedPreconditioner(t *testing.T) {
 		t.Logf("d=%d: lambda_min %g, tau %g, %d iterations (with Q + sigma I: %d, converged %v)", d, ev[0], tau, res.Iterations, qres.Iterations, qres.Converged)
 	}
 }
+
+func TestSmallestEigBadPreconditioner(t *testing.T) {
+	q := randBlockSym(rand.New(rand.NewPCG(25, 26)), 30, 2, 0.2, 1)
+	a := q.LowerCSC(1e3, 0)
+	ch, err := sparse.NewCholesky(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Val[0] = -1e6
+	if err := ch.Factorize(a); err == nil {
+		t.Fatal("indefinite matrix factored")
+	}
+	if _, err := sparse.SmallestEig(q, sparse.EigOptions{Precond: ch}); err == nil {
+		t.Error("a failed factor as preconditioner gave no error")
+	}
+}

@@ -1,6 +1,7 @@
 package sparse
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 )
@@ -65,6 +66,13 @@ func lobpcg(a Operator, opts EigOptions) (EigResult, error) {
 			default:
 				for c := 0; c < bs; c++ {
 					pm.Precondition(col(wcols, c), col(wtmp, c))
+				}
+			}
+			if opts.Precond != nil {
+				for _, v := range wcols {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						return EigResult{}, errors.New("sparse: LOBPCG: the preconditioner returned NaN or Inf (a factor whose Factorize failed?)")
+					}
 				}
 			}
 			nw := 0
