@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -152,12 +153,8 @@ func scale(v []float64, s float64) {
 	}
 }
 
-// axpy sets y += s*x.
-func axpy(y []float64, s float64, x []float64) {
-	for i, v := range x {
-		y[i] += s * v
-	}
-}
+// axpy sets y += s*x (len(x) == len(y)).
+func axpy(y []float64, s float64, x []float64) { floats.AddScaled(y, s, x) }
 
 // symEig returns the ascending eigenvalues and the eigenvectors (columns)
 // of the k x k symmetric matrix held row-major in g (upper triangle used

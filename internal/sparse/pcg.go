@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // BlockJacobi is the block-diagonal preconditioner of a BlockSym: it
@@ -194,13 +196,9 @@ func PCG(a Operator, x, b []float64, m Preconditioner, opts PCGOptions, w *PCGWo
 	return PCGResult{Iterations: it, Residual: res, Converged: res <= tol}, nil
 }
 
-func dot(x, y []float64) float64 {
-	s := 0.0
-	for i, v := range x {
-		s += v * y[i]
-	}
-	return s
-}
+// dot and axpy use gonum's assembly kernels: the eigensolvers' full
+// reorthogonalization is mostly these two.
+func dot(x, y []float64) float64 { return floats.Dot(x, y) }
 
 func norm(x []float64) float64 {
 	// Scaled to avoid overflow on the large weights of real datasets.
