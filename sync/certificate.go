@@ -90,8 +90,15 @@ func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	if !errors.As(err, &npd) {
 		return cert, fmt.Errorf("certificate: factoring S + eta I: %w", err)
 	}
+	// S + eta I has no factor, so lambda_min(S) < -eta. A factor of
+	// S + tau I with tau just above |lambda_min| preconditions LOBPCG well
+	// (the factor of Q is poor when Lambda is large on Q's low modes).
+	pre := c.pre
+	if sh, _, err := sparse.FactorShifted(c.s, 10*c.eta, 14); err == nil {
+		pre = sh
+	}
 	res, err := sparse.SmallestEig(c.s, sparse.EigOptions{
-		Tol: 1e-6, MaxIter: 2000, BlockSize: 4, Seed: c.seed, Precond: c.pre,
+		Tol: 1e-6, MaxIter: 2000, BlockSize: 4, Seed: c.seed, Precond: pre,
 	})
 	if err != nil {
 		return cert, fmt.Errorf("certificate: smallest eigenpair of S: %w", err)
