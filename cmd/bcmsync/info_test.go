@@ -155,7 +155,6 @@ func TestInfoErrors(t *testing.T) {
 		{"bad flag", []string{"info", "--frobnicate", good}, 2, "flag provided but not defined: -frobnicate"},
 		{"help flag", []string{"info", "-h"}, 0, "usage: bcmsync info"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
-		{"no args", nil, 2, "usage: bcmsync COMMAND"},
 		{"help unknown", []string{"help", "frobnicate"}, 2, `unknown command "frobnicate"`},
 	} {
 		code, _, errs := runCmd(c.args...)
@@ -165,10 +164,25 @@ func TestInfoErrors(t *testing.T) {
 	}
 }
 
+// TestNoArgsRunsDemo: a bare bcmsync solves the embedded demo and writes
+// its plots into ./bcmsync-demo (here a temporary working directory).
+func TestNoArgsRunsDemo(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, out, errs := runCmd()
+	if code != 0 || !strings.Contains(out, "CERTIFIED globally optimal") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	for _, f := range []string{"trajectory.png", "convergence.png", "stages.png"} {
+		if _, err := os.Stat(filepath.Join("bcmsync-demo", f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestHelp checks the command list and per-command help on stdout.
 func TestHelp(t *testing.T) {
 	code, out, _ := runCmd("help")
-	if code != 0 || !strings.Contains(out, "info  describe pose-graph files") {
+	if code != 0 || !strings.Contains(out, "info   describe pose-graph files") || !strings.Contains(out, "solve  find and certify") {
 		t.Errorf("help: exit %d:\n%s", code, out)
 	}
 	code, out, _ = runCmd("help", "info")
