@@ -26,7 +26,6 @@ type certifier struct {
 	q     *sparse.BlockSym
 	s     *sparse.BlockSym
 	eta   float64
-	pre   sparse.Preconditioner // for the eigensolver, may be nil
 	perm  []int                 // fill-reducing order of Q's pattern (nil: AMD)
 	chol  *sparse.Cholesky      // symbolic analysis of S's pattern, made once
 	csc   *sparse.CSC
@@ -36,9 +35,9 @@ type certifier struct {
 	sMulV []float64
 }
 
-func newCertifier(q *sparse.BlockSym, eta float64, pre sparse.Preconditioner, perm []int, seed uint64) *certifier {
+func newCertifier(q *sparse.BlockSym, eta float64, perm []int, seed uint64) *certifier {
 	n := q.Dim()
-	return &certifier{q: q, s: q.Clone(), eta: eta, pre: pre, perm: perm, seed: seed,
+	return &certifier{q: q, s: q.Clone(), eta: eta, perm: perm, seed: seed,
 		inv: make([]float64, n), inv2: make([]float64, n), sMulV: make([]float64, n)}
 }
 
@@ -93,7 +92,7 @@ func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	// S + eta I has no factor, so lambda_min(S) < -eta. A factor of
 	// S + tau I with tau just above |lambda_min| preconditions LOBPCG well
 	// (the factor of Q is poor when Lambda is large on Q's low modes).
-	pre := c.pre
+	var pre sparse.Preconditioner
 	if sh, _, err := sparse.FactorShifted(c.s, 10*c.eta, 14); err == nil {
 		pre = sh
 	}

@@ -32,18 +32,30 @@ type rtrResult struct {
 	Stop                 string
 }
 
-// rowSolver applies (Q + sigma I)^{-1} to every row of a block matrix.
+// rowSolver applies (Q + sigma I)^{-1} to every row of a block matrix. The
+// factor is made on first use: at rank d the Hessian's factor serves, and
+// most solves never need this one.
 type rowSolver struct {
+	factor  func() (*sparse.Cholesky, error)
 	chol    *sparse.Cholesky
 	rhs, in []float64
 }
 
-func newRowSolver(chol *sparse.Cholesky, r, dim int) *rowSolver {
-	return &rowSolver{chol: chol, rhs: make([]float64, r*dim), in: make([]float64, r*dim)}
+func newRowSolver(factor func() (*sparse.Cholesky, error), r, dim int) *rowSolver {
+	return &rowSolver{factor: factor, rhs: make([]float64, r*dim), in: make([]float64, r*dim)}
 }
 
-// apply sets dst = V (Q + sigma I)^{-1}.
+// apply sets dst = V (Q + sigma I)^{-1}; without a factor (it failed) it
+// copies v, leaving CG unpreconditioned.
 func (s *rowSolver) apply(dst, v *sparse.Blocks) {
+	if s.chol == nil {
+		c, err := s.factor()
+		if err != nil {
+			copyBlocks(dst, v)
+			return
+		}
+		s.chol = c
+	}
 	r, b := v.R, v.B
 	dim := v.N * b
 	for i := 0; i < v.N; i++ {
@@ -145,7 +157,10 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		case !opts.Deadline.IsZero() && time.Now().After(opts.Deadline):
 			out.Stop = "time"
 			return out, nil
-		case stall >= 12:
+		case stall >= 12, stall >= 2 && rel() <= 100*opts.GradTol:
+			// Near the tolerance, steps that make no progress mean the
+			// gradient has reached its rounding floor: more iterations
+			// only refactor the Hessian to no effect.
 			out.Stop = "stalled"
 			return out, nil
 		}

@@ -54,7 +54,7 @@ type Options struct {
 	BCMTol       float64
 	BCMMaxSweeps int
 	// GradTol is the relative gradient norm ||grad F|| / ||2XQ|| of the
-	// final point at each rank (0: 1e-10).
+	// final point at each rank (0: 1e-9).
 	GradTol float64
 	// EigTol: S passes when lambda_min(S) >= -eta with eta = EigTol times
 	// the largest diagonal entry of Q (0: 1e-8). Weights in the benchmark
@@ -91,7 +91,7 @@ func (o *Options) setDefaults(d int) {
 		o.BCMMaxSweeps = 50
 	}
 	if o.GradTol == 0 {
-		o.GradTol = 1e-10
+		o.GradTol = 1e-9
 	}
 	if o.EigTol == 0 {
 		o.EigTol = 1e-8
@@ -150,22 +150,27 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// A Cholesky factor of Q + sigma I preconditions the trust region's
 	// inner CG and the eigensolver. sigma only lifts Q's null space (the
 	// common translation), so it is tiny next to the weights.
-	t0 = time.Now()
 	perm := sparse.BlockAMD(q, 0)
-	pchol, err := sparse.NewCholeskyPerm(q.LowerCSC(1e-9*scale, 0), perm)
-	if err != nil {
-		return nil, fmt.Errorf("factoring the preconditioner Q + sigma I: %w", err)
+	var pchol *sparse.Cholesky
+	qFactor := func() (*sparse.Cholesky, error) {
+		if pchol == nil {
+			c, err := sparse.NewCholeskyPerm(q.LowerCSC(1e-9*scale, 0), perm)
+			if err != nil {
+				return nil, fmt.Errorf("factoring the preconditioner Q + sigma I: %w", err)
+			}
+			pchol = c
+		}
+		return pchol, nil
 	}
 	hp := newHessianPrecond(q, d, perm, 1e-9*scale)
-	res.Timings.Optimize += time.Since(t0).Seconds()
-	cert := newCertifier(q, res.Eta, pchol, perm, opts.Seed)
+	cert := newCertifier(q, res.Eta, perm, opts.Seed)
 	solver := bcm.New(q, d, opts.Problem)
 
 	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
 	var last certificate
 	status := NotCertified
 	for r := opts.Rank0; ; r++ {
-		lv, c, err := solveLevel(ctx, res, q, solver, cert, pchol, hp, x, r, d, deadline, start, opts)
+		lv, c, err := solveLevel(ctx, res, q, solver, cert, qFactor, hp, x, r, d, deadline, start, opts)
 		res.Levels = append(res.Levels, lv)
 		last = c
 		res.Rank = r
@@ -266,7 +271,7 @@ func initialize(g *posegraph.Graph, opts Options) ([]posegraph.Pose, error) {
 }
 
 // solveLevel optimizes at rank r (BCM, then the trust region) and certifies.
-func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bcm.Solver, cert *certifier, pchol *sparse.Cholesky, hp *hessianPrecond,
+func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bcm.Solver, cert *certifier, qFactor func() (*sparse.Cholesky, error), hp *hessianPrecond,
 	x *sparse.Blocks, r, d int, deadline, start time.Time, opts Options) (Level, certificate, error) {
 	lv := Level{Rank: r}
 	m := newManifold(q, d, r, opts.Threads)
@@ -307,7 +312,7 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 	lv.BCMSeconds = time.Since(t0).Seconds()
 
 	t0 = time.Now()
-	pre := newRowSolver(pchol, r, q.Dim())
+	pre := newRowSolver(qFactor, r, q.Dim())
 	rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
 		GradTol: opts.GradTol, Deadline: deadline,
 		OnRecord: func(it int, f, gn, rel float64) {

@@ -45,7 +45,7 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxRank, "max-rank", 10, "last rank of the staircase")
 	fs.IntVar(&f.threads, "threads", 0, "threads (0: all cores)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed (BCM samplers, random initialization, eigensolver)")
-	fs.Float64Var(&f.gradTol, "grad-tol", 0, "relative gradient norm ||grad F||/||2XQ|| to reach at each rank (0: 1e-10)")
+	fs.Float64Var(&f.gradTol, "grad-tol", 0, "relative gradient norm ||grad F||/||2XQ|| to reach at each rank (0: 1e-9)")
 	fs.Float64Var(&f.eigTol, "eig-tol", 0, "certificate tolerance eta relative to the largest diagonal entry of Q (0: 1e-8)")
 	fs.Float64Var(&f.bcmTol, "bcm-tol", 0, "relative gradient norm at which BCM hands over to the trust region (0: 1e-2)")
 	fs.IntVar(&f.bcmSweeps, "bcm-sweeps", 0, "maximum BCM sweeps per rank (0: 50; negative: skip BCM)")
