@@ -26,8 +26,8 @@ type certifier struct {
 	q     *sparse.BlockSym
 	s     *sparse.BlockSym
 	eta   float64
-	perm  []int                 // fill-reducing order of Q's pattern (nil: AMD)
-	chol  *sparse.Cholesky      // symbolic analysis of S's pattern, made once
+	perm  []int            // fill-reducing order of Q's pattern (nil: AMD)
+	chol  *sparse.Cholesky // symbolic analysis of S's pattern, made once
 	csc   *sparse.CSC
 	seed  uint64
 	inv   []float64 // inverse-iteration vectors
