@@ -187,7 +187,12 @@ func printSummary(w io.Writer, r *bsync.Report) {
 	fmt.Fprintf(w, "  %s at rank %d\n", mark, r.Rank)
 	fmt.Fprintf(w, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
 	fmt.Fprintf(w, "  dual bound         %.12g\n", r.DualBound)
-	fmt.Fprintf(w, "  suboptimality      <= %.3g (relative %.2g)\n", r.SuboptimalityBound, r.RelativeGap)
+	if r.SuboptimalityBound >= 0 {
+		fmt.Fprintf(w, "  suboptimality      <= %.3g (relative %.2g)\n", r.SuboptimalityBound, r.RelativeGap)
+	} else {
+		// F and the dual bound agree to rounding; the difference's sign is noise.
+		fmt.Fprintf(w, "  suboptimality      <= 0 (F - dual bound = %.2g, rounding)\n", r.SuboptimalityBound)
+	}
 	fmt.Fprintf(w, "  lambda_min(S)      %.3g   (tolerance -%.3g)\n", r.MinEigenvalue, r.Eta)
 	t := r.Timings
 	fmt.Fprintf(w, "  time %.3fs: parse %.3f, init %.3f, optimize %.3f, certify %.3f, round %.3f\n",
