@@ -6,84 +6,247 @@ import (
 	"github.com/bcmsync/bcmsync/internal/sparse"
 )
 
-// At rank r = d each Y_i is a square orthogonal matrix, so the tangent space
-// at X has the orthonormal basis V_i = Y_i B_k, with B_k running over the
-// d(d-1)/2 unit skew matrices (the rotation part) and, for poses, the d unit
-// translation directions. In these coordinates the Riemannian Hessian
-// <V, Hess V> = 2 tr(V S V^T), S = Q - Lambda, is a sparse matrix with Q's
+// The exact-Hessian preconditioner of the trust region's inner CG.
+//
+// At rank r, complete each Y_i (r x d, orthonormal columns) to an orthogonal
+// W_i = [Y_i  Yperp_i] (r x r). The tangent space of St(d, r) x R^r at X_i is
+// {W_i A}, A = [A_Y  a_p] (r x b) with the top d x d part of A_Y skew and
+// everything else free, so the matrices V = W_i A_k with A_k running over
+//
+//	the unit skew matrices (e_a e_c^T - e_c e_a^T)/sqrt 2, a < c < d  d(d-1)/2
+//	e_a e_c^T, rows a in d..r-1, columns c in 0..d-1                  (r-d)d
+//	e_a e_d^T, rows a in 0..r-1 (poses only: the translation)         r
+//
+// are an orthonormal basis of it (W_i is orthogonal). For tangent U, V the
+// Riemannian Hessian is the bilinear form <U, Hess V> = 2 tr(U S V^T) with
+// S = Q - Lambda, so in these coordinates it is a sparse matrix with Q's
 // block pattern and k x k blocks
 //
-//	H_ij[k][l] = 2 tr(B_k S_ij B_l^T Y_j^T Y_i).
+//	H_ij[k][l] = 2 tr(W_i A_k S_ij A_l^T W_j^T) = 2 tr(A_k S_ij A_l^T W_j^T W_i).
 //
-// Its Cholesky factor preconditions the trust region's inner CG exactly:
-// every step becomes a Newton step, and the inner iterations drop from
-// hundreds to one or two. At r > d the tangent space is larger and the
-// finish falls back to the factor of Q + sigma I.
+// At r = d the second group is empty and W_i = Y_i: the rotation part is
+// the familiar Y_i times a skew matrix. The Cholesky factor of H (plus a tiny
+// mu I that lifts the gauge directions, which the caller projects out)
+// preconditions tCG exactly: every step becomes a Newton step, and the inner
+// iterations drop from hundreds (with the factor of Q + sigma I applied row
+// by row, which knows nothing of Lambda or of the Stiefel constraints) to
+// one or a few.
+//
+// One hessianPrecond serves every rank of the staircase: update rebuilds the
+// basis, the pattern and the symbolic factorization when the rank of its
+// argument differs from the last one (the staircase only climbs, so a cache
+// of one rank suffices).
 
+// basisEntry is one nonzero (row, col, val) of a basis matrix A_k (r x b).
 type basisEntry struct {
 	row, col int
 	val      float64
 }
 
 type hessianPrecond struct {
-	q       *sparse.BlockSym
-	d, b, k int
-	basis   [][]basisEntry
-	h       *sparse.BlockSym
-	csc     *sparse.CSC
-	chol    *sparse.Cholesky
-	perm    []int
-	mu      float64
-	scale   float64 // largest diagonal entry of the Hessian at the last update
-	x       *sparse.Blocks
-	c, w    []float64
-	ok      bool
-	failed  int // assemblies that were not positive definite
+	q    *sparse.BlockSym
+	d, b int
+	qper []int // block ordering of Q, scalar (b per block)
+	mu   float64
+
+	// Per rank; rebuilt when the rank changes.
+	r, k  int
+	basis [][]basisEntry
+	h     *sparse.BlockSym // the Hessian in basis coordinates, both triangles
+	tpos  []int            // tpos[pos] = position of the transposed block
+	csc   *sparse.CSC
+	chol  *sparse.Cholesky
+	perm  []int       // Q's ordering expanded to k scalars per block
+	w     []float64   // W_i, r x r row-major, at w[i*r*r:]
+	m     []float64   // r x r scratch: W_j^T W_i
+	a, e  []float64   // Householder scratch: r x d working copy, one r-vector
+	hv    []float64   // the d Householder vectors, r each
+	u     []float64   // r x b scratch: W_i^T v_i, then A
+	c, z  []float64   // coordinates (n k): right-hand side and solution
+	sij   [16]float64 // S_ij
+
+	scale  float64 // largest diagonal entry of the Hessian at the last update
+	shift  float64 // diagonal shift of the last successful factor (mu included)
+	x      *sparse.Blocks
+	ok     bool
+	failed int // assemblies that were not positive definite even when shifted
 }
 
+// newHessianPrecond prepares the preconditioner for Q with the block
+// ordering perm (a scalar permutation of Q that keeps blocks together, as
+// sparse.BlockAMD returns); mu is the diagonal regularization. Nothing
+// rank-dependent is built until the first update.
 func newHessianPrecond(q *sparse.BlockSym, d int, perm []int, mu float64) *hessianPrecond {
-	b := q.B
-	var basis [][]basisEntry
+	return &hessianPrecond{q: q, d: d, b: q.B, qper: perm, mu: mu}
+}
+
+// setRank builds the basis, the pattern of H and its ordering for rank r.
+// The symbolic factorization follows in update, on the first assembly.
+func (p *hessianPrecond) setRank(r int) {
+	d, b, q := p.d, p.b, p.q
+	p.r = r
+	p.basis = p.basis[:0]
 	s := 1 / math.Sqrt2
 	for a := 0; a < d; a++ {
 		for c := a + 1; c < d; c++ {
-			basis = append(basis, []basisEntry{{a, c, s}, {c, a, -s}})
+			p.basis = append(p.basis, []basisEntry{{a, c, s}, {c, a, -s}})
+		}
+	}
+	for a := d; a < r; a++ {
+		for c := 0; c < d; c++ {
+			p.basis = append(p.basis, []basisEntry{{a, c, 1}})
 		}
 	}
 	if b > d {
-		for a := 0; a < d; a++ {
-			basis = append(basis, []basisEntry{{a, d, 1}})
+		for a := 0; a < r; a++ {
+			p.basis = append(p.basis, []basisEntry{{a, d, 1}})
 		}
 	}
-	k := len(basis)
-	h := &sparse.BlockSym{N: q.N, B: k, RowPtr: q.RowPtr, ColIdx: q.ColIdx, Diag: q.Diag,
+	k := len(p.basis)
+	p.k = k
+	p.h = &sparse.BlockSym{N: q.N, B: k, RowPtr: q.RowPtr, ColIdx: q.ColIdx, Diag: q.Diag,
 		Val: make([]float64, len(q.ColIdx)*k*k)}
-	// The Hessian's block pattern is Q's, and a block ordering of Q is an
-	// ordering of H expanded to k scalars per pose.
-	hperm := make([]int, 0, q.N*k)
-	for p := 0; p < len(perm); p += b {
-		i := perm[p] / b
-		for t := 0; t < k; t++ {
-			hperm = append(hperm, i*k+t)
+	if p.tpos == nil {
+		p.tpos = make([]int, len(q.ColIdx))
+		for i := 0; i < q.N; i++ {
+			for pos := q.RowPtr[i]; pos < q.RowPtr[i+1]; pos++ {
+				j := q.ColIdx[pos]
+				p.tpos[pos] = -1
+				for t := q.RowPtr[j]; t < q.RowPtr[j+1]; t++ {
+					if q.ColIdx[t] == i {
+						p.tpos[pos] = t
+						break
+					}
+				}
+			}
 		}
 	}
-	return &hessianPrecond{q: q, d: d, b: b, k: k, basis: basis, h: h, perm: hperm, mu: mu,
-		c: make([]float64, q.N*k), w: make([]float64, q.N*k)}
+	// The Hessian's block pattern is Q's, and a block ordering of Q is an
+	// ordering of H expanded to k scalars per block.
+	p.perm = p.perm[:0]
+	for t := 0; t < len(p.qper); t += b {
+		i := p.qper[t] / b
+		for l := 0; l < k; l++ {
+			p.perm = append(p.perm, i*k+l)
+		}
+	}
+	if len(p.qper) == 0 {
+		p.perm = nil // let the factorization order H itself
+	}
+	p.csc, p.chol = nil, nil
+	p.w = make([]float64, q.N*r*r)
+	p.m = make([]float64, r*r)
+	p.a = make([]float64, r*d)
+	p.e = make([]float64, r)
+	p.hv = make([]float64, d*r)
+	p.u = make([]float64, r*b)
+	p.c = make([]float64, q.N*k)
+	p.z = make([]float64, q.N*k)
 }
 
-// update assembles and factors the Hessian at x (rank d) with multipliers
-// lam. It reports whether the Hessian (plus mu I) was positive definite: near
-// a saddle or far from a minimum it is not, and the caller falls back.
+// complete sets w (r x r, row-major) to an orthogonal matrix whose first d
+// columns are those of y (r x b, row-major, orthonormal first d columns).
+// The other r-d columns are those of the Householder QR factor of Y: they
+// are orthonormal and orthogonal to range(Y) to rounding, whatever Y is, and
+// depend on Y alone (deterministic, no pivoting choices).
+func (p *hessianPrecond) complete(w, y []float64) {
+	r, d, b := p.r, p.d, p.b
+	for t := 0; t < r; t++ {
+		copy(w[t*r:t*r+d], y[t*b:t*b+d])
+		copy(p.a[t*d:(t+1)*d], y[t*b:t*b+d])
+	}
+	if r == d {
+		return
+	}
+	a, hv := p.a, p.hv
+	// Reflector c maps column c of the working copy, rows c..r-1, onto
+	// -sign * its norm * e_c. The vector is stored unnormalized; hv
+	// entries above c are zero.
+	for c := 0; c < d; c++ {
+		v := hv[c*r : (c+1)*r]
+		nrm := 0.0
+		for t := c; t < r; t++ {
+			nrm += a[t*d+c] * a[t*d+c]
+		}
+		nrm = math.Sqrt(nrm)
+		for t := range v {
+			v[t] = 0
+		}
+		if nrm == 0 {
+			continue // nothing to reflect; v = 0 is the identity below
+		}
+		for t := c; t < r; t++ {
+			v[t] = a[t*d+c]
+		}
+		// v = x + sign(x_0) ||x|| e_0 avoids cancellation in v_0.
+		v[c] += math.Copysign(nrm, a[c*d+c])
+		vv := 0.0
+		for t := c; t < r; t++ {
+			vv += v[t] * v[t]
+		}
+		for j := c + 1; j < d; j++ {
+			s := 0.0
+			for t := c; t < r; t++ {
+				s += v[t] * a[t*d+j]
+			}
+			s *= 2 / vv
+			for t := c; t < r; t++ {
+				a[t*d+j] -= s * v[t]
+			}
+		}
+		// Scale v so that H = I - v v^T.
+		f := math.Sqrt(2 / vv)
+		for t := c; t < r; t++ {
+			v[t] *= f
+		}
+	}
+	// Column j >= d of Q = H_0 H_1 ... H_{d-1} is Q e_j.
+	e := p.e
+	for j := d; j < r; j++ {
+		for t := range e {
+			e[t] = 0
+		}
+		e[j] = 1
+		for c := d - 1; c >= 0; c-- {
+			v := hv[c*r : (c+1)*r]
+			s := 0.0
+			for t := c; t < r; t++ {
+				s += v[t] * e[t]
+			}
+			for t := c; t < r; t++ {
+				e[t] -= s * v[t]
+			}
+		}
+		for t := 0; t < r; t++ {
+			w[t*r+j] = e[t]
+		}
+	}
+}
+
+// update assembles and factors the Hessian at x (any rank r >= d) with
+// multipliers lam. It reports whether the Hessian, shifted by at most a
+// percent of its largest diagonal entry, was positive definite: near a
+// saddle or far from a minimum it may not be, and the caller falls back.
 func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
-	d, b, k := p.d, p.b, p.k
+	if x.R != p.r || p.basis == nil {
+		p.setRank(x.R)
+	}
+	d, b, k, r := p.d, p.b, p.k, p.r
+	q := p.q
 	p.x = x
-	var sij [16]float64
-	var m [9]float64
-	for i := 0; i < p.q.N; i++ {
-		yi := x.Block(i)
-		for pos := p.q.RowPtr[i]; pos < p.q.RowPtr[i+1]; pos++ {
-			j := p.q.ColIdx[pos]
-			copy(sij[:b*b], p.q.Block(pos))
+	rr := r * r
+	for i := 0; i < q.N; i++ {
+		p.complete(p.w[i*rr:(i+1)*rr], x.Block(i))
+	}
+	sij, m := p.sij[:b*b], p.m
+	for i := 0; i < q.N; i++ {
+		wi := p.w[i*rr : (i+1)*rr]
+		for pos := q.RowPtr[i]; pos < q.RowPtr[i+1]; pos++ {
+			j := q.ColIdx[pos]
+			if j < i && p.tpos[pos] >= 0 {
+				continue // mirrored from the upper triangle below
+			}
+			copy(sij, q.Block(pos))
 			if i == j {
 				l := lam[i*d*d : (i+1)*d*d]
 				for a := 0; a < d; a++ {
@@ -92,28 +255,37 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 					}
 				}
 			}
-			// m = Y_j^T Y_i (the identity when i == j).
-			yj := x.Block(j)
-			for a := 0; a < d; a++ {
-				for c := 0; c < d; c++ {
+			// m = W_j^T W_i (the identity when i == j; computed anyway so
+			// the blocks are exactly those of the formula).
+			wj := p.w[j*rr : (j+1)*rr]
+			for a := 0; a < r; a++ {
+				for c := 0; c < r; c++ {
 					s := 0.0
-					for t := 0; t < d; t++ {
-						s += yj[t*b+a] * yi[t*b+c]
+					for t := 0; t < r; t++ {
+						s += wj[t*r+a] * wi[t*r+c]
 					}
-					m[a*d+c] = s
+					m[a*r+c] = s
 				}
 			}
 			hb := p.h.Block(pos)
 			for kk, bk := range p.basis {
 				for ll, bl := range p.basis {
-					// tr(B_k S B_l^T M) = sum (B_k)_{a,al} S_{al,be} (B_l)_{c,be} M_{c,a}
+					// tr(A_k S A_l^T M) = sum (A_k)_{a,c} S_{c,c'} (A_l)_{a',c'} M_{a',a}
 					s := 0.0
 					for _, ek := range bk {
 						for _, el := range bl {
-							s += ek.val * sij[ek.col*b+el.col] * el.val * m[el.row*d+ek.row]
+							s += ek.val * el.val * sij[ek.col*b+el.col] * m[el.row*r+ek.row]
 						}
 					}
 					hb[kk*k+ll] = 2 * s
+				}
+			}
+			if t := p.tpos[pos]; t >= 0 && j != i {
+				ht := p.h.Block(t)
+				for kk := 0; kk < k; kk++ {
+					for ll := 0; ll < k; ll++ {
+						ht[ll*k+kk] = hb[kk*k+ll]
+					}
 				}
 			}
 		}
@@ -134,6 +306,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		c, err := sparse.Analyze(p.csc, p.perm)
 		if err != nil {
 			p.ok = false
+			p.failed++
 			return false
 		}
 		p.chol = c
@@ -143,8 +316,9 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	// detects the negative curvature itself; only when even a large shift
 	// fails does the caller fall back to Q.
 	for _, shift := range []float64{0, 1e-4, 1e-2} {
+		p.shift = p.mu + shift*p.scale
 		if shift > 0 {
-			p.h.FillLowerCSC(p.csc, p.mu+shift*p.scale)
+			p.h.FillLowerCSC(p.csc, p.shift)
 		}
 		if p.ok = p.chol.Factorize(p.csc) == nil; p.ok {
 			break
@@ -156,39 +330,69 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	return p.ok
 }
 
-// apply sets dst = Hess^{-1} v for a tangent vector v at the point of the
-// last successful update.
-func (p *hessianPrecond) apply(dst, v *sparse.Blocks) {
-	d, b, k := p.d, p.b, p.k
-	x := p.x
-	for i := 0; i < x.N; i++ {
-		yi, vi := x.Block(i), v.Block(i)
-		for kk, bk := range p.basis {
+// coords sets c[i*k+l] = <v_i, W_i A_l>, the coordinates of the tangent
+// vector v in the basis of the last update.
+func (p *hessianPrecond) coords(c []float64, v *sparse.Blocks) {
+	r, b, k := p.r, p.b, p.k
+	rr := r * r
+	u := p.u
+	for i := 0; i < v.N; i++ {
+		wi, vi := p.w[i*rr:(i+1)*rr], v.Block(i)
+		// u = W_i^T v_i
+		for a := 0; a < r; a++ {
+			for col := 0; col < b; col++ {
+				s := 0.0
+				for t := 0; t < r; t++ {
+					s += wi[t*r+a] * vi[t*b+col]
+				}
+				u[a*b+col] = s
+			}
+		}
+		ci := c[i*k : (i+1)*k]
+		for l, bl := range p.basis {
 			s := 0.0
-			for _, e := range bk {
-				// (Y_i^T v_i)[row][col]
-				t := 0.0
-				for r := 0; r < d; r++ {
-					t += yi[r*b+e.row] * vi[r*b+e.col]
-				}
-				s += e.val * t
+			for _, e := range bl {
+				s += e.val * u[e.row*b+e.col]
 			}
-			p.c[i*k+kk] = s
+			ci[l] = s
 		}
 	}
-	p.chol.Solve(p.w, p.c)
-	for i := 0; i < x.N; i++ {
-		yi, di := x.Block(i), dst.Block(i)
-		for t := range di {
-			di[t] = 0
+}
+
+// vector sets dst_i = W_i sum_l z[i*k+l] A_l, the tangent vector with
+// coordinates z.
+func (p *hessianPrecond) vector(dst *sparse.Blocks, z []float64) {
+	r, b, k := p.r, p.b, p.k
+	rr := r * r
+	u := p.u
+	for i := 0; i < dst.N; i++ {
+		wi, di := p.w[i*rr:(i+1)*rr], dst.Block(i)
+		for t := range u {
+			u[t] = 0
 		}
-		for kk, bk := range p.basis {
-			w := p.w[i*k+kk]
-			for _, e := range bk {
-				for r := 0; r < d; r++ {
-					di[r*b+e.col] += yi[r*b+e.row] * e.val * w
+		zi := z[i*k : (i+1)*k]
+		for l, bl := range p.basis {
+			for _, e := range bl {
+				u[e.row*b+e.col] += e.val * zi[l]
+			}
+		}
+		for t := 0; t < r; t++ {
+			for col := 0; col < b; col++ {
+				s := 0.0
+				for a := 0; a < r; a++ {
+					s += wi[t*r+a] * u[a*b+col]
 				}
+				di[t*b+col] = s
 			}
 		}
 	}
+}
+
+// apply sets dst = (H + shift I)^{-1} v for a tangent vector v at the point
+// of the last successful update: coordinates, solve, back to a tangent
+// vector. dst may be v.
+func (p *hessianPrecond) apply(dst, v *sparse.Blocks) {
+	p.coords(p.c, v)
+	p.chol.Solve(p.z, p.c)
+	p.vector(dst, p.z)
 }

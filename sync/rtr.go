@@ -95,7 +95,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	setPoint := func() {
 		m.lambda(lam, x, nq)
 		gg.setPoint(x)
-		useHessian = hp != nil && m.r == m.d && hp.update(x, lam)
+		useHessian = hp != nil && hp.update(x, lam)
 	}
 	// horizontal removes the gauge directions (Omega X and the common
 	// translation): tCG works on their orthogonal complement, where the

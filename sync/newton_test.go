@@ -1,0 +1,380 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/bcmsync/bcmsync/bcm"
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// newtonCase is one test configuration: a graph, a rank and a point.
+type newtonCase struct {
+	name string
+	q    *sparse.BlockSym
+	d, r int
+	x    *sparse.Blocks
+	// critical: x is (close to) a second-order critical point whose S is
+	// positive semidefinite, so the Hessian is positive definite on the
+	// horizontal space.
+	critical bool
+}
+
+// newtonCases returns random points and near-critical points at ranks
+// d..d+3 for SE(d) and SO(d), d = 2, 3.
+func newtonCases(t *testing.T) []newtonCase {
+	t.Helper()
+	var cases []newtonCase
+	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
+		for _, d := range []int{2, 3} {
+			g, truth := noisyGraph(d, 9, 4, 0.05, 0.05, uint64(10+d))
+			q := g.Laplacian(prob)
+			// The rank-d minimum, by the trust region from the truth.
+			xd := g.Lift(centered(truth, d), prob, d)
+			m := newManifold(q, d, d, 1)
+			hp := newHessianPrecond(q, d, nil, 1e-12*maxDiag(q))
+			rr, err := rtr(context.Background(), m, xd, nil, hp, rtrOptions{GradTol: 1e-12, MaxIter: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rr.RelGrad > 1e-10 {
+				t.Fatalf("%v d=%d: no critical point (relative gradient %g)", prob, d, rr.RelGrad)
+			}
+			rng := rand.New(rand.NewPCG(uint64(d), 5))
+			for r := d; r <= d+3; r++ {
+				x := sparse.NewBlocks(r, q.B, q.N)
+				bcm.RandomStiefel(x, d, uint64(100*d+r))
+				cases = append(cases, newtonCase{fmt.Sprintf("%v/d=%d/r=%d/random", prob, d, r), q, d, r, x, false})
+				// [X_d; 0] rotated by a random orthogonal O: still critical,
+				// and no block has structure the completion could rely on.
+				g := mat.NewDense(r, r, nil)
+				for a := 0; a < r; a++ {
+					for c := 0; c < r; c++ {
+						g.Set(a, c, rng.NormFloat64())
+					}
+				}
+				var qr mat.QR
+				qr.Factorize(g)
+				var od mat.Dense
+				qr.QTo(&od)
+				o := od.RawMatrix().Data
+				xc := sparse.NewBlocks(r, q.B, q.N)
+				for i := 0; i < q.N; i++ {
+					src, dst := xd.Block(i), xc.Block(i)
+					for a := 0; a < r; a++ {
+						for c := 0; c < q.B; c++ {
+							s := 0.0
+							for t := 0; t < d; t++ {
+								s += o[a*r+t] * src[t*q.B+c]
+							}
+							dst[a*q.B+c] = s
+						}
+					}
+				}
+				cases = append(cases, newtonCase{fmt.Sprintf("%v/d=%d/r=%d/critical", prob, d, r), q, d, r, xc, true})
+				// Away from the minimum the Hessian is indefinite and update
+				// shifts it; a random tangent step of size delta per block.
+				for _, delta := range []float64{0.03, 0.3} {
+					mr := newManifold(q, d, r, 1)
+					v, xp := mr.newBlocks(), mr.newBlocks()
+					for k := range v.Data {
+						v.Data[k] = delta * rng.NormFloat64()
+					}
+					mr.proj(v, xc, v)
+					mr.retract(xp, xc, v)
+					cases = append(cases, newtonCase{fmt.Sprintf("%v/d=%d/r=%d/perturbed %g", prob, d, r, delta), q, d, r, xp, false})
+				}
+			}
+		}
+	}
+	return cases
+}
+
+// refBasis lists the basis matrices A_k (r x b) in the documented order,
+// written out independently of the implementation.
+func refBasis(d, r, b int) [][]float64 {
+	var out [][]float64
+	unit := func(entries ...[3]float64) {
+		a := make([]float64, r*b)
+		for _, e := range entries {
+			a[int(e[0])*b+int(e[1])] = e[2]
+		}
+		out = append(out, a)
+	}
+	s := math.Sqrt(0.5)
+	for a := 0; a < d; a++ {
+		for c := a + 1; c < d; c++ {
+			unit([3]float64{float64(a), float64(c), s}, [3]float64{float64(c), float64(a), -s})
+		}
+	}
+	for a := d; a < r; a++ {
+		for c := 0; c < d; c++ {
+			unit([3]float64{float64(a), float64(c), 1})
+		}
+	}
+	if b > d {
+		for a := 0; a < r; a++ {
+			unit([3]float64{float64(a), float64(d), 1})
+		}
+	}
+	return out
+}
+
+// explicitBasis returns the tangent vectors V_{i,k} = W_i A_k (zero outside
+// block i) in coordinate order i*k + l, with W_i taken from p.
+func explicitBasis(p *hessianPrecond, x *sparse.Blocks) []*sparse.Blocks {
+	r, b := x.R, x.B
+	as := refBasis(p.d, r, b)
+	var vs []*sparse.Blocks
+	for i := 0; i < x.N; i++ {
+		w := p.w[i*r*r : (i+1)*r*r]
+		for _, a := range as {
+			v := sparse.NewBlocks(r, b, x.N)
+			vi := v.Block(i)
+			for t := 0; t < r; t++ {
+				for c := 0; c < b; c++ {
+					s := 0.0
+					for u := 0; u < r; u++ {
+						s += w[t*r+u] * a[u*b+c]
+					}
+					vi[t*b+c] = s
+				}
+			}
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+func multipliers(m *manifold, x *sparse.Blocks) []float64 {
+	nq := m.newBlocks()
+	m.mulQ(nq, x)
+	lam := make([]float64, m.n*m.d*m.d)
+	m.lambda(lam, x, nq)
+	return lam
+}
+
+func maxAbs(a []float64) float64 {
+	s := 0.0
+	for _, v := range a {
+		s = math.Max(s, math.Abs(v))
+	}
+	return s
+}
+
+// TestHessianPrecond checks, at every rank d..d+3, that W_i completes Y_i
+// to an orthogonal matrix, that the basis is orthonormal and tangent, that
+// the assembled H is the matrix of <V_k, hess V_l> computed by the manifold,
+// and that apply solves with H (plus the reported shift).
+func TestHessianPrecond(t *testing.T) {
+	cases := newtonCases(t)
+	// One preconditioner per (problem, d), reused across ranks and points as
+	// the solver reuses it across the staircase, rank changes included.
+	pre := map[*sparse.BlockSym]*hessianPrecond{}
+	for _, tc := range cases {
+		q, d, r, x := tc.q, tc.d, tc.r, tc.x
+		p := pre[q]
+		if p == nil {
+			p = newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*maxDiag(q))
+			pre[q] = p
+		}
+		m := newManifold(q, d, r, 1)
+		lam := multipliers(m, x)
+		ok := p.update(x, lam)
+		if p.r != r {
+			t.Fatalf("%s: preconditioner at rank %d", tc.name, p.r)
+		}
+
+		// W_i is orthogonal and starts with Y_i.
+		for i := 0; i < q.N; i++ {
+			w, xi := p.w[i*r*r:(i+1)*r*r], x.Block(i)
+			for a := 0; a < r; a++ {
+				for c := 0; c < r; c++ {
+					s := 0.0
+					for u := 0; u < r; u++ {
+						s += w[u*r+a] * w[u*r+c]
+					}
+					if a == c {
+						s--
+					}
+					if math.Abs(s) > 1e-13 {
+						t.Fatalf("%s: W_%d^T W_%d - I has entry %g at (%d, %d)", tc.name, i, i, s, a, c)
+					}
+				}
+				for c := 0; c < d; c++ {
+					if w[a*r+c] != xi[a*q.B+c] {
+						t.Fatalf("%s: W_%d column %d is not Y's", tc.name, i, c)
+					}
+				}
+			}
+		}
+
+		// The basis is orthonormal and tangent.
+		vs := explicitBasis(p, x)
+		n := len(vs)
+		if n != q.N*p.k {
+			t.Fatalf("%s: %d basis vectors, want %d", tc.name, n, q.N*p.k)
+		}
+		pv := m.newBlocks()
+		for k, v := range vs {
+			m.proj(pv, x, v)
+			for e := range pv.Data {
+				if math.Abs(pv.Data[e]-v.Data[e]) > 1e-13 {
+					t.Fatalf("%s: basis vector %d is not tangent", tc.name, k)
+				}
+			}
+			for l := k; l < n; l++ {
+				want := 0.0
+				if k == l {
+					want = 1
+				}
+				if got := inner(v, vs[l]); math.Abs(got-want) > 1e-13 {
+					t.Fatalf("%s: <V_%d, V_%d> = %g", tc.name, k, l, got)
+				}
+			}
+		}
+
+		// H is the matrix of the Riemannian Hessian in the basis.
+		ref := make([]float64, n*n)
+		hv, work := m.newBlocks(), m.newBlocks()
+		for l, v := range vs {
+			m.hess(hv, x, v, lam, work)
+			for k, u := range vs {
+				ref[k*n+l] = inner(u, hv)
+			}
+		}
+		got := p.h.Dense()
+		tol := 1e-9 * maxAbs(ref)
+		for e := range ref {
+			if math.Abs(got[e]-ref[e]) > tol {
+				t.Fatalf("%s: H[%d][%d] = %g, want %g", tc.name, e/n, e%n, got[e], ref[e])
+			}
+		}
+		if !ok {
+			if tc.critical {
+				t.Errorf("%s: Hessian not positive definite at a minimum", tc.name)
+			}
+			continue
+		}
+
+		// apply solves (H + shift I) y = c: check the residual of the
+		// coordinates y of apply(v) (backward error, so that conditioning
+		// does not matter), with c the coordinates of a random tangent v.
+		rng := rand.New(rand.NewPCG(uint64(r), 9))
+		c := make([]float64, n)
+		v := m.newBlocks()
+		for k := range c {
+			c[k] = rng.NormFloat64()
+			axpy(c[k], vs[k], v)
+		}
+		y := m.newBlocks()
+		p.apply(y, v)
+		yc := make([]float64, n)
+		for k, u := range vs {
+			yc[k] = inner(u, y)
+		}
+		res, ynorm := 0.0, 0.0
+		for k := 0; k < n; k++ {
+			s := p.shift * yc[k]
+			for l := 0; l < n; l++ {
+				s += ref[k*n+l] * yc[l]
+			}
+			res = math.Max(res, math.Abs(s-c[k]))
+			ynorm = math.Max(ynorm, math.Abs(yc[k]))
+		}
+		if res > 1e-9*(maxAbs(ref)*ynorm+maxAbs(c)) {
+			t.Errorf("%s: residual of the solve %g (|y| %g, shift %g)", tc.name, res, ynorm, p.shift)
+		}
+		// apply returns a tangent vector.
+		m.proj(pv, x, y)
+		for e := range pv.Data {
+			if math.Abs(pv.Data[e]-y.Data[e]) > 1e-9*ynorm {
+				t.Fatalf("%s: apply left the tangent space", tc.name)
+			}
+		}
+
+		if !tc.critical {
+			continue
+		}
+		// At a minimum H is positive semidefinite with the gauge directions
+		// as null space, so on the horizontal space apply inverts the
+		// Hessian: hess(apply v) = v, both made horizontal as rtr does.
+		if p.shift > 2*p.mu {
+			t.Errorf("%s: shifted by %g at a minimum", tc.name, p.shift)
+		}
+		gg := newGauge(r)
+		gg.setPoint(x)
+		horizontal := func(v *sparse.Blocks) {
+			m.removeShift(v)
+			gg.remove(v)
+		}
+		horizontal(v)
+		p.apply(y, v)
+		m.proj(y, x, y)
+		horizontal(y)
+		m.hess(hv, x, y, lam, work)
+		horizontal(hv)
+		diff := 0.0
+		for e := range hv.Data {
+			diff = math.Max(diff, math.Abs(hv.Data[e]-v.Data[e]))
+		}
+		if diff > 1e-6*maxAbs(v.Data) {
+			t.Errorf("%s: hess(apply v) - v = %g (|v| %g)", tc.name, diff, maxAbs(v.Data))
+		}
+	}
+}
+
+// BenchmarkHessianPrecond times the assembly and factorization (update) and
+// one solve (apply) on a synthetic SE(3) lattice world (datasets.Cube, 1000
+// poses, local loop closures like the benchmark graphs), at rank d and
+// above, against the row-wise factor of Q + sigma I it replaces. The
+// factor's flops grow like k^3 with the block size k of the Hessian.
+func BenchmarkHessianPrecond(b *testing.B) {
+	const d = 3
+	g, truth, err := datasets.Cube(10, 10, 10, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.3, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := g.Laplacian(posegraph.Poses)
+	perm := sparse.BlockAMD(q, 0)
+	scale := maxDiag(q)
+	pchol, err := sparse.NewCholeskyPerm(q.LowerCSC(1e-9*scale, 0), perm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range []int{3, 5} {
+		x := g.Lift(centered(truth, d), posegraph.Poses, r)
+		m := newManifold(q, d, r, 1)
+		lam := multipliers(m, x)
+		p := newHessianPrecond(q, d, perm, 1e-9*scale)
+		p.update(x, lam)
+		v, dst := m.newBlocks(), m.newBlocks()
+		for k := range v.Data {
+			v.Data[k] = float64(k%7) - 3
+		}
+		m.proj(v, x, v)
+		b.Run(fmt.Sprintf("update/r=%d", r), func(b *testing.B) {
+			for b.Loop() {
+				p.update(x, lam)
+			}
+		})
+		b.Run(fmt.Sprintf("apply/r=%d", r), func(b *testing.B) {
+			for b.Loop() {
+				p.apply(dst, v)
+			}
+		})
+		rs := newRowSolver(func() (*sparse.Cholesky, error) { return pchol, nil }, r, q.Dim())
+		b.Run(fmt.Sprintf("rowsolver/r=%d", r), func(b *testing.B) {
+			for b.Loop() {
+				rs.apply(dst, v)
+			}
+		})
+	}
+}
