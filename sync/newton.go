@@ -68,9 +68,14 @@ type hessianPrecond struct {
 	scale  float64 // largest diagonal entry of the Hessian at the last update
 	shift  float64 // diagonal shift of the last successful factor (mu included)
 	x      *sparse.Blocks
+	rung   int // index in shiftLadder of the last successful shift
 	ok     bool
 	failed int // assemblies that were not positive definite even when shifted
 }
+
+// shiftLadder lists the diagonal shifts update tries, relative to the
+// largest diagonal entry of the Hessian.
+var shiftLadder = []float64{0, 1e-4, 1e-3, 1e-2, 1e-1, 1}
 
 // newHessianPrecond prepares the preconditioner for Q with the block
 // ordering perm (a scalar permutation of Q that keeps blocks together, as
@@ -133,7 +138,7 @@ func (p *hessianPrecond) setRank(r int) {
 	if len(p.qper) == 0 {
 		p.perm = nil // let the factorization order H itself
 	}
-	p.csc, p.chol = nil, nil
+	p.csc, p.chol, p.rung = nil, nil, 0
 	p.w = make([]float64, q.N*r*r)
 	p.m = make([]float64, r*r)
 	p.a = make([]float64, r*d)
@@ -299,8 +304,6 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	}
 	if p.csc == nil {
 		p.csc = p.h.LowerCSC(p.mu, 0)
-	} else {
-		p.h.FillLowerCSC(p.csc, p.mu)
 	}
 	if p.chol == nil {
 		c, err := sparse.Analyze(p.csc, p.perm)
@@ -313,14 +316,23 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	}
 	// Away from a minimum the Hessian may be indefinite. A shifted one
 	// (Levenberg-Marquardt style) is still a good preconditioner, and tCG
-	// detects the negative curvature itself; only when even a large shift
-	// fails does the caller fall back to Q.
-	for _, shift := range []float64{0, 1e-4, 1e-2} {
-		p.shift = p.mu + shift*p.scale
-		if shift > 0 {
-			p.h.FillLowerCSC(p.csc, p.shift)
+	// detects the negative curvature itself; only when even a shift as
+	// large as the Hessian's diagonal fails does the caller fall back to
+	// Q. Far from a minimum (a random start at rank 5, say) shifts of
+	// 1e-2..1 of the diagonal are common and still cut the inner
+	// iterations from hundreds to a few. The unshifted Hessian is always
+	// tried first (near a minimum it is the exact Newton system); then,
+	// since consecutive points need similar shifts, the ladder resumes one
+	// rung below the last success, which saves most failed factorizations.
+	p.ok = false
+	for t := 0; t < len(shiftLadder); t++ {
+		if t == 1 {
+			t = max(p.rung-1, 1)
 		}
+		p.shift = p.mu + shiftLadder[t]*p.scale
+		p.h.FillLowerCSC(p.csc, p.shift)
 		if p.ok = p.chol.Factorize(p.csc) == nil; p.ok {
+			p.rung = t
 			break
 		}
 	}
