@@ -8,36 +8,49 @@ import (
 	"github.com/bcmsync/bcmsync/internal/sparse"
 )
 
-// certificate is the outcome of checking a critical point X (DESIGN.md
-// section 5): the multipliers Lambda_i = sym(Y_i^T (XQ)_Y,i), the dual bound
-// tr(Lambda), the smallest eigenvalue of S = Q - Lambda and, when it is
-// below -eta, its eigenvector (the direction of the saddle escape).
+// certificate is the outcome of checking a point X (DESIGN.md section 5):
+// the multipliers Lambda_i = sym(Y_i^T (XQ)_Y,i), S = Q - Lambda, and either
+// a proof that S is positive semidefinite up to a shift eta on the rotation
+// coordinates, or an eigenvector of negative curvature for the staircase.
 type certificate struct {
-	lam       []float64
+	lam      []float64
+	trLambda float64
+	// psd: S + eta D_Y has a Cholesky factor (with the common translation
+	// grounded), so v^T S v >= -eta ||v_Y||^2 for every v. By weak duality
+	// every feasible point then has F >= tr(Lambda) - eta d n, because the
+	// rotation part of the relaxation's Z has trace exactly d n.
+	psd bool
+	eta float64 // the shift that passed
+	// dualBound is tr(Lambda) - eta d n: a rigorous lower bound on the
+	// optimum when psd, and no bound at all otherwise.
 	dualBound float64
-	minEig    float64
-	vector    []float64 // unit eigenvector when not PSD
-	psd       bool      // lambda_min(S) >= -eta
-	method    string    // how minEig was found
+	// minEig estimates lambda_min(S): from inverse iteration on the factor
+	// when psd (an upper estimate), from the eigensolver otherwise.
+	minEig float64
+	vector []float64 // unit eigenvector of S when not psd
+	method string
 }
 
-// certifier checks points against one Q; it keeps S's storage across calls.
+// certifier checks points against one Q; it keeps S's storage and the
+// symbolic factorization of its pattern across calls.
 type certifier struct {
-	q     *sparse.BlockSym
-	s     *sparse.BlockSym
-	eta   float64
-	perm  []int            // fill-reducing order of Q's pattern (nil: AMD)
-	chol  *sparse.Cholesky // symbolic analysis of S's pattern, made once
-	csc   *sparse.CSC
-	seed  uint64
-	inv   []float64 // inverse-iteration vectors
-	inv2  []float64
-	sMulV []float64
+	q, s, sh *sparse.BlockSym // Q; S; S shifted and grounded for the Cholesky test
+	d        int
+	beta     float64 // translation scaling of the Cholesky test
+	gapTol   float64 // eta is chosen so that eta d n <= gapTol |F| / 2
+	etaFloor float64 // below this the factorization is rounding, not proof
+	perm     []int   // fill-reducing order of Q's pattern (nil: AMD)
+	chol     *sparse.Cholesky
+	csc      *sparse.CSC
+	seed     uint64
+	inv      []float64 // inverse-iteration vectors
+	inv2     []float64
+	sMulV    []float64
 }
 
-func newCertifier(q *sparse.BlockSym, eta float64, perm []int, seed uint64) *certifier {
+func newCertifier(q *sparse.BlockSym, d int, gapTol, etaFloor float64, perm []int, seed uint64) *certifier {
 	n := q.Dim()
-	return &certifier{q: q, s: q.Clone(), eta: eta, perm: perm, seed: seed,
+	return &certifier{q: q, s: q.Clone(), sh: q.Clone(), d: d, beta: translationBalance(q, d), gapTol: gapTol, etaFloor: etaFloor, perm: perm, seed: seed,
 		inv: make([]float64, n), inv2: make([]float64, n), sMulV: make([]float64, n)}
 }
 
@@ -56,44 +69,112 @@ func (c *certifier) buildS(lam []float64, d int) {
 	}
 }
 
-// check certifies x at rank r: the cheap test first (a Cholesky factor of
-// S + eta I exists iff lambda_min(S) > -eta, up to rounding), and the
-// smallest eigenpair only when it fails, because then the staircase needs
-// the eigenvector.
+// buildShifted sets c.sh = S + eta D_Y + mu E_0: eta on every rotation
+// coordinate's diagonal, and mu on pose 0's translation diagonal. The common
+// translation shift is an exact null vector of S with a nonzero component
+// there, so S + mu E_0 is positive semidefinite exactly when S is (write any
+// v as w plus a shift with w zero at pose 0): adding mu grounds the gauge
+// without dropping rows, and keeps one pattern for every call.
+//
+// The translation coordinates are also scaled by beta (a congruence
+// D (.) D with D = diag(I, beta), which preserves positive definiteness and
+// leaves the shift on the rotation coordinates alone). The factorization's
+// pivot test is relative to the largest diagonal entry, and S's near-null
+// vectors (the rows of X) are mostly translation when the map is large;
+// beta^2 = mean rotation diagonal / mean translation diagonal balances the
+// two and makes the smallest shift that factors up to hundreds of times
+// smaller (kitti_00: translations over kilometres, weights 1e5 apart).
+func (c *certifier) buildShifted(eta float64) {
+	copy(c.sh.Val, c.s.Val)
+	b, d := c.q.B, c.d
+	beta := c.beta
+	for i := 0; i < c.q.N; i++ {
+		if b > d && beta != 1 {
+			for k := c.sh.RowPtr[i]; k < c.sh.RowPtr[i+1]; k++ {
+				blk := c.sh.Block(k)
+				for a := 0; a < b; a++ {
+					blk[a*b+d] *= beta
+					blk[d*b+a] *= beta
+				}
+			}
+		}
+		blk := c.sh.Block(c.sh.Diag[i])
+		for a := 0; a < d; a++ {
+			blk[a*b+a] += eta
+		}
+		if i == 0 && b > d {
+			blk[d*b+d] *= 2 // mu = the diagonal itself: any mu > 0 grounds
+		}
+	}
+}
+
+// translationBalance returns beta (see buildShifted) for Q.
+func translationBalance(q *sparse.BlockSym, d int) float64 {
+	b := q.B
+	if b == d {
+		return 1
+	}
+	y, p := 0.0, 0.0
+	for i := 0; i < q.N; i++ {
+		blk := q.Block(q.Diag[i])
+		for a := 0; a < d; a++ {
+			y += blk[a*b+a]
+		}
+		p += blk[d*b+d]
+	}
+	y /= float64(d)
+	if p <= 0 || y <= 0 {
+		return 1
+	}
+	return math.Sqrt(y / p)
+}
+
+// check certifies x: S + eta D_Y must have a Cholesky factor, with eta
+// chosen so that the bound's slack eta d n is half the gap tolerance of F
+// (never below the rounding floor, and raised tenfold twice if the
+// factorization refuses). Only when that fails is the smallest eigenpair
+// computed, because then the staircase needs its eigenvector.
 func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	nq := m.newBlocks()
 	m.mulQ(nq, x)
-	cert := certificate{lam: make([]float64, m.n*m.d*m.d)}
+	d, n := m.d, float64(m.n)
+	cert := certificate{lam: make([]float64, m.n*d*d)}
 	m.lambda(cert.lam, x, nq)
-	cert.dualBound = m.traceLambda(cert.lam)
-	c.buildS(cert.lam, m.d)
+	cert.trLambda = m.traceLambda(cert.lam)
+	c.buildS(cert.lam, d)
 
-	if c.csc == nil {
-		c.csc = c.s.LowerCSC(c.eta, 0)
-		chol, err := sparse.Analyze(c.csc, c.perm)
-		if err != nil {
-			return cert, fmt.Errorf("certificate: analysing S: %w", err)
+	eta := math.Max(c.gapTol*math.Abs(cert.trLambda)/(2*float64(d)*n), c.etaFloor)
+	for try := 0; try < 3; try, eta = try+1, eta*10 {
+		c.buildShifted(eta)
+		if c.csc == nil {
+			c.csc = c.sh.LowerCSC(0, 0)
+			chol, err := sparse.Analyze(c.csc, c.perm)
+			if err != nil {
+				return cert, fmt.Errorf("certificate: analysing S: %w", err)
+			}
+			c.chol = chol
+		} else {
+			c.sh.FillLowerCSC(c.csc, 0)
 		}
-		c.chol = chol
-	} else {
-		c.s.FillLowerCSC(c.csc, c.eta)
+		err := c.chol.Factorize(c.csc)
+		if err == nil {
+			cert.psd, cert.eta = true, eta
+			cert.dualBound = cert.trLambda - eta*float64(d)*n
+			cert.minEig = c.inverseIteration(c.chol)
+			cert.method = "cholesky"
+			return cert, nil
+		}
+		var npd *sparse.NotPositiveDefiniteError
+		if !errors.As(err, &npd) {
+			return cert, fmt.Errorf("certificate: factoring S + eta I: %w", err)
+		}
 	}
-	err := c.chol.Factorize(c.csc)
-	if err == nil {
-		cert.psd = true
-		cert.minEig = c.inverseIteration(c.chol)
-		cert.method = "cholesky"
-		return cert, nil
-	}
-	var npd *sparse.NotPositiveDefiniteError
-	if !errors.As(err, &npd) {
-		return cert, fmt.Errorf("certificate: factoring S + eta I: %w", err)
-	}
-	// S + eta I has no factor, so lambda_min(S) < -eta. A factor of
+	// No factor: lambda_min(S) is (numerically) below -eta. A factor of
 	// S + tau I with tau just above |lambda_min| preconditions LOBPCG well
 	// (the factor of Q is poor when Lambda is large on Q's low modes).
+	cert.dualBound = cert.trLambda
 	var pre sparse.Preconditioner
-	if sh, _, err := sparse.FactorShifted(c.s, 10*c.eta, 14); err == nil {
+	if sh, _, err := sparse.FactorShifted(c.s, math.Max(eta, 1e-12*maxDiag(c.s)), 14); err == nil {
 		pre = sh
 	}
 	res, err := sparse.SmallestEig(c.s, sparse.EigOptions{
@@ -105,7 +186,6 @@ func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	cert.minEig = res.Value
 	cert.vector = res.Vector
 	cert.method = "eigensolver"
-	cert.psd = res.Value >= -c.eta
 	return cert, nil
 }
 
@@ -124,6 +204,15 @@ func (c *certifier) inverseIteration(chol *sparse.Cholesky) float64 {
 		chol.Solve(w, v)
 		normalize(w)
 		v, w = w, v
+	}
+	// v lives in the scaled coordinates of the test matrix: map it back
+	// (w = D v) and take S's Rayleigh quotient there.
+	b := c.q.B
+	if b > c.d && c.beta != 1 {
+		for k := c.d; k < len(v); k += b {
+			v[k] *= c.beta
+		}
+		normalize(v)
 	}
 	c.s.MulVec(c.sMulV, v)
 	rq := 0.0

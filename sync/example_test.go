@@ -23,13 +23,13 @@ func ExampleSolve() {
 	fmt.Println("status:", res.Status)
 	fmt.Println("rank:", res.Rank)
 	fmt.Printf("F = %.6f\n", res.Objective)
-	// F(estimate) - tr(Lambda): how far above the optimum it can be.
-	fmt.Println("suboptimality bound below 1e-7 F:", res.SuboptimalityBound <= 1e-7*res.Objective)
+	// A rigorous bound on F(estimate) - F*.
+	fmt.Println("proven within 1e-6 of the optimum:", res.SuboptimalityBound <= 1e-6*res.Objective)
 	fmt.Println("poses:", len(res.Poses))
 	// Output:
 	// status: certified
 	// rank: 2
 	// F = 375.280420
-	// suboptimality bound below 1e-7 F: true
+	// proven within 1e-6 of the optimum: true
 	// poses: 250
 }

@@ -9,28 +9,31 @@ import (
 // Report is the machine-readable form of a Result, written by `bcmsync
 // solve --report`. Its keys are stable; see README.md.
 type Report struct {
-	File                string     `json:"file"`
-	Problem             string     `json:"problem"` // "SE(d)" or "SO(d)"
-	D                   int        `json:"d"`
-	N                   int        `json:"n"`
-	M                   int        `json:"m"`
-	Init                string     `json:"init"`
-	InitialObjective    float64    `json:"initial_objective"`
-	Objective           float64    `json:"objective"`
-	RelaxationObjective float64    `json:"relaxation_objective"`
-	DualBound           float64    `json:"dual_bound"`
-	SuboptimalityBound  float64    `json:"suboptimality_bound"`
-	RelativeGap         float64    `json:"relative_suboptimality_bound"`
-	Certified           bool       `json:"certified"`
-	Status              string     `json:"status"`
-	Rank                int        `json:"rank"`
-	MinEigenvalue       float64    `json:"min_eigenvalue"`
-	Eta                 float64    `json:"eta"`
-	Timings             Timings    `json:"timings"`
-	PeakRSSBytes        int64      `json:"peak_rss_bytes,omitempty"`
-	Levels              []Level    `json:"levels"`
-	History             []Record   `json:"history"`
-	Options             ReportOpts `json:"options"`
+	File                string  `json:"file"`
+	Problem             string  `json:"problem"` // "SE(d)" or "SO(d)"
+	D                   int     `json:"d"`
+	N                   int     `json:"n"`
+	M                   int     `json:"m"`
+	Init                string  `json:"init"`
+	InitialObjective    float64 `json:"initial_objective"`
+	Objective           float64 `json:"objective"`
+	RelaxationObjective float64 `json:"relaxation_objective"`
+	// DualBound and the suboptimality bounds are null unless a certificate
+	// passed: tr(Lambda) bounds nothing when S is not positive semidefinite.
+	DualBound          *float64   `json:"dual_bound"`
+	SuboptimalityBound *float64   `json:"suboptimality_bound"`
+	RelativeGap        *float64   `json:"relative_suboptimality_bound"`
+	GapAllowed         float64    `json:"gap_allowed"`
+	Certified          bool       `json:"certified"`
+	Status             string     `json:"status"`
+	Rank               int        `json:"rank"`
+	MinEigenvalue      float64    `json:"min_eigenvalue"`
+	Eta                float64    `json:"eta"`
+	Timings            Timings    `json:"timings"`
+	PeakRSSBytes       int64      `json:"peak_rss_bytes,omitempty"`
+	Levels             []Level    `json:"levels"`
+	History            []Record   `json:"history"`
+	Options            ReportOpts `json:"options"`
 }
 
 // ReportOpts records the options that shaped the result.
@@ -42,6 +45,10 @@ type ReportOpts struct {
 	MaxRank int     `json:"max_rank"`
 	GradTol float64 `json:"grad_tol"`
 	EigTol  float64 `json:"eig_tol"`
+	GapTol  float64 `json:"gap_tol"`
+	BCMTol  float64 `json:"bcm_tol"`
+	BCMMax  int     `json:"bcm_sweeps"`
+	Limit   float64 `json:"time_limit_seconds"`
 }
 
 // NewReport builds the report of res, solved from file with opts (defaults
@@ -49,9 +56,13 @@ type ReportOpts struct {
 func NewReport(file string, res *Result, opts Options) *Report {
 	g := res.Graph
 	opts.setDefaults(g.D)
-	rel := 0.0
-	if res.Objective != 0 {
-		rel = res.SuboptimalityBound / math.Abs(res.Objective)
+	var dual, gap, rel *float64
+	if res.HasBound {
+		dual, gap = &res.DualBound, &res.SuboptimalityBound
+		if res.Objective != 0 {
+			v := res.SuboptimalityBound / math.Abs(res.Objective)
+			rel = &v
+		}
 	}
 	hist := res.History
 	if hist == nil {
@@ -61,12 +72,13 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		File: file, Problem: res.Problem.String(), D: g.D, N: g.N(), M: g.M(),
 		Init: string(opts.Init), InitialObjective: res.InitialObjective,
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
-		DualBound: res.DualBound, SuboptimalityBound: res.SuboptimalityBound, RelativeGap: rel,
+		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed,
 		Certified: res.Certified, Status: string(res.Status), Rank: res.Rank,
 		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, Timings: res.Timings,
 		Levels: res.Levels, History: hist,
 		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
-			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol},
+			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,
+			GapTol: opts.GapTol, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds()},
 	}
 }
 

@@ -16,6 +16,11 @@ const (
 	// solution has rank > d, so the rounded estimate is only within
 	// SuboptimalityBound of the optimum.
 	CertifiedRelaxation Status = "relaxation certified, rounding not tight"
+	// Bounded: S is proven positive semidefinite up to the certificate's
+	// shift, but the resulting bound on F - F* is above the gap tolerance
+	// (the point is not converged enough, or the shift's rounding floor is
+	// large next to F). The estimate is within SuboptimalityBound of F*.
+	Bounded Status = "certified only to the reported suboptimality bound"
 	// NotCertified: the certificate still failed at the maximum rank.
 	NotCertified Status = "not certified at max rank"
 	// TimeLimit: stopped by the time limit before a certificate.
@@ -84,15 +89,24 @@ type Result struct {
 	Objective float64
 	// RelaxationObjective is F at the final rank-r point.
 	RelaxationObjective float64
-	// DualBound is tr(Lambda): a lower bound on the optimum when S >= 0.
+	// HasBound reports whether a certificate passed: only then are
+	// DualBound and SuboptimalityBound set.
+	HasBound bool
+	// DualBound is tr(Lambda) - Eta d n, a rigorous lower bound on the
+	// optimum: S + Eta D_Y was proven positive definite (D_Y the identity on
+	// the rotation coordinates).
 	DualBound float64
-	// SuboptimalityBound is Objective - DualBound.
+	// SuboptimalityBound is Objective - DualBound >= Objective - F*.
 	SuboptimalityBound float64
-	// MinEigenvalue is lambda_min(S) at the final point; Eta the tolerance
-	// it was tested against.
+	// GapAllowed is what Certified allows of SuboptimalityBound:
+	// Options.GapTol |F| plus the certificate's rounding floor.
+	GapAllowed float64
+	// MinEigenvalue estimates lambda_min(S) at the certified point (an
+	// upper estimate from inverse iteration), or at the last point tried.
 	MinEigenvalue float64
-	Eta           float64
-	Rank          int
+	// Eta is the certificate's shift on the rotation coordinates.
+	Eta  float64
+	Rank int
 	// Initial is the initialization's objective and poses (before any
 	// optimization), for plots.
 	InitialObjective float64

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ type solveFlags struct {
 	threads                 int
 	seed                    uint64
 	gradTol, eigTol, bcmTol float64
+	gapTol                  float64
 	bcmSweeps               int
 	timeLimit               time.Duration
 	rotations, largest      bool
@@ -46,7 +48,8 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.threads, "threads", 0, "threads (0: all cores)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed (BCM samplers, random initialization, eigensolver)")
 	fs.Float64Var(&f.gradTol, "grad-tol", 0, "relative gradient norm ||grad F||/||2XQ|| to reach at each rank (0: 1e-9)")
-	fs.Float64Var(&f.eigTol, "eig-tol", 0, "certificate tolerance eta relative to the largest diagonal entry of Q (0: 1e-8)")
+	fs.Float64Var(&f.eigTol, "eig-tol", 0, "smallest certificate shift eta, relative to the largest diagonal entry of Q (0: 1e-13)")
+	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6)")
 	fs.Float64Var(&f.bcmTol, "bcm-tol", 0, "relative gradient norm at which BCM hands over to the trust region (0: 1e-2)")
 	fs.IntVar(&f.bcmSweeps, "bcm-sweeps", 0, "maximum BCM sweeps per rank (0: 50; negative: skip BCM)")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this long (e.g. 30s; 0: no limit)")
@@ -60,6 +63,14 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 
 func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	var o bsync.Options
+	for _, v := range []struct {
+		name string
+		val  float64
+	}{{"grad-tol", f.gradTol}, {"eig-tol", f.eigTol}, {"gap-tol", f.gapTol}, {"bcm-tol", f.bcmTol}} {
+		if !(v.val >= 0) || math.IsInf(v.val, 0) {
+			return o, fmt.Errorf("--%s must be a finite number >= 0, not %g", v.name, v.val)
+		}
+	}
 	init, err := bsync.ParseInit(f.init)
 	if err != nil {
 		return o, err
@@ -70,7 +81,7 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	}
 	o = bsync.Options{
 		Init: init, Rank0: f.rank0, MaxRank: f.maxRank, Rule: rule, Threads: f.threads, Seed: f.seed,
-		GradTol: f.gradTol, EigTol: f.eigTol, BCMTol: f.bcmTol, BCMMaxSweeps: f.bcmSweeps,
+		GradTol: f.gradTol, EigTol: f.eigTol, GapTol: f.gapTol, BCMTol: f.bcmTol, BCMMaxSweeps: f.bcmSweeps,
 		TimeLimit: f.timeLimit, LargestComponent: f.largest,
 	}
 	if f.rotations {
@@ -105,6 +116,9 @@ func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{errors.New("solve takes exactly one FILE")}
 	}
 	file := files[0]
+	if _, err := f.options(io.Discard); err != nil {
+		return usageError{err}
+	}
 	t0 := time.Now()
 	g, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: f.lenient, Warn: func(msg string) {
 		if !f.quiet {
@@ -186,14 +200,13 @@ func printSummary(w io.Writer, r *bsync.Report) {
 	fmt.Fprintf(w, "%s: %s, n=%d poses, m=%d edges\n", r.File, strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1), r.N, r.M)
 	fmt.Fprintf(w, "  %s at rank %d\n", mark, r.Rank)
 	fmt.Fprintf(w, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
-	fmt.Fprintf(w, "  dual bound         %.12g\n", r.DualBound)
-	if r.SuboptimalityBound >= 0 {
-		fmt.Fprintf(w, "  suboptimality      <= %.3g (relative %.2g)\n", r.SuboptimalityBound, r.RelativeGap)
+	if r.DualBound != nil {
+		fmt.Fprintf(w, "  dual bound         %.12g   (proven: no estimate has F below it)\n", *r.DualBound)
+		fmt.Fprintf(w, "  suboptimality      <= %.3g (relative %.2g)\n", *r.SuboptimalityBound, *r.SuboptimalityBound/r.Objective)
 	} else {
-		// F and the dual bound agree to rounding; the difference's sign is noise.
-		fmt.Fprintf(w, "  suboptimality      <= 0 (F - dual bound = %.2g, rounding)\n", r.SuboptimalityBound)
+		fmt.Fprintf(w, "  no bound: S = Q - Lambda is not positive semidefinite at the last point\n")
 	}
-	fmt.Fprintf(w, "  lambda_min(S)      %.3g   (tolerance -%.3g)\n", r.MinEigenvalue, r.Eta)
+	fmt.Fprintf(w, "  lambda_min(S)      %.3g   (certificate shift eta %.3g)\n", r.MinEigenvalue, r.Eta)
 	t := r.Timings
 	fmt.Fprintf(w, "  time %.3fs: parse %.3f, init %.3f, optimize %.3f, certify %.3f, round %.3f\n",
 		t.Total, t.Parse, t.Init, t.Optimize, t.Certify, t.Round)
