@@ -91,11 +91,17 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	lam := make([]float64, m.n*m.d*m.d)
 
 	gg := newGauge(m.r)
-	useHessian := false
+	// The Hessian's factor is the dominant cost of a step on large graphs.
+	// Near the minimum it changes little from step to step, and the factor
+	// from the previous point still preconditions tCG almost exactly, so it
+	// is kept while tCG converges in a few inner iterations.
+	useHessian, refactor := false, true
 	setPoint := func() {
 		m.lambda(lam, x, nq)
 		gg.setPoint(x)
-		useHessian = hp != nil && hp.update(x, lam)
+		if hp != nil && (refactor || !useHessian) {
+			useHessian = hp.update(x, lam)
+		}
 	}
 	// horizontal removes the gauge directions (Omega X and the common
 	// translation): tCG works on their orthogonal complement, where the
@@ -225,6 +231,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			dPd = zr + beta*beta*dPd
 		}
 		out.InnerIterations += inner1
+		refactor = inner1 > 3
 
 		m.retract(xnew, x, eta)
 		m.mulQ(nqNew, xnew)
