@@ -3,6 +3,8 @@ package sync
 import (
 	"math"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/bcmsync/bcmsync/internal/sparse"
 )
 
@@ -32,6 +34,18 @@ import (
 // by row, which knows nothing of Lambda or of the Stiefel constraints) to
 // one or a few.
 //
+// The factor of H costs (k/b)^3 times that of Q, and k grows with r: at
+// r = 5 on sphere2500 one update takes seconds. So at r > d the default is
+// the split form. Take the complements Yperp_i from one common frame (the
+// trailing eigenvectors of sum_i Y_i Y_i^T, made orthogonal to each Y_i):
+// at a rank-deficient point, where the staircase converges when the
+// relaxation is exact, Yperp_j^T Y_i = 0 and Yperp_j^T Yperp_i = I, so H
+// splits exactly into its span part (the basis matrices supported on rows
+// 0..d-1 of A, block size d(d-1)/2 (+ d), as at rank d) and r-d copies of
+// 2 S on the complement rows, each with Q's pattern and block size b.
+// Elsewhere the neglected coupling makes it an approximation, which tCG
+// corrects with a few more inner iterations. Setting exact keeps the full H.
+//
 // One hessianPrecond serves every rank of the staircase: update rebuilds the
 // basis, the pattern and the symbolic factorization when the rank of its
 // argument differs from the last one (the staircase only climbs, so a cache
@@ -48,9 +62,13 @@ type hessianPrecond struct {
 	d, b int
 	qper []int // block ordering of Q, scalar (b per block)
 	mu   float64
+	// exact keeps the full coupled Hessian at r > d (tests compare the
+	// two forms); by default the split form below is used there.
+	exact bool
 
 	// Per rank; rebuilt when the rank changes.
 	r, k  int
+	split bool
 	basis [][]basisEntry
 	h     *sparse.BlockSym // the Hessian in basis coordinates, both triangles
 	tpos  []int            // tpos[pos] = position of the transposed block
@@ -65,10 +83,22 @@ type hessianPrecond struct {
 	c, z  []float64   // coordinates (n k): right-hand side and solution
 	sij   [16]float64 // S_ij
 
-	scale  float64 // largest diagonal entry of the Hessian at the last update
-	shift  float64 // diagonal shift of the last successful factor (mu included)
-	x      *sparse.Blocks
-	rung   int // index in shiftLadder of the last successful shift
+	scale float64 // largest diagonal entry of the Hessian at the last update
+	shift float64 // diagonal shift of the last successful factor (mu included)
+	x     *sparse.Blocks
+	rung  int // index in shiftLadder of the last successful shift
+
+	// The split form at r > d: the complement part is preconditioned by
+	// 2 S (x) I_{r-d}, factored once per update on Q's pattern.
+	s      *sparse.BlockSym // 2 (Q - Lambda)
+	scsc   *sparse.CSC
+	schol  *sparse.Cholesky
+	sshift float64
+	srung  int
+	sc, sz []float64 // complement coordinates, r-d rows of n b (row-major)
+	uperp  []float64 // common complement, r x (r-d) row-major
+	gram   *mat.SymDense
+
 	ok     bool
 	failed int // assemblies that were not positive definite even when shifted
 }
@@ -97,13 +127,18 @@ func (p *hessianPrecond) setRank(r int) {
 			p.basis = append(p.basis, []basisEntry{{a, c, s}, {c, a, -s}})
 		}
 	}
-	for a := d; a < r; a++ {
+	p.split = r > d && !p.exact
+	rows := r // rows of A the basis spans: all, or Y's span only when split
+	if p.split {
+		rows = d
+	}
+	for a := d; a < rows; a++ {
 		for c := 0; c < d; c++ {
 			p.basis = append(p.basis, []basisEntry{{a, c, 1}})
 		}
 	}
 	if b > d {
-		for a := 0; a < r; a++ {
+		for a := 0; a < rows; a++ {
 			p.basis = append(p.basis, []basisEntry{{a, d, 1}})
 		}
 	}
@@ -147,6 +182,16 @@ func (p *hessianPrecond) setRank(r int) {
 	p.u = make([]float64, r*b)
 	p.c = make([]float64, q.N*k)
 	p.z = make([]float64, q.N*k)
+	p.scsc, p.schol, p.srung = nil, nil, 0
+	if p.split {
+		if p.s == nil {
+			p.s = p.q.Clone()
+		}
+		p.sc = make([]float64, (r-d)*q.Dim())
+		p.sz = make([]float64, (r-d)*q.Dim())
+		p.uperp = make([]float64, r*(r-d))
+		p.gram = mat.NewSymDense(r, nil)
+	}
 }
 
 // complete sets w (r x r, row-major) to an orthogonal matrix whose first d
@@ -240,8 +285,15 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	q := p.q
 	p.x = x
 	rr := r * r
-	for i := 0; i < q.N; i++ {
-		p.complete(p.w[i*rr:(i+1)*rr], x.Block(i))
+	if p.split {
+		p.commonComplement(x)
+		for i := 0; i < q.N; i++ {
+			p.completeCommon(p.w[i*rr:(i+1)*rr], x.Block(i))
+		}
+	} else {
+		for i := 0; i < q.N; i++ {
+			p.complete(p.w[i*rr:(i+1)*rr], x.Block(i))
+		}
 	}
 	sij, m := p.sij[:b*b], p.m
 	for i := 0; i < q.N; i++ {
@@ -295,13 +347,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 			}
 		}
 	}
-	p.scale = 0
-	for i := 0; i < p.h.N; i++ {
-		blk := p.h.Block(p.h.Diag[i])
-		for t := 0; t < k; t++ {
-			p.scale = math.Max(p.scale, blk[t*k+t])
-		}
-	}
+	p.scale = maxDiagBlocks(p.h)
 	if p.csc == nil {
 		p.csc = p.h.LowerCSC(p.mu, 0)
 	}
@@ -314,27 +360,9 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		}
 		p.chol = c
 	}
-	// Away from a minimum the Hessian may be indefinite. A shifted one
-	// (Levenberg-Marquardt style) is still a good preconditioner, and tCG
-	// detects the negative curvature itself; only when even a shift as
-	// large as the Hessian's diagonal fails does the caller fall back to
-	// Q. Far from a minimum (a random start at rank 5, say) shifts of
-	// 1e-2..1 of the diagonal are common and still cut the inner
-	// iterations from hundreds to a few. The unshifted Hessian is always
-	// tried first (near a minimum it is the exact Newton system); then,
-	// since consecutive points need similar shifts, the ladder resumes one
-	// rung below the last success, which saves most failed factorizations.
-	p.ok = false
-	for t := 0; t < len(shiftLadder); t++ {
-		if t == 1 {
-			t = max(p.rung-1, 1)
-		}
-		p.shift = p.mu + shiftLadder[t]*p.scale
-		p.h.FillLowerCSC(p.csc, p.shift)
-		if p.ok = p.chol.Factorize(p.csc) == nil; p.ok {
-			p.rung = t
-			break
-		}
+	p.shift, p.ok = factorShifted(p.h, p.csc, p.chol, p.mu, p.scale, &p.rung)
+	if p.ok && p.split {
+		p.ok = p.factorS(lam)
 	}
 	if !p.ok {
 		p.failed++
@@ -342,11 +370,165 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	return p.ok
 }
 
+// factorShifted factors h + (mu + shift) I with the smallest shift of the
+// ladder that makes it positive definite. Away from a minimum the Hessian
+// may be indefinite. A shifted one (Levenberg-Marquardt style) is still a
+// good preconditioner, and tCG detects the negative curvature itself; only
+// when even a shift as large as the Hessian's diagonal fails does the
+// caller fall back to Q. Far from a minimum (a random start at rank 5, say)
+// shifts of 1e-2..1 of the diagonal are common and still cut the inner
+// iterations from hundreds to a few. The unshifted matrix is always tried
+// first (near a minimum it is the exact Newton system); then, since
+// consecutive points need similar shifts, the ladder resumes one rung below
+// the last success, which saves most failed factorizations.
+func factorShifted(h *sparse.BlockSym, csc *sparse.CSC, chol *sparse.Cholesky, mu, scale float64, rung *int) (float64, bool) {
+	for t := 0; t < len(shiftLadder); t++ {
+		if t == 1 {
+			t = max(*rung-1, 1)
+		}
+		shift := mu + shiftLadder[t]*scale
+		h.FillLowerCSC(csc, shift)
+		if chol.Factorize(csc) == nil {
+			*rung = t
+			return shift, true
+		}
+	}
+	return 0, false
+}
+
+func maxDiagBlocks(h *sparse.BlockSym) float64 {
+	k, s := h.B, 0.0
+	for i := 0; i < h.N; i++ {
+		blk := h.Block(h.Diag[i])
+		for t := 0; t < k; t++ {
+			s = math.Max(s, blk[t*k+t])
+		}
+	}
+	return s
+}
+
+// factorS factors 2 S = 2 (Q - Lambda) (shifted as needed), the Hessian of
+// the complement part in the split form.
+func (p *hessianPrecond) factorS(lam []float64) bool {
+	d, b := p.d, p.b
+	for t, v := range p.q.Val {
+		p.s.Val[t] = 2 * v
+	}
+	for i := 0; i < p.q.N; i++ {
+		blk := p.s.Block(p.s.Diag[i])
+		l := lam[i*d*d : (i+1)*d*d]
+		for a := 0; a < d; a++ {
+			for c := 0; c < d; c++ {
+				blk[a*b+c] -= 2 * l[a*d+c]
+			}
+		}
+	}
+	if p.scsc == nil {
+		p.scsc = p.s.LowerCSC(p.mu, 0)
+	}
+	if p.schol == nil {
+		c, err := sparse.Analyze(p.scsc, p.qper)
+		if err != nil {
+			return false
+		}
+		p.schol = c
+	}
+	var ok bool
+	p.sshift, ok = factorShifted(p.s, p.scsc, p.schol, p.mu, maxDiagBlocks(p.s), &p.srung)
+	return ok
+}
+
+// commonComplement sets uperp to the r-d trailing eigenvectors of
+// sum_i Y_i Y_i^T: the directions of R^r the Stiefel blocks use least. At
+// a rank-deficient point (every Y_i in one d-dimensional subspace, where
+// the staircase converges when the relaxation is exact) they are exactly
+// orthogonal to every Y_i.
+func (p *hessianPrecond) commonComplement(x *sparse.Blocks) {
+	r, d, b := p.r, p.d, p.b
+	g := p.gram
+	for a := 0; a < r; a++ {
+		for c := a; c < r; c++ {
+			s := 0.0
+			for i := 0; i < x.N; i++ {
+				y := x.Block(i)
+				for t := 0; t < d; t++ {
+					s += y[a*b+t] * y[c*b+t]
+				}
+			}
+			g.SetSym(a, c, s)
+		}
+	}
+	var es mat.EigenSym
+	es.Factorize(g, true)
+	var u mat.Dense
+	es.VectorsTo(&u)
+	// Eigenvalues ascend: the first r-d vectors span the complement.
+	for a := 0; a < r; a++ {
+		for c := 0; c < r-d; c++ {
+			p.uperp[a*(r-d)+c] = u.At(a, c)
+		}
+	}
+}
+
+// completeCommon is complete for the split form: the last r-d columns of
+// w are the common complement made orthogonal to Y_i (Gram-Schmidt, twice),
+// so that W_j^T W_i has the identity in its complement part at a
+// rank-deficient point. A candidate that lies mostly in range(Y_i) is
+// skipped for the next standard basis vector.
+func (p *hessianPrecond) completeCommon(w, y []float64) {
+	r, d, b := p.r, p.d, p.b
+	for t := 0; t < r; t++ {
+		copy(w[t*r:t*r+d], y[t*b:t*b+d])
+	}
+	e := p.e
+	col := d
+	for cand := 0; col < r && cand < 2*r-d; cand++ {
+		for t := 0; t < r; t++ {
+			if cand < r-d {
+				e[t] = p.uperp[t*(r-d)+cand]
+			} else {
+				e[t] = 0
+			}
+		}
+		if cand >= r-d {
+			e[cand-(r-d)] = 1
+		}
+		for pass := 0; pass < 2; pass++ {
+			for c := 0; c < col; c++ {
+				s := 0.0
+				for t := 0; t < r; t++ {
+					s += w[t*r+c] * e[t]
+				}
+				for t := 0; t < r; t++ {
+					e[t] -= s * w[t*r+c]
+				}
+			}
+		}
+		nrm := 0.0
+		for _, v := range e {
+			nrm += v * v
+		}
+		nrm = math.Sqrt(nrm)
+		if nrm < 0.25 {
+			continue
+		}
+		for t := 0; t < r; t++ {
+			w[t*r+col] = e[t] / nrm
+		}
+		col++
+	}
+	if col < r {
+		p.complete(w, y) // cannot happen for r <= 16; Householder never fails
+	}
+}
+
 // coords sets c[i*k+l] = <v_i, W_i A_l>, the coordinates of the tangent
-// vector v in the basis of the last update.
-func (p *hessianPrecond) coords(c []float64, v *sparse.Blocks) {
-	r, b, k := p.r, p.b, p.k
-	rr := r * r
+// vector v in the basis of the last update; in the split form also
+// sc[(a-d)*n*b + i*b + col] = (W_i^T v_i)[a][col] for the complement rows
+// a >= d.
+func (p *hessianPrecond) coords(c, sc []float64, v *sparse.Blocks) {
+	r, d, b, k := p.r, p.d, p.b, p.k
+	rr, dim := r*r, v.N*b
 	u := p.u
 	for i := 0; i < v.N; i++ {
 		wi, vi := p.w[i*rr:(i+1)*rr], v.Block(i)
@@ -368,14 +550,19 @@ func (p *hessianPrecond) coords(c []float64, v *sparse.Blocks) {
 			}
 			ci[l] = s
 		}
+		if p.split {
+			for a := d; a < r; a++ {
+				copy(sc[(a-d)*dim+i*b:(a-d)*dim+(i+1)*b], u[a*b:(a+1)*b])
+			}
+		}
 	}
 }
 
-// vector sets dst_i = W_i sum_l z[i*k+l] A_l, the tangent vector with
-// coordinates z.
-func (p *hessianPrecond) vector(dst *sparse.Blocks, z []float64) {
-	r, b, k := p.r, p.b, p.k
-	rr := r * r
+// vector sets dst_i = W_i (sum_l z[i*k+l] A_l + the complement rows of sz),
+// the tangent vector with coordinates z (and sz).
+func (p *hessianPrecond) vector(dst *sparse.Blocks, z, sz []float64) {
+	r, d, b, k := p.r, p.d, p.b, p.k
+	rr, dim := r*r, dst.N*b
 	u := p.u
 	for i := 0; i < dst.N; i++ {
 		wi, di := p.w[i*rr:(i+1)*rr], dst.Block(i)
@@ -386,6 +573,11 @@ func (p *hessianPrecond) vector(dst *sparse.Blocks, z []float64) {
 		for l, bl := range p.basis {
 			for _, e := range bl {
 				u[e.row*b+e.col] += e.val * zi[l]
+			}
+		}
+		if p.split {
+			for a := d; a < r; a++ {
+				copy(u[a*b:(a+1)*b], sz[(a-d)*dim+i*b:(a-d)*dim+(i+1)*b])
 			}
 		}
 		for t := 0; t < r; t++ {
@@ -400,11 +592,16 @@ func (p *hessianPrecond) vector(dst *sparse.Blocks, z []float64) {
 	}
 }
 
-// apply sets dst = (H + shift I)^{-1} v for a tangent vector v at the point
-// of the last successful update: coordinates, solve, back to a tangent
-// vector. dst may be v.
+// apply sets dst to the preconditioned v, a tangent vector at the point of
+// the last successful update: coordinates, solve, back to a tangent
+// vector. In the full form the solve is with H + shift I; in the split form
+// with the span part of H and, row by row, with 2 S on the complement.
+// dst may be v.
 func (p *hessianPrecond) apply(dst, v *sparse.Blocks) {
-	p.coords(p.c, v)
+	p.coords(p.c, p.sc, v)
 	p.chol.Solve(p.z, p.c)
-	p.vector(dst, p.z)
+	if p.split {
+		p.schol.SolveMany(p.sz, p.sc, p.r-p.d)
+	}
+	p.vector(dst, p.z, p.sz)
 }

@@ -99,7 +99,11 @@ func newtonCases(t *testing.T) []newtonCase {
 
 // refBasis lists the basis matrices A_k (r x b) in the documented order,
 // written out independently of the implementation.
-func refBasis(d, r, b int) [][]float64 {
+func refBasis(d, r, b int) [][]float64 { return refBasisRows(d, r, r, b) }
+
+// refBasisRows is refBasis with only the basis matrices supported on rows
+// 0..rows-1 (rows = d: the span part of the split form).
+func refBasisRows(d, r, rows, b int) [][]float64 {
 	var out [][]float64
 	unit := func(entries ...[3]float64) {
 		a := make([]float64, r*b)
@@ -114,13 +118,13 @@ func refBasis(d, r, b int) [][]float64 {
 			unit([3]float64{float64(a), float64(c), s}, [3]float64{float64(c), float64(a), -s})
 		}
 	}
-	for a := d; a < r; a++ {
+	for a := d; a < rows; a++ {
 		for c := 0; c < d; c++ {
 			unit([3]float64{float64(a), float64(c), 1})
 		}
 	}
 	if b > d {
-		for a := 0; a < r; a++ {
+		for a := 0; a < rows; a++ {
 			unit([3]float64{float64(a), float64(d), 1})
 		}
 	}
@@ -132,6 +136,9 @@ func refBasis(d, r, b int) [][]float64 {
 func explicitBasis(p *hessianPrecond, x *sparse.Blocks) []*sparse.Blocks {
 	r, b := x.R, x.B
 	as := refBasis(p.d, r, b)
+	if p.split {
+		as = refBasisRows(p.d, r, p.d, b)
+	}
 	var vs []*sparse.Blocks
 	for i := 0; i < x.N; i++ {
 		w := p.w[i*r*r : (i+1)*r*r]
@@ -183,6 +190,7 @@ func TestHessianPrecond(t *testing.T) {
 		p := pre[q]
 		if p == nil {
 			p = newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*maxDiag(q))
+			p.exact = true
 			pre[q] = p
 		}
 		m := newManifold(q, d, r, 1)
@@ -327,6 +335,109 @@ func TestHessianPrecond(t *testing.T) {
 		}
 		if diff > 1e-6*maxAbs(v.Data) {
 			t.Errorf("%s: hess(apply v) - v = %g (|v| %g)", tc.name, diff, maxAbs(v.Data))
+		}
+	}
+}
+
+// TestHessianPrecondSplit checks the split form used at r > d: W_i is
+// orthogonal and starts with Y_i, the span block of H is the Riemannian
+// Hessian on the span basis, and at a rank-deficient minimum (where the
+// staircase converges) the complements agree across blocks and the split
+// preconditioner equals the exact one on the horizontal space.
+func TestHessianPrecondSplit(t *testing.T) {
+	for _, tc := range newtonCases(t) {
+		q, d, r, x := tc.q, tc.d, tc.r, tc.x
+		if r == d {
+			continue
+		}
+		p := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*maxDiag(q))
+		pe := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*maxDiag(q))
+		pe.exact = true
+		m := newManifold(q, d, r, 1)
+		lam := multipliers(m, x)
+		ok := p.update(x, lam)
+		okExact := pe.update(x, lam)
+		if !p.split || pe.split {
+			t.Fatalf("%s: split %v, exact's split %v", tc.name, p.split, pe.split)
+		}
+		for i := 0; i < q.N; i++ {
+			wi, xi := p.w[i*r*r:(i+1)*r*r], x.Block(i)
+			for j := 0; j < q.N; j++ {
+				wj := p.w[j*r*r : (j+1)*r*r]
+				for a := 0; a < r; a++ {
+					for c := 0; c < r; c++ {
+						s := 0.0
+						for u := 0; u < r; u++ {
+							s += wj[u*r+a] * wi[u*r+c]
+						}
+						if a == c && (i == j || a >= d && tc.critical) {
+							s--
+						}
+						// W_i^T W_i = I everywhere; Yperp_j^T Yperp_i = I
+						// and Yperp_j^T Y_i = 0 at a rank-deficient point.
+						if (i == j || tc.critical && (a >= d)) && math.Abs(s) > 1e-12 {
+							t.Fatalf("%s: (W_%d^T W_%d)[%d][%d] off by %g", tc.name, j, i, a, c, s)
+						}
+					}
+				}
+			}
+			for a := 0; a < r; a++ {
+				for c := 0; c < d; c++ {
+					if wi[a*r+c] != xi[a*q.B+c] {
+						t.Fatalf("%s: W_%d column %d is not Y's", tc.name, i, c)
+					}
+				}
+			}
+		}
+		vs := explicitBasis(p, x)
+		n := len(vs)
+		if n != q.N*p.k {
+			t.Fatalf("%s: %d span basis vectors, want %d", tc.name, n, q.N*p.k)
+		}
+		ref := make([]float64, n*n)
+		hv, work := m.newBlocks(), m.newBlocks()
+		for l, v := range vs {
+			m.hess(hv, x, v, lam, work)
+			for k, u := range vs {
+				ref[k*n+l] = inner(u, hv)
+			}
+		}
+		got := p.h.Dense()
+		for e := range ref {
+			if math.Abs(got[e]-ref[e]) > 1e-9*maxAbs(ref) {
+				t.Fatalf("%s: span H[%d][%d] = %g, want %g", tc.name, e/n, e%n, got[e], ref[e])
+			}
+		}
+		if !tc.critical {
+			continue
+		}
+		if !ok || !okExact || p.shift > 2*p.mu || p.sshift > 2*p.mu || pe.shift > 2*pe.mu {
+			t.Fatalf("%s: not positive definite at a minimum (split %v shifts %g %g, exact %v %g)",
+				tc.name, ok, p.shift, p.sshift, okExact, pe.shift)
+		}
+		gg := newGauge(r)
+		gg.setPoint(x)
+		horizontal := func(v *sparse.Blocks) {
+			m.proj(v, x, v)
+			m.removeShift(v)
+			gg.remove(v)
+		}
+		rng := rand.New(rand.NewPCG(uint64(r), 3))
+		v, ys, ye := m.newBlocks(), m.newBlocks(), m.newBlocks()
+		for k := range v.Data {
+			v.Data[k] = rng.NormFloat64()
+		}
+		horizontal(v)
+		p.apply(ys, v)
+		pe.apply(ye, v)
+		horizontal(ys)
+		horizontal(ye)
+		diff := 0.0
+		for k := range ys.Data {
+			diff = math.Max(diff, math.Abs(ys.Data[k]-ye.Data[k]))
+		}
+		if diff > 1e-6*maxAbs(ye.Data) {
+			t.Errorf("%s: split and exact preconditioners differ by %g (|y| %g)", tc.name, diff, maxAbs(ye.Data))
 		}
 	}
 }
