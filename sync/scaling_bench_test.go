@@ -1,0 +1,171 @@
+//go:build unix
+
+package sync_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	stdsync "sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// largeScaling enables the 10^6-pose case of BenchmarkScalingGrid3D, which takes
+// minutes and gigabytes:
+//
+//	go test ./sync -run '^$' -bench ScalingGrid3D -benchtime 1x -bcmsync.large
+var largeScaling = flag.Bool("bcmsync.large", false, "also run the 10^6-pose case of BenchmarkScalingGrid3D")
+
+// scalingLoopProb is the fraction of the lattice's non-odometry neighbour
+// pairs kept as loop closures: m is about 1.1 n, so every region of the
+// grid has closures and the graph is far from a chain. The fill of the
+// sparse Cholesky factor of Q (which preconditions the trust region and the
+// eigensolver) is what limits the choice; measured per pose (L-nnz/n) and in
+// factorization flops at n = 10^4, 10^5, 10^6 (symbolic analysis, BlockAMD):
+//
+//	LoopProb 0.02:   44,  47,  59 per pose;  5.6e6, 8.5e7, 8.6e9 flops
+//	LoopProb 0.05:   52,  73, 163 per pose;  1.1e7, 8.4e8, 2.0e11 flops
+//	LoopProb 0.10:   80, 185, 631 per pose;  5.7e7, 1.1e10, 2.7e12 flops
+//	LoopProb 0.30:  324, 1300 per pose at 10^4, 10^5;  1.4e9, 3.9e11 flops
+//
+// Above the lattice's percolation range the closures make a 3-D mesh, whose
+// fill grows like n^{4/3} and flops like n^2: at 0.1 one factorization of
+// the 10^6 graph is 2.7e12 flops and 5 GB, and the 10^5 solve already spends
+// most of its 80 s refactoring. 0.05 keeps each factorization of the 10^6
+// graph near 2e11 flops and 1.3 GB.
+const scalingLoopProb = 0.05
+
+// scalingNoise is moderate: rotation noise of about 2.9 degrees per axis
+// (kappa 200) and translation noise of 0.1 per unit step (tau 100).
+var scalingNoise = datasets.Config{Kappa: 200, Tau: 100, LoopProb: scalingLoopProb, Seed: 1}
+
+// BenchmarkScalingGrid3D solves synthetic 3-D lattice worlds (datasets.Cube,
+// a snake path through a side^3 grid with loop closures) of about 10^4, 10^5
+// and 10^6 poses from the chordal initialization to a certificate, one
+// sync.Solve per iteration, to show how time and memory grow with n. Per
+// solve it reports
+//
+//	s-to-cert   seconds from the start of Solve to its certified result
+//	n, m        poses and edges
+//	certified   1 when the result is certified, else 0
+//	heap-MB     the peak of the live heap objects during the solves (runtime/metrics
+//	            /memory/classes/heap/objects:bytes, sampled every few ms)
+//	maxRSS-MB   the process's maximum resident set size so far (getrusage;
+//	            it includes building the graph and earlier sub-benchmarks)
+//	L-nnz/n     nonzeros of the sparse Cholesky factor of Q per pose (after
+//	            the solves, from the same ordering Solve uses)
+//
+// The 10^6 case runs only with -bcmsync.large. Run one iteration each:
+//
+//	go test ./sync -run '^$' -bench ScalingGrid3D -benchtime 1x
+func BenchmarkScalingGrid3D(b *testing.B) {
+	for _, side := range []int{22, 46, 100} {
+		n := side * side * side
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			if n > 500_000 && !*largeScaling {
+				b.Skip("10^6 poses take minutes and GBs; run with -bcmsync.large")
+			}
+			g, _, err := datasets.Cube(side, side, side, scalingNoise)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC() // so the heap peak measures the solve, not the generator's garbage
+			heap := startHeapSampler(5 * time.Millisecond)
+			var res *bsync.Result
+			secs, certified := 0.0, 0
+			for b.Loop() {
+				res, err = bsync.Solve(context.Background(), g, bsync.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				secs += res.Timings.Total
+				if res.Certified {
+					certified++
+				}
+			}
+			peakHeap := heap.stop()
+			rss := maxRSS()
+			iters := float64(b.N)
+			b.ReportMetric(secs/iters, "s-to-cert")
+			b.ReportMetric(float64(g.N()), "n")
+			b.ReportMetric(float64(g.M()), "m")
+			b.ReportMetric(float64(certified)/iters, "certified")
+			b.ReportMetric(float64(peakHeap)/1e6, "heap-MB")
+			b.ReportMetric(float64(rss)/1e6, "maxRSS-MB")
+			b.ReportMetric(float64(factorNNZ(b, g))/float64(g.N()), "L-nnz/n")
+			b.Logf("n=%d m=%d: %s at rank %d, F %.12g, timings %+v", g.N(), g.M(), res.Status, res.Rank, res.Objective, res.Timings)
+		})
+	}
+}
+
+// heapSampler polls the runtime's count of bytes in live and not yet swept
+// heap objects and keeps the largest value. runtime/metrics reads it without
+// stopping the world, so polling costs the solve next to nothing.
+type heapSampler struct {
+	done chan struct{}
+	wg   stdsync.WaitGroup
+	peak uint64
+}
+
+const heapObjects = "/memory/classes/heap/objects:bytes"
+
+func startHeapSampler(every time.Duration) *heapSampler {
+	h := &heapSampler{done: make(chan struct{})}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		s := []metrics.Sample{{Name: heapObjects}}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			h.peak = max(h.peak, s[0].Value.Uint64())
+			select {
+			case <-h.done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return h
+}
+
+// stop ends the sampling and returns the peak in bytes.
+func (h *heapSampler) stop() uint64 {
+	close(h.done)
+	h.wg.Wait()
+	return h.peak
+}
+
+// maxRSS is the process's maximum resident set size in bytes (ru_maxrss is
+// in KiB, except on Darwin, where it is in bytes).
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
+		return int64(ru.Maxrss)
+	}
+	return int64(ru.Maxrss) * 1024
+}
+
+// factorNNZ is the number of nonzeros of the Cholesky factor of Q + sigma I
+// under the fill-reducing ordering that Solve uses (symbolic analysis only).
+func factorNNZ(b *testing.B, g *posegraph.Graph) int {
+	q := g.Laplacian(posegraph.Poses)
+	c, err := sparse.Analyze(q.LowerCSC(1, 0), sparse.BlockAMD(q, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c.NNZ()
+}
