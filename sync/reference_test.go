@@ -19,10 +19,11 @@ import (
 //   - tinyGrid3D, cubicle: bcmsync's estimate has a LOWER objective than
 //     f_star (checked by an independent evaluation of F at the written
 //     estimate), so f_star is not the minimum of that objective;
-//   - parking-garage, torus3D: f_star lies BELOW bcmsync's certified lower
-//     bound (S is positive semidefinite to 4e-10 at the estimate on
-//     parking-garage, with every start tried), so it cannot be a value of
-//     that objective either.
+//   - parking-garage: f_star lies below bcmsync's proven lower bound on the
+//     optimum (F* >= F - 1.3e-6), so it cannot be a value of that objective;
+//   - torus3D: bcmsync is 1.7e-7 above f_star, inside its proven bound
+//     (5e-7 relative), so the certificate cannot decide; every start tried
+//     reaches the same F.
 //
 // The 3-D reference values were probably computed with other tolerances or
 // a slightly different objective. These graphs must still be certified,
