@@ -39,9 +39,9 @@ var largeScaling = flag.Bool("bcmsync.large", false, "also run the 10^6-pose cas
 //
 // Above the lattice's percolation range the closures make a 3-D mesh, whose
 // fill grows like n^{4/3} and flops like n^2: at 0.1 one factorization of
-// the 10^6 graph is 2.7e12 flops and 5 GB, and the 10^5 solve already spends
-// most of its 80 s refactoring. 0.05 keeps each factorization of the 10^6
-// graph near 2e11 flops and 1.3 GB.
+// the 10^6 graph is 2.7e12 flops and 5 GB, and the 10^5 graph takes 83 s to
+// certify against 21 s at 0.05 (2 shared cores). 0.05 keeps each
+// factorization of the 10^6 graph near 2e11 flops and 1.3 GB.
 const scalingLoopProb = 0.05
 
 // scalingNoise is moderate: rotation noise of about 2.9 degrees per axis
