@@ -207,7 +207,7 @@ func (m *manifold) removeShift(v *sparse.Blocks) {
 // that drifts into them proposes steps that look free and are not.
 type gauge struct {
 	r    int
-	u    []float64 // eigenvectors of G = X X^T, column-major r x r
+	u    []float64 // eigenvectors of G = X X^T, row-major r x r (column k is vector k)
 	ev   []float64 // eigenvalues of G
 	b, w []float64 // r x r scratch
 	x    *sparse.Blocks

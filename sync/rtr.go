@@ -126,6 +126,10 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		horizontal(dst)
 	}
 
+	// Center the translations (F is invariant): the gauge projection is
+	// orthogonal to the common shift only when they sum to zero, and BCM's
+	// translation solve, which pins pose 0, moves the centroid.
+	m.removeShift(x)
 	m.mulQ(nq, x)
 	f := inner(x, nq)
 	gnorm, enorm := m.gradient(grad, x, nq)
@@ -185,6 +189,12 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		horizontal(res)
 		precond(z, res)
 		zr := inner(z, res)
+		if !(zr > 0) {
+			// The preconditioned gradient vanished (all gauge, or a
+			// failed preconditioner): there is no step to take.
+			out.Stop = "stalled"
+			return out, nil
+		}
 		dPd, ePe, ePd := zr, 0.0, 0.0
 		for k := range delta.Data {
 			delta.Data[k] = -z.Data[k]

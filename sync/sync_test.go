@@ -210,3 +210,75 @@ func TestZeroResidualCertified(t *testing.T) {
 		}
 	}
 }
+
+// The horizontal projection (common shift, then Omega X) leaves a vector
+// orthogonal to every gauge direction, removes an added gauge component
+// exactly, and is idempotent.
+func TestGaugeProjection(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, d := range []int{2, 3} {
+		g, _ := noisyGraph(d, 15, 5, 0.1, 0.1, 9)
+		q := g.Laplacian(posegraph.Poses)
+		for _, r := range []int{d, d + 2} {
+			m := newManifold(q, d, r, 1)
+			x := m.newBlocks()
+			bcm.RandomStiefel(x, d, 4)
+			for i := 0; i < x.N; i++ { // translations, centered below
+				for k := 0; k < r; k++ {
+					x.Block(i)[k*x.B+d] = 10 * rng.NormFloat64()
+				}
+			}
+			m.removeShift(x)
+			gg := newGauge(r)
+			gg.setPoint(x)
+			v := m.newBlocks()
+			for k := range v.Data {
+				v.Data[k] = rng.NormFloat64()
+			}
+			horizontal := func(w *sparse.Blocks) { m.removeShift(w); gg.remove(w) }
+			horizontal(v)
+			// Orthogonal to Psi X for every skew Psi and to the shifts.
+			for a := 0; a < r; a++ {
+				for c := a + 1; c < r; c++ {
+					px := m.newBlocks()
+					for i := 0; i < x.N; i++ {
+						xi, pi := x.Block(i), px.Block(i)
+						for col := 0; col < x.B; col++ {
+							pi[a*x.B+col] = xi[c*x.B+col]
+							pi[c*x.B+col] = -xi[a*x.B+col]
+						}
+					}
+					if ip := inner(v, px); math.Abs(ip) > 1e-9*math.Sqrt(inner(v, v)*inner(px, px)) {
+						t.Errorf("d=%d r=%d: <v, Psi_%d%d X> = %g after projection", d, r, a, c, ip)
+					}
+				}
+				sum := 0.0
+				for i := 0; i < x.N; i++ {
+					sum += v.Block(i)[a*x.B+d]
+				}
+				if math.Abs(sum) > 1e-9 {
+					t.Errorf("d=%d r=%d: translation row %d sums to %g", d, r, a, sum)
+				}
+			}
+			// Idempotent, and an added gauge component is removed exactly.
+			w := m.newBlocks()
+			copyBlocks(w, v)
+			for i := 0; i < x.N; i++ {
+				xi, wi := x.Block(i), w.Block(i)
+				for col := 0; col < x.B; col++ {
+					wi[0*x.B+col] += 0.7 * xi[1*x.B+col]
+					wi[1*x.B+col] -= 0.7 * xi[0*x.B+col]
+				}
+				wi[d] += 3 // a common shift of row 0
+			}
+			horizontal(w)
+			diff := 0.0
+			for k := range w.Data {
+				diff = math.Max(diff, math.Abs(w.Data[k]-v.Data[k]))
+			}
+			if diff > 1e-9 {
+				t.Errorf("d=%d r=%d: gauge component not removed exactly (max diff %g)", d, r, diff)
+			}
+		}
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bcmsync/bcmsync/datasets"
 )
@@ -38,8 +40,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if f.plots != "" && !f.quiet && !f.json {
-		fmt.Fprintf(stdout, "  plots: %s, %s, %s\n", filepath.Join(f.plots, trajectoryPNG),
-			filepath.Join(f.plots, "convergence.png"), filepath.Join(f.plots, "stages.png"))
+		var wrote []string
+		for _, name := range []string{trajectoryPNG, "convergence.png", "stages.png"} {
+			if _, err := os.Stat(filepath.Join(f.plots, name)); err == nil {
+				wrote = append(wrote, filepath.Join(f.plots, name))
+			}
+		}
+		fmt.Fprintf(stdout, "  plots: %s\n", strings.Join(wrote, ", "))
 	}
 	return nil
 }

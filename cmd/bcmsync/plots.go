@@ -39,7 +39,10 @@ func writePlots(dir string, res *bsync.Result, rep *bsync.Report) error {
 // stage times.
 func writeReportPlots(dir string, rep *bsync.Report, ext string) error {
 	if levels := levelsFromReport(rep); len(levels) > 0 {
-		title := fmt.Sprintf("%s: convergence (F* = %.10g)", rep.File, rep.Objective)
+		title := fmt.Sprintf("%s: convergence (F* = %.10g, certified)", rep.File, rep.Objective)
+		if !rep.Certified {
+			title = fmt.Sprintf("%s: convergence (F = %.10g, not certified)", rep.File, rep.Objective)
+		}
 		if err := plots.Convergence(filepath.Join(dir, "convergence."+ext), levels, rep.RelaxationObjective, plots.ConvergenceOptions{Title: title}); err != nil {
 			return err
 		}

@@ -101,3 +101,28 @@ func TestSolveErrors(t *testing.T) {
 		t.Errorf("bad --init: exit %d, want 2", code)
 	}
 }
+
+// An estimate without a certificate exits 1 and says so; --json prints the
+// report with null bounds.
+func TestSolveNotCertified(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.g2o")
+	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	code, stdout, _ := runCmd("solve", "--time-limit", "1ns", "--bcm-sweeps", "-1", in)
+	if code != 1 || !strings.Contains(stdout, "NOT certified") {
+		t.Errorf("time-limited solve: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runCmd("solve", "--json", "--time-limit", "1ns", "--bcm-sweeps", "-1", in)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(stdout), &m); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
+	}
+	if code != 1 || m["certified"] != false || m["dual_bound"] != nil || m["suboptimality_bound"] != nil {
+		t.Errorf("exit %d, certified %v, dual_bound %v, suboptimality_bound %v", code, m["certified"], m["dual_bound"], m["suboptimality_bound"])
+	}
+	if code, _, stderr := runCmd("solve", "--grad-tol", "NaN", in); code != 2 || !strings.Contains(stderr, "grad-tol") {
+		t.Errorf("--grad-tol NaN: exit %d, stderr %q", code, stderr)
+	}
+}
