@@ -444,9 +444,12 @@ func TestHessianPrecondSplit(t *testing.T) {
 
 // BenchmarkHessianPrecond times the assembly and factorization (update) and
 // one solve (apply) on a synthetic SE(3) lattice world (datasets.Cube, 1000
-// poses, local loop closures like the benchmark graphs), at rank d and
-// above, against the row-wise factor of Q + sigma I it replaces. The
-// factor's flops grow like k^3 with the block size k of the Hessian.
+// poses, local loop closures like the benchmark graphs), at rank d and at
+// rank 5 in the exact and the split form, against the row-wise factor of
+// Q + sigma I it replaces. The exact factor's flops grow like k^3 with the
+// block size k of the Hessian. Run with
+//
+//	go test ./sync -run '^$' -bench HessianPrecond -benchtime 3x
 func BenchmarkHessianPrecond(b *testing.B) {
 	const d = 3
 	g, truth, err := datasets.Cube(10, 10, 10, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.3, Seed: 1})
@@ -460,29 +463,38 @@ func BenchmarkHessianPrecond(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, r := range []int{3, 5} {
+	for _, c := range []struct {
+		r     int
+		exact bool
+	}{{3, false}, {5, true}, {5, false}} {
+		r := c.r
+		name := fmt.Sprintf("r=%d", r)
+		if r > d {
+			name += map[bool]string{true: "/exact", false: "/split"}[c.exact]
+		}
 		x := g.Lift(centered(truth, d), posegraph.Poses, r)
 		m := newManifold(q, d, r, 1)
 		lam := multipliers(m, x)
 		p := newHessianPrecond(q, d, perm, 1e-9*scale)
+		p.exact = c.exact
 		p.update(x, lam)
 		v, dst := m.newBlocks(), m.newBlocks()
 		for k := range v.Data {
 			v.Data[k] = float64(k%7) - 3
 		}
 		m.proj(v, x, v)
-		b.Run(fmt.Sprintf("update/r=%d", r), func(b *testing.B) {
+		b.Run("update/"+name, func(b *testing.B) {
 			for b.Loop() {
 				p.update(x, lam)
 			}
 		})
-		b.Run(fmt.Sprintf("apply/r=%d", r), func(b *testing.B) {
+		b.Run("apply/"+name, func(b *testing.B) {
 			for b.Loop() {
 				p.apply(dst, v)
 			}
 		})
 		rs := newRowSolver(func() (*sparse.Cholesky, error) { return pchol, nil }, r, q.Dim())
-		b.Run(fmt.Sprintf("rowsolver/r=%d", r), func(b *testing.B) {
+		b.Run("rowsolver/"+name, func(b *testing.B) {
 			for b.Loop() {
 				rs.apply(dst, v)
 			}
