@@ -274,9 +274,9 @@ func (p *hessianPrecond) complete(w, y []float64) {
 }
 
 // update assembles and factors the Hessian at x (any rank r >= d) with
-// multipliers lam. It reports whether the Hessian, shifted by at most a
-// percent of its largest diagonal entry, was positive definite: near a
-// saddle or far from a minimum it may not be, and the caller falls back.
+// multipliers lam (in the split form: its span part and 2 S). It reports
+// whether they were positive definite once shifted by at most their largest
+// diagonal entry (see factorShifted); if not, the caller falls back to Q.
 func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	if x.R != p.r || p.basis == nil {
 		p.setRank(x.R)
