@@ -168,3 +168,27 @@ func SuiteDir() (string, error) {
 		dir = parent
 	}
 }
+
+// TB is the part of testing.TB that SuiteOrSkip needs; *testing.T and
+// *testing.B satisfy it (datasets does not import testing).
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
+// SuiteOrSkip returns SuiteDir() for a test or benchmark that reads the
+// benchmark graphs. When they cannot be found it fails tb if the CI
+// environment variable is set and skips it otherwise, as DESIGN.md
+// section 9 asks: CI must not pass by skipping.
+func SuiteOrSkip(tb TB) string {
+	tb.Helper()
+	dir, err := SuiteDir()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("benchmark graphs not found (CI is set): %v", err)
+		}
+		tb.Skipf("benchmark graphs not found: %v", err)
+	}
+	return dir
+}

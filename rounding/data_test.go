@@ -1,70 +1,34 @@
 package rounding_test
 
 import (
-	"bufio"
 	"math"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/rounding"
 )
 
-// dataDir locates the benchmark graphs: $BCMSYNC_DATA, else
-// ../shared/datasets relative to the module root.
+// dataDir locates the benchmark graphs (skipped, or failed under CI, when
+// they are missing).
 func dataDir(tb testing.TB) string {
 	tb.Helper()
-	dir := os.Getenv("BCMSYNC_DATA")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(wd, "go.mod")); err == nil {
-				break
-			}
-			up := filepath.Dir(wd)
-			if up == wd {
-				tb.Fatal("no go.mod above the test directory")
-			}
-			wd = up
-		}
-		dir = filepath.Join(wd, "..", "shared", "datasets")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "REFERENCE.tsv")); err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("benchmark graphs not found in %s: %v", dir, err)
-		}
-		tb.Skipf("benchmark graphs not found in %s (set BCMSYNC_DATA)", dir)
-	}
-	return dir
+	return datasets.SuiteOrSkip(tb)
 }
 
 // reference reads the certified optima f_star by file name.
 func reference(tb testing.TB, dir string) map[string]float64 {
 	tb.Helper()
-	f, err := os.Open(filepath.Join(dir, "REFERENCE.tsv"))
+	refs, err := datasets.ReadReference(filepath.Join(dir, "REFERENCE.tsv"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), "\t")
-		if len(fields) < 5 || strings.HasPrefix(fields[0], "#") || fields[0] == "file" {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[4], 64)
-		if err != nil {
-			tb.Fatalf("REFERENCE.tsv: %q: %v", sc.Text(), err)
-		}
-		out[fields[0]] = v
+	for _, r := range refs {
+		out[r.File] = r.FStar
 	}
 	return out
 }

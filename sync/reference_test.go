@@ -3,7 +3,6 @@ package sync_test
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -42,13 +41,7 @@ var large = map[string]bool{
 }
 
 func suite(t *testing.T) (string, []datasets.Reference) {
-	dir, err := datasets.SuiteDir()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("benchmark graphs not found (CI is set): %v", err)
-		}
-		t.Skipf("benchmark graphs not found: %v", err)
-	}
+	dir := datasets.SuiteOrSkip(t)
 	refs, err := datasets.ReadReference(filepath.Join(dir, "REFERENCE.tsv"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bcmsync/bcmsync/datasets"
 )
 
 // runCmd runs the command line and returns the exit status and outputs.
@@ -22,33 +24,37 @@ func runCmd(args ...string) (code int, stdout, stderr string) {
 // TestInfoDatasets runs "info --json" on every benchmark graph and compares
 // d, n and m with REFERENCE.tsv.
 func TestInfoDatasets(t *testing.T) {
-	dir := dataDir(t)
-	for _, r := range reference(t, dir) {
-		path := filepath.Join(dir, r.file)
+	dir := datasets.SuiteOrSkip(t)
+	refs, err := datasets.ReadReference(filepath.Join(dir, "REFERENCE.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range refs {
+		path := filepath.Join(dir, ref.File)
 		code, out, errs := runCmd("info", "--json", path)
 		if code != 0 {
-			t.Errorf("%s: exit %d: %s", r.file, code, errs)
+			t.Errorf("%s: exit %d: %s", ref.File, code, errs)
 			continue
 		}
 		var got graphInfo
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
-			t.Fatalf("%s: %v in %q", r.file, err, out)
+			t.Fatalf("%s: %v in %q", ref.File, err, out)
 		}
-		if got.File != path || got.D != r.d || got.N != r.n || got.M != r.m {
-			t.Errorf("%s: file, d, n, m = %s, %d, %d, %d; REFERENCE.tsv: %d, %d, %d", r.file, got.File, got.D, got.N, got.M, r.d, r.n, r.m)
+		if got.File != path || got.D != ref.D || got.N != ref.N || got.M != ref.M {
+			t.Errorf("%s: file, d, n, m = %s, %d, %d, %d; REFERENCE.tsv: %d, %d, %d", ref.File, got.File, got.D, got.N, got.M, ref.D, ref.N, ref.M)
 		}
-		if got.Components != 1 || !slices.Equal(got.ComponentSizes, []int{r.n}) {
-			t.Errorf("%s: components %d %v, want one of %d", r.file, got.Components, got.ComponentSizes, r.n)
+		if got.Components != 1 || !slices.Equal(got.ComponentSizes, []int{ref.N}) {
+			t.Errorf("%s: components %d %v, want one of %d", ref.File, got.Components, got.ComponentSizes, ref.N)
 		}
-		if mean := float64(2*r.m) / float64(r.n); got.DegreeMean != mean || got.DegreeMin < 1 || got.DegreeMax < got.DegreeMin {
-			t.Errorf("%s: degrees %d %g %d", r.file, got.DegreeMin, got.DegreeMean, got.DegreeMax)
+		if mean := float64(2*ref.M) / float64(ref.N); got.DegreeMean != mean || got.DegreeMin < 1 || got.DegreeMax < got.DegreeMin {
+			t.Errorf("%s: degrees %d %g %d", ref.File, got.DegreeMin, got.DegreeMean, got.DegreeMax)
 		}
 		if want := countLoopClosures(t, path); got.LoopClosures != want {
-			t.Errorf("%s: %d loop closures, the file has %d", r.file, got.LoopClosures, want)
+			t.Errorf("%s: %d loop closures, the file has %d", ref.File, got.LoopClosures, want)
 		}
-		noVertex := strings.Contains(r.file, "CSAIL") || strings.Contains(r.file, "manhattan") || strings.Contains(r.file, "kitti")
-		if want := r.n; noVertex && got.Estimates != 0 || !noVertex && got.Estimates != want {
-			t.Errorf("%s: %d poses with estimates", r.file, got.Estimates)
+		noVertex := strings.Contains(ref.File, "CSAIL") || strings.Contains(ref.File, "manhattan") || strings.Contains(ref.File, "kitti")
+		if want := ref.N; noVertex && got.Estimates != 0 || !noVertex && got.Estimates != want {
+			t.Errorf("%s: %d poses with estimates", ref.File, got.Estimates)
 		}
 	}
 }

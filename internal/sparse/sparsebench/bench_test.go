@@ -10,38 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
-// suiteDir finds the benchmark graphs: $BCMSYNC_DATA, else
-// ../shared/datasets beside the module root.
+// suiteDir finds the benchmark graphs (skipped, or failed under CI, when
+// they are missing).
 func suiteDir(tb testing.TB) string {
 	tb.Helper()
-	dir := os.Getenv("BCMSYNC_DATA")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				dir = filepath.Join(d, "..", "shared", "datasets")
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("benchmark suite not found (%q); set BCMSYNC_DATA", dir)
-		}
-		tb.Skipf("benchmark suite not found (%q); set BCMSYNC_DATA", dir)
-	}
-	return dir
+	return datasets.SuiteOrSkip(tb)
 }
 
 var datasetNames = []string{"parking-garage", "sphere2500", "torus3D", "cubicle", "city10000", "intel"}
