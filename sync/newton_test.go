@@ -403,8 +403,9 @@ func TestHessianPrecondSplit(t *testing.T) {
 			}
 		}
 		got := p.h.Dense()
+		tol := 1e-9 * maxAbs(ref)
 		for e := range ref {
-			if math.Abs(got[e]-ref[e]) > 1e-9*maxAbs(ref) {
+			if math.Abs(got[e]-ref[e]) > tol {
 				t.Fatalf("%s: span H[%d][%d] = %g, want %g", tc.name, e/n, e%n, got[e], ref[e])
 			}
 		}
