@@ -54,6 +54,11 @@ type Options struct {
 	// (0: 50). Negative BCMMaxSweeps skips BCM.
 	BCMTol       float64
 	BCMMaxSweeps int
+	// BCMDecreaseTol hands over to the trust region when a BCM sweep
+	// lowers F by less than this fraction (0: 1e-4): BCM's progress per
+	// sweep only shrinks, and the trust region's Newton steps take over
+	// from there.
+	BCMDecreaseTol float64
 	// GradTol is the relative gradient norm ||grad F|| / ||2XQ|| of the
 	// final point at each rank (0: 1e-9).
 	GradTol float64
@@ -89,6 +94,9 @@ func (o *Options) setDefaults(d int) {
 	}
 	if o.BCMTol == 0 {
 		o.BCMTol = 1e-2
+	}
+	if o.BCMDecreaseTol == 0 {
+		o.BCMDecreaseTol = 1e-4
 	}
 	if o.BCMMaxSweeps == 0 {
 		o.BCMMaxSweeps = 50
@@ -335,7 +343,7 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 	if opts.BCMMaxSweeps > 0 {
 		bo := bcm.Options{
 			Rule: opts.Rule, Threads: opts.Threads, Seed: opts.Seed,
-			GradTol: opts.BCMTol, DecreaseTol: 1e-6, MaxSweeps: opts.BCMMaxSweeps,
+			GradTol: opts.BCMTol, DecreaseTol: opts.BCMDecreaseTol, MaxSweeps: opts.BCMMaxSweeps,
 			// Exact joint translation steps remove BCM's slow diffusion of
 			// translations along long chains.
 			SolveTranslations: opts.Problem == posegraph.Poses,

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strings"
 )
@@ -57,6 +58,12 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// The solver's large buffers live for the whole solve, so the
+		// collector's default headroom (100%) is mostly unused memory:
+		// 50% cuts peak RSS by ~7% (city10000: 149 -> 139 MB) for ~2% time.
+		debug.SetGCPercent(50)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -28,7 +28,7 @@ type solveFlags struct {
 	threads                 int
 	seed                    uint64
 	gradTol, eigTol, bcmTol float64
-	gapTol                  float64
+	gapTol, bcmDecrease     float64
 	bcmSweeps               int
 	timeLimit               time.Duration
 	rotations, largest      bool
@@ -51,6 +51,7 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.eigTol, "eig-tol", 0, "smallest certificate shift eta, relative to the largest diagonal entry of Q (0: 1e-13)")
 	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6)")
 	fs.Float64Var(&f.bcmTol, "bcm-tol", 0, "relative gradient norm at which BCM hands over to the trust region (0: 1e-2)")
+	fs.Float64Var(&f.bcmDecrease, "bcm-decrease", 0, "hand over to the trust region when a BCM sweep lowers F by less than this fraction (0: 1e-4)")
 	fs.IntVar(&f.bcmSweeps, "bcm-sweeps", 0, "maximum BCM sweeps per rank (0: 50; negative: skip BCM)")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this long (e.g. 30s; 0: no limit)")
 	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only (translations ignored)")
@@ -66,7 +67,7 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	for _, v := range []struct {
 		name string
 		val  float64
-	}{{"grad-tol", f.gradTol}, {"eig-tol", f.eigTol}, {"gap-tol", f.gapTol}, {"bcm-tol", f.bcmTol}} {
+	}{{"grad-tol", f.gradTol}, {"eig-tol", f.eigTol}, {"gap-tol", f.gapTol}, {"bcm-tol", f.bcmTol}, {"bcm-decrease", f.bcmDecrease}} {
 		if !(v.val >= 0) || math.IsInf(v.val, 0) {
 			return o, fmt.Errorf("--%s must be a finite number >= 0, not %g", v.name, v.val)
 		}
@@ -81,7 +82,7 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	}
 	o = bsync.Options{
 		Init: init, Rank0: f.rank0, MaxRank: f.maxRank, Rule: rule, Threads: f.threads, Seed: f.seed,
-		GradTol: f.gradTol, EigTol: f.eigTol, GapTol: f.gapTol, BCMTol: f.bcmTol, BCMMaxSweeps: f.bcmSweeps,
+		GradTol: f.gradTol, EigTol: f.eigTol, GapTol: f.gapTol, BCMTol: f.bcmTol, BCMMaxSweeps: f.bcmSweeps, BCMDecreaseTol: f.bcmDecrease,
 		TimeLimit: f.timeLimit, LargestComponent: f.largest,
 	}
 	if f.rotations {
