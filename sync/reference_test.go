@@ -11,22 +11,20 @@ import (
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
-// knownDeviation lists the graphs whose REFERENCE.tsv optimum does not
-// match the objective of DESIGN.md section 1 to 1e-7, with the relative
-// deviation bcmsync finds and why the reference, not the solver, is off:
+// knownDeviation lists the graphs whose REFERENCE.tsv optimum differs from
+// the objective of DESIGN.md section 1 by more than 1e-7, with the relative
+// deviation bcmsync finds. The evidence that the reference, not the solver,
+// is off (TestReference3DInconsistent keeps it tested):
 //
 //   - tinyGrid3D, cubicle: bcmsync's estimate has a LOWER objective than
 //     f_star (checked by an independent evaluation of F at the written
 //     estimate), so f_star is not the minimum of that objective;
-//   - parking-garage: f_star lies below bcmsync's proven lower bound on the
-//     optimum (F* >= F - 1.3e-6), so it cannot be a value of that objective;
-//   - torus3D: bcmsync is 1.7e-7 above f_star, inside its proven bound
-//     (5e-7 relative), so the certificate cannot decide; every start tried
-//     reaches the same F.
+//   - parking-garage, torus3D: f_star lies below bcmsync's proven lower bound
+//     on the optimum (with GapTol 1e-8), so it is not a value of it either.
 //
-// The 3-D reference values were probably computed with other tolerances or
-// a slightly different objective. These graphs must still be certified,
-// and within the stated deviation.
+// sphere2500 and smallGrid3D are within 1e-7 but their f_star is excluded by
+// the proven bound too: every 3-D reference value disagrees with the
+// objective as DESIGN.md defines it, every 2-D one agrees to 1e-8.
 var knownDeviation = map[string]float64{
 	"tinyGrid3D.g2o":     2e-6,
 	"cubicle.g2o":        2e-5,
@@ -91,27 +89,31 @@ func TestReferenceOptima(t *testing.T) {
 	}
 }
 
-// On tinyGrid3D the certified estimate is strictly below f_star: the
-// evidence behind knownDeviation, kept as a test so that a change to the
-// reader or the objective that closes the gap is noticed.
-func TestTinyGrid3DBelowReference(t *testing.T) {
+// Every 3-D f_star is inconsistent with the objective: below a proven lower
+// bound on the optimum, or above a feasible value (the estimate).
+func TestReference3DInconsistent(t *testing.T) {
 	dir, refs := suite(t)
 	for _, ref := range refs {
-		if ref.File != "tinyGrid3D.g2o" {
+		if ref.D != 3 || testing.Short() && large[ref.File] {
 			continue
 		}
 		g, err := g2o.ReadFile(filepath.Join(dir, ref.File), g2o.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, init := range []bsync.Init{bsync.InitChordal, bsync.InitRandom} {
-			res, err := bsync.Solve(context.Background(), g, bsync.Options{Init: init, Rank0: 5, Seed: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Certified || res.Objective >= ref.FStar*(1-1e-7) {
-				t.Errorf("init %s: certified=%v F=%.12g, expected a certified value below f_star %.12g", init, res.Certified, res.Objective, ref.FStar)
-			}
+		res, err := bsync.Solve(context.Background(), g, bsync.Options{GapTol: 1e-8})
+		if err != nil {
+			t.Fatal(err)
 		}
+		if !res.Certified {
+			t.Errorf("%s: not certified at GapTol 1e-8: %s", ref.File, res.Status)
+			continue
+		}
+		below := res.Objective < ref.FStar // a feasible point under f_star
+		above := res.DualBound > ref.FStar // f_star under a proven bound
+		if !below && !above {
+			t.Errorf("%s: f_star %.12g is consistent with [dual %.12g, F %.12g]", ref.File, ref.FStar, res.DualBound, res.Objective)
+		}
+		t.Logf("%s: f_star %.12g, proven optimum in [%.12g, %.12g]", ref.File, ref.FStar, res.DualBound, res.Objective)
 	}
 }
