@@ -6,14 +6,17 @@
 // staircase. At rank r it minimizes F(X) = tr(X Q X^T) over
 // St(d, r)^n x R^{r n} by block-coordinate minimization (package bcm), the
 // core algorithm, which makes fast early progress; a Riemannian trust region
-// with truncated conjugate gradients, preconditioned by a sparse Cholesky
-// factor of Q, then brings the point to the accuracy a certificate needs.
+// with truncated conjugate gradients then brings the point to the accuracy a
+// certificate needs. Its preconditioner is a sparse Cholesky factor of the
+// Riemannian Hessian itself, assembled in an orthonormal tangent basis, so
+// each step is a Newton step.
 //
 // The certificate (DESIGN.md section 5) forms Lambda_i = sym(Y_i^T (XQ)_i)
-// and S = Q - Lambda. If S + eta I has a Cholesky factor, S is positive
-// semidefinite to the tolerance eta, tr(Lambda) is a lower bound on the
-// optimum, and the rounded estimate is optimal to within
-// F(rounded) - tr(Lambda), the reported suboptimality bound. Otherwise the
+// and S = Q - Lambda. If S + eta D_Y (a shift on the rotation coordinates
+// only, the common translation grounded) has a Cholesky factor, then
+// tr(Lambda) - eta d n is a proven lower bound on the optimum, and the
+// estimate is optimal to within F(estimate) minus that bound, the reported
+// suboptimality bound; eta is chosen from Options.GapTol. Otherwise the
 // smallest eigenpair of S gives a direction of negative curvature at rank
 // r+1: Solve steps along it (the saddle escape) and solves again, up to
 // Options.MaxRank.

@@ -10,8 +10,11 @@ import (
 
 // The finishing phase: a Riemannian trust-region method (Absil, Baker and
 // Gallivan) whose subproblems are solved by truncated conjugate gradients
-// (Steihaug-Toint), preconditioned by a sparse Cholesky factor of Q + sigma I
-// applied row by row and projected onto the tangent space. BCM brings X into
+// (Steihaug-Toint) on the horizontal space (the gauge projected out),
+// preconditioned by a sparse Cholesky factor of the Riemannian Hessian in an
+// orthonormal tangent basis (newton.go; exact at rank d, split above), and
+// by a factor of Q + sigma I applied row by row when the Hessian does not
+// factor even shifted. BCM brings X into
 // the basin cheaply; near a critical point this converges superlinearly,
 // which is what the certificate needs (an accurate critical point).
 
@@ -95,13 +98,13 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	// Near the minimum it changes little from step to step, and the factor
 	// from the previous point still preconditions tCG almost exactly, so it
 	// is kept while tCG converges in a few inner iterations.
-	useHessian, refactor := false, true
+	// The update is lazy (pending): the point that meets the tolerance
+	// never runs tCG, so it must not pay for a factorization.
+	useHessian, refactor, pending := false, true, false
 	setPoint := func() {
 		m.lambda(lam, x, nq)
 		gg.setPoint(x)
-		if hp != nil && (refactor || !useHessian) {
-			useHessian = hp.update(x, lam)
-		}
+		pending = hp != nil && (refactor || !useHessian)
 	}
 	// horizontal removes the gauge directions (Omega X and the common
 	// translation): tCG works on their orthogonal complement, where the
@@ -113,6 +116,9 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		gg.remove(v)
 	}
 	precond := func(dst, v *sparse.Blocks) {
+		if pending {
+			useHessian, pending = hp.update(x, lam), false
+		}
 		switch {
 		case useHessian:
 			hp.apply(dst, v)
