@@ -23,6 +23,9 @@ import (
 // minutes and gigabytes:
 //
 //	go test ./sync -run '^$' -bench ScalingGrid3D -benchtime 1x -bcmsync.large
+//
+// On a 2-core, 23 GB machine (shared) one attempt with GOMEMLIMIT=10GiB had
+// not finished after 24 minutes, at 16 GB resident, and was stopped.
 var largeScaling = flag.Bool("bcmsync.large", false, "also run the 10^6-pose case of BenchmarkScalingGrid3D")
 
 // scalingLoopProb is the fraction of the lattice's non-odometry neighbour
