@@ -96,7 +96,7 @@ func (o *Options) setDefaults(d int) {
 		o.BCMTol = 1e-2
 	}
 	if o.BCMDecreaseTol == 0 {
-		o.BCMDecreaseTol = 1e-4
+		o.BCMDecreaseTol = 1e-5
 	}
 	if o.BCMMaxSweeps == 0 {
 		o.BCMMaxSweeps = 50
