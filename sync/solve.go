@@ -55,7 +55,7 @@ type Options struct {
 	BCMTol       float64
 	BCMMaxSweeps int
 	// BCMDecreaseTol hands over to the trust region when a BCM sweep
-	// lowers F by less than this fraction (0: 1e-4): BCM's progress per
+	// lowers F by less than this fraction (0: 1e-5): BCM's progress per
 	// sweep only shrinks, and the trust region's Newton steps take over
 	// from there.
 	BCMDecreaseTol float64
