@@ -222,8 +222,18 @@ func BlockAMD(q *BlockSym, drop int) []int {
 	if nb <= 0 {
 		return []int{}
 	}
-	xadj := make([]int, nb+1)
-	var adj []int
+	xadj, adj := blockGraph(q, drop)
+	w := make([]int, nb)
+	for i := range w {
+		w[i] = q.B
+	}
+	return expandBlockOrder(minDegree(nb, xadj, adj, w), q.B)
+}
+
+// blockGraph returns the adjacency (xadj, adj) of q's block graph without
+// its first drop blocks and without self loops, blocks renumbered from 0.
+func blockGraph(q *BlockSym, drop int) (xadj, adj []int) {
+	xadj = make([]int, q.N-drop+1)
 	for i := drop; i < q.N; i++ {
 		for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
 			if j := q.ColIdx[k]; j != i && j >= drop {
@@ -232,15 +242,16 @@ func BlockAMD(q *BlockSym, drop int) []int {
 		}
 		xadj[i-drop+1] = len(adj)
 	}
-	w := make([]int, nb)
-	for i := range w {
-		w[i] = q.B
-	}
-	order := minDegree(nb, xadj, adj, w)
-	perm := make([]int, 0, nb*q.B)
+	return xadj, adj
+}
+
+// expandBlockOrder turns an order of blocks of size b into the scalar
+// permutation that keeps each block's variables together.
+func expandBlockOrder(order []int, b int) []int {
+	perm := make([]int, 0, len(order)*b)
 	for _, i := range order {
-		for c := 0; c < q.B; c++ {
-			perm = append(perm, i*q.B+c)
+		for c := 0; c < b; c++ {
+			perm = append(perm, i*b+c)
 		}
 	}
 	return perm

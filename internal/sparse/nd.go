@@ -14,16 +14,7 @@ func NestedDissection(q *BlockSym, drop int) []int {
 	if nb <= 0 {
 		return []int{}
 	}
-	xadj := make([]int, nb+1)
-	var adj []int
-	for i := drop; i < q.N; i++ {
-		for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
-			if j := q.ColIdx[k]; j != i && j >= drop {
-				adj = append(adj, j-drop)
-			}
-		}
-		xadj[i-drop+1] = len(adj)
-	}
+	xadj, adj := blockGraph(q, drop)
 	st := &ndState{xadj: xadj, adj: adj, mark: make([]int, nb), level: make([]int, nb), local: make([]int, nb)}
 	for i := range st.mark {
 		st.mark[i] = -1
@@ -33,13 +24,7 @@ func NestedDissection(q *BlockSym, drop int) []int {
 		all[i] = i
 	}
 	st.dissect(all)
-	perm := make([]int, 0, nb*q.B)
-	for _, i := range st.order {
-		for c := 0; c < q.B; c++ {
-			perm = append(perm, i*q.B+c)
-		}
-	}
-	return perm
+	return expandBlockOrder(st.order, q.B)
 }
 
 // ndLeaf is the size below which a piece is ordered by minimum degree.
