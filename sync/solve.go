@@ -50,7 +50,7 @@ type Options struct {
 	Threads int
 	Seed    uint64
 	// BCMTol is the relative gradient norm at which BCM hands over to the
-	// trust-region finish (0: 1e-2); BCMMaxSweeps bounds its sweeps
+	// trust-region finish (0: 1e-3); BCMMaxSweeps bounds its sweeps
 	// (0: 50). Negative BCMMaxSweeps skips BCM.
 	BCMTol       float64
 	BCMMaxSweeps int
@@ -93,7 +93,7 @@ func (o *Options) setDefaults(d int) {
 		o.MaxRank = 10
 	}
 	if o.BCMTol == 0 {
-		o.BCMTol = 1e-2
+		o.BCMTol = 1e-3
 	}
 	if o.BCMDecreaseTol == 0 {
 		o.BCMDecreaseTol = 1e-5
