@@ -174,7 +174,7 @@ func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	// (the factor of Q is poor when Lambda is large on Q's low modes).
 	cert.dualBound = cert.trLambda
 	var pre sparse.Preconditioner
-	if sh, _, err := sparse.FactorShifted(c.s, math.Max(eta, 1e-12*maxDiag(c.s)), 14); err == nil {
+	if sh, _, err := sparse.FactorShifted(c.s, math.Max(eta, 1e-12*c.s.MaxDiag()), 14); err == nil {
 		pre = sh
 	}
 	res, err := sparse.SmallestEig(c.s, sparse.EigOptions{
@@ -234,18 +234,4 @@ func normalize(v []float64) {
 	for k := range v {
 		v[k] /= s
 	}
-}
-
-// maxDiag is the largest diagonal entry of Q, the scale that the
-// eigenvalue tolerance is relative to: weights in the benchmark files range
-// over six orders of magnitude.
-func maxDiag(q *sparse.BlockSym) float64 {
-	s, b := 0.0, q.B
-	for i := 0; i < q.N; i++ {
-		blk := q.Block(q.Diag[i])
-		for a := 0; a < b; a++ {
-			s = math.Max(s, blk[a*b+a])
-		}
-	}
-	return s
 }

@@ -348,7 +348,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 			}
 		}
 	}
-	p.scale = maxDiagBlocks(p.h)
+	p.scale = p.h.MaxDiag()
 	if p.csc == nil {
 		p.csc = p.h.LowerCSC(p.mu, 0)
 	}
@@ -395,17 +395,6 @@ func factorShifted(h *sparse.BlockSym, csc *sparse.CSC, chol *sparse.Cholesky, m
 	return 0, false
 }
 
-func maxDiagBlocks(h *sparse.BlockSym) float64 {
-	k, s := h.B, 0.0
-	for i := 0; i < h.N; i++ {
-		blk := h.Block(h.Diag[i])
-		for t := 0; t < k; t++ {
-			s = math.Max(s, blk[t*k+t])
-		}
-	}
-	return s
-}
-
 // factorS factors 2 S = 2 (Q - Lambda) (shifted as needed), the Hessian of
 // the complement part in the split form.
 func (p *hessianPrecond) factorS(lam []float64) bool {
@@ -438,7 +427,7 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 	// 500 trust-region steps without converging where Q's factor, used
 	// until S factors unshifted, converges in 184 (51 s against 163 s).
 	var ok bool
-	p.sshift, ok = factorShifted(p.s, p.scsc, p.schol, p.mu, maxDiagBlocks(p.s), &p.srung, 0)
+	p.sshift, ok = factorShifted(p.s, p.scsc, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0)
 	return ok
 }
 

@@ -39,7 +39,7 @@ func newtonCases(t *testing.T) []newtonCase {
 			// The rank-d minimum, by the trust region from the truth.
 			xd := g.Lift(centered(truth, d), prob, d)
 			m := newManifold(q, d, d, 1)
-			hp := newHessianPrecond(q, d, nil, 1e-12*maxDiag(q))
+			hp := newHessianPrecond(q, d, nil, 1e-12*q.MaxDiag())
 			rr, err := rtr(context.Background(), m, xd, nil, hp, rtrOptions{GradTol: 1e-12, MaxIter: 100})
 			if err != nil {
 				t.Fatal(err)
@@ -189,7 +189,7 @@ func TestHessianPrecond(t *testing.T) {
 		q, d, r, x := tc.q, tc.d, tc.r, tc.x
 		p := pre[q]
 		if p == nil {
-			p = newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*maxDiag(q))
+			p = newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*q.MaxDiag())
 			p.exact = true
 			pre[q] = p
 		}
@@ -350,8 +350,8 @@ func TestHessianPrecondSplit(t *testing.T) {
 		if r == d {
 			continue
 		}
-		p := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*maxDiag(q))
-		pe := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*maxDiag(q))
+		p := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*q.MaxDiag())
+		pe := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*q.MaxDiag())
 		pe.exact = true
 		m := newManifold(q, d, r, 1)
 		lam := multipliers(m, x)
@@ -459,7 +459,7 @@ func BenchmarkHessianPrecond(b *testing.B) {
 	}
 	q := g.Laplacian(posegraph.Poses)
 	perm := sparse.BlockAMD(q, 0)
-	scale := maxDiag(q)
+	scale := q.MaxDiag()
 	pchol, err := sparse.NewCholeskyPerm(q.LowerCSC(1e-9*scale, 0), perm)
 	if err != nil {
 		b.Fatal(err)

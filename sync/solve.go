@@ -155,7 +155,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	log.Info("initialized", "init", string(opts.Init), "F", res.InitialObjective, "seconds", res.Timings.Init)
 
 	q := g.Laplacian(opts.Problem)
-	scale := maxDiag(q)
+	scale := q.MaxDiag()
 	etaFloor := opts.EigTol * scale
 
 	// A Cholesky factor of Q + sigma I preconditions the trust region's

@@ -199,3 +199,18 @@ func (m *BlockSym) find(i, j int) int {
 	}
 	return -1
 }
+
+// MaxDiag returns the largest diagonal entry: the scale that relative
+// tolerances (shifts, certificate floors) are measured against.
+func (m *BlockSym) MaxDiag() float64 {
+	s, b := 0.0, m.B
+	for i := 0; i < m.N; i++ {
+		blk := m.Block(m.Diag[i])
+		for a := 0; a < b; a++ {
+			if blk[a*b+a] > s {
+				s = blk[a*b+a]
+			}
+		}
+	}
+	return s
+}
