@@ -48,10 +48,15 @@ type Cholesky struct {
 	perm []int // perm[k] = original index of pivot k
 	pinv []int
 
-	// The pattern of A it was built for, to check refactorizations.
-	aColPtr, aRowIdx []int
+	// The pattern of A it was built for, to check refactorizations: its
+	// number of entries and a hash of its column pointers and row indices
+	// (a copy would cost 8 bytes per entry of A, which dominates the
+	// memory of large, thinly filled problems).
+	aNNZ  int
+	aHash uint64
 	// C = upper triangle of P A P^T by columns (its pattern drives the
-	// elimination tree and the row patterns of L).
+	// elimination tree and the row patterns of L). The supernodal factor
+	// drops ci and amap after the analysis.
 	cp, ci []int
 	parent []int
 	colCnt []int // nonzeros of each column of L, diagonal included
@@ -144,8 +149,8 @@ func analyze(a *CSC, perm []int, simplicial bool) (*Cholesky, error) {
 func (c *Cholesky) symbolic(a *CSC) {
 	n := a.N
 	nnz := a.ColPtr[n]
-	c.aColPtr = append([]int(nil), a.ColPtr...)
-	c.aRowIdx = append([]int(nil), a.RowIdx[:nnz]...)
+	c.aNNZ = nnz
+	c.aHash = patternHash(a)
 	c.x = make([]float64, n)
 	c.s = make([]int, n)
 	c.flag = make([]int, n)
@@ -179,7 +184,38 @@ func (c *Cholesky) symbolic(a *CSC) {
 		c.symbolicSimplicial()
 	} else {
 		c.sn = newSupernodes(c, a)
+		// The supernodal factor assembles A through sn.vmap: C's pattern
+		// and map are no longer needed.
+		c.ci, c.amap = nil, nil
 	}
+}
+
+// Pattern hashing. The same sequence of values is mixed whether the
+// pattern comes from a CSC (patternHash) or is generated from a BlockSym
+// (FactorizeBlocks): a column marker, then the row of each entry.
+const (
+	hashSeed  = 14695981039346656037
+	hashPrime = 1099511628211
+)
+
+func hashMix(h uint64, v int) uint64 {
+	return (h ^ uint64(v)) * hashPrime
+}
+
+// colMarker is mixed in at the start of column j; it differs from every
+// row index mixed in for an entry.
+func colMarker(j int) int { return -1 - j }
+
+// patternHash hashes the pattern of a (its column pointers and row indices).
+func patternHash(a *CSC) uint64 {
+	h := uint64(hashSeed)
+	for j := 0; j < a.N; j++ {
+		h = hashMix(h, colMarker(j))
+		for _, i := range a.RowIdx[a.ColPtr[j]:a.ColPtr[j+1]] {
+			h = hashMix(h, i)
+		}
+	}
+	return h
 }
 
 // permute sets pinv and the pattern of C = upper triangle of P A P^T, with
@@ -331,18 +367,8 @@ func (c *Cholesky) Factorize(a *CSC) error {
 	if a == nil {
 		return errors.New("sparse: Factorize: nil matrix")
 	}
-	if a.N != c.n || len(a.ColPtr) != len(c.aColPtr) || a.ColPtr[a.N] != len(c.aRowIdx) {
+	if a.N != c.n || len(a.ColPtr) != a.N+1 || a.ColPtr[a.N] != c.aNNZ || patternHash(a) != c.aHash {
 		return fmt.Errorf("sparse: Factorize: matrix of order %d with %d entries does not match the analysed pattern", a.N, len(a.RowIdx))
-	}
-	for j, p := range c.aColPtr {
-		if a.ColPtr[j] != p {
-			return fmt.Errorf("sparse: Factorize: column %d differs from the analysed pattern", j)
-		}
-	}
-	for p, i := range c.aRowIdx {
-		if a.RowIdx[p] != i {
-			return fmt.Errorf("sparse: Factorize: entry %d differs from the analysed pattern", p)
-		}
 	}
 	// Pivots at or below this are rejected: a positive definite matrix
 	// has every pivot >= lambda_min, and a singular one (Q itself, say)
@@ -359,9 +385,71 @@ func (c *Cholesky) Factorize(a *CSC) error {
 		}
 		err = c.numeric(thr)
 	} else {
-		err = c.sn.factor(c, a, thr)
+		err = c.sn.factor(c, a.Val, thr)
 	}
 	if err != nil {
+		return err
+	}
+	c.ok = true
+	return nil
+}
+
+// FactorizeBlocks is Factorize(m.LowerCSC(shift, 0)) without building that
+// CSC: the factor must have been analysed on a matrix with m's block
+// structure (LowerCSC(anything, 0) of m or of a matrix with the same
+// pattern). A caller that refactors one block structure with new values
+// (the certificate's S + eta D, the trust region's Hessian) then keeps no
+// scalar copy of the matrix, which at a million poses saves gigabytes.
+func (c *Cholesky) FactorizeBlocks(m *BlockSym, shift float64) error {
+	c.ok = false
+	if m == nil {
+		return errors.New("sparse: FactorizeBlocks: nil matrix")
+	}
+	b := m.B
+	if m.N*b != c.n {
+		return fmt.Errorf("sparse: FactorizeBlocks: matrix of order %d does not match the analysed order %d", m.N*b, c.n)
+	}
+	if c.simplicial {
+		return c.Factorize(m.LowerCSC(shift, 0))
+	}
+	sn := c.sn
+	sn.clearVal()
+	val, vmap := sn.val, sn.vmap
+	h := uint64(hashSeed)
+	p, thr := 0, 0.0
+	// The loops visit the entries in LowerCSC's order (see there).
+	for j := 0; j < m.N; j++ {
+		for cc := 0; cc < b; cc++ {
+			h = hashMix(h, colMarker(j*b+cc))
+			for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
+				i := m.ColIdx[k]
+				if i < j {
+					continue
+				}
+				blk := m.Block(k)
+				a0 := 0
+				if i == j {
+					a0 = cc
+				}
+				for a := a0; a < b; a++ {
+					v := blk[cc*b+a]
+					if i == j && a == cc {
+						v += shift
+						thr = math.Max(thr, math.Abs(v))
+					}
+					h = hashMix(h, i*b+a)
+					if p < len(vmap) {
+						val[vmap[p]] = v
+					}
+					p++
+				}
+			}
+		}
+	}
+	if p != c.aNNZ || h != c.aHash {
+		return fmt.Errorf("sparse: FactorizeBlocks: matrix of order %d with %d lower entries does not match the analysed pattern", c.n, p)
+	}
+	if err := sn.factorAssembled(c, thr*PivotTol); err != nil {
 		return err
 	}
 	c.ok = true

@@ -34,6 +34,19 @@ var factorers = []factorer{
 	{"BlockAMD", func(a *sparse.CSC, q *sparse.BlockSym) (*sparse.Cholesky, error) {
 		return sparse.NewCholeskyPerm(a, sparse.BlockAMD(q, 0))
 	}},
+	// Analysed on q's unshifted pattern, factored straight from the blocks
+	// with the shift that a carries.
+	{"BlockAMD-FactorizeBlocks", func(a *sparse.CSC, q *sparse.BlockSym) (*sparse.Cholesky, error) {
+		c, err := sparse.Analyze(q.LowerCSC(0, 0), sparse.BlockAMD(q, 0))
+		if err != nil {
+			return nil, err
+		}
+		shift := a.Val[a.ColPtr[0]] - q.Block(q.RowPtr[0] + diagSlot(q, 0))[0]
+		if err := c.FactorizeBlocks(q, shift); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}},
 	{"natural", func(a *sparse.CSC, _ *sparse.BlockSym) (*sparse.Cholesky, error) {
 		return sparse.NewCholeskyPerm(a, identityPerm(a.N))
 	}},
@@ -43,6 +56,16 @@ var factorers = []factorer{
 	{"simplicial-natural", func(a *sparse.CSC, _ *sparse.BlockSym) (*sparse.Cholesky, error) {
 		return factorWith(sparse.AnalyzeSimplicial(a, identityPerm(a.N)))(a)
 	}},
+}
+
+// diagSlot is the position of block (i, i) within block row i of q.
+func diagSlot(q *sparse.BlockSym, i int) int {
+	for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
+		if q.ColIdx[k] == i {
+			return k - q.RowPtr[i]
+		}
+	}
+	panic("no diagonal block")
 }
 
 func factorWith(c *sparse.Cholesky, err error) func(a *sparse.CSC) (*sparse.Cholesky, error) {
@@ -256,6 +279,90 @@ func TestCholeskyBadInput(t *testing.T) {
 	}
 	if err := ch.Factorize(gridCSC(4, 2)); err == nil {
 		t.Error("Factorize accepted another pattern")
+	}
+}
+
+// TestFactorizeBlocks checks that factoring straight from the blocks gives
+// the same bits as factoring LowerCSC, for new values on one pattern, on
+// both factorizations, and that a different structure or an indefinite
+// matrix is refused.
+func TestFactorizeBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, cc := range cholCases {
+		q, shift, anorm := shiftedPD(t, rng, cc, 0.1)
+		n := q.N * q.B
+		b := randVec(rng, n)
+		for _, analyze := range []func(*sparse.CSC, []int) (*sparse.Cholesky, error){sparse.Analyze, sparse.AnalyzeSimplicial} {
+			perm := sparse.BlockAMD(q, 0)
+			viaCSC, err := analyze(q.LowerCSC(0, 0), perm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			viaBlocks, err := analyze(q.LowerCSC(0, 0), perm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Twice, so the second factorization reuses the first's storage.
+			for _, s := range []float64{shift, 2 * shift} {
+				if err := viaCSC.Factorize(q.LowerCSC(s, 0)); err != nil {
+					t.Fatal(err)
+				}
+				if err := viaBlocks.FactorizeBlocks(q, s); err != nil {
+					t.Fatal(err)
+				}
+				x1, x2 := make([]float64, n), make([]float64, n)
+				viaCSC.Solve(x1, b)
+				viaBlocks.Solve(x2, b)
+				for i := range x1 {
+					if x1[i] != x2[i] {
+						t.Fatalf("%+v shift %g: entry %d: FactorizeBlocks %v, Factorize %v", cc, s, i, x2[i], x1[i])
+					}
+				}
+				// And against the dense oracle.
+				d := denseOf(q)
+				for i := 0; i < n; i++ {
+					d.SetSym(i, i, d.At(i, i)+s)
+				}
+				var ch mat.Cholesky
+				if !ch.Factorize(d) {
+					t.Fatal("dense oracle: not positive definite")
+				}
+				want := mat.NewVecDense(n, nil)
+				if err := ch.SolveVecTo(want, mat.NewVecDense(n, b)); err != nil {
+					t.Fatal(err)
+				}
+				for i := range x2 {
+					if math.Abs(x2[i]-want.AtVec(i)) > 1e-8*(1+math.Abs(want.AtVec(i))) {
+						t.Fatalf("%+v shift %g: entry %d: %v, dense %v", cc, s, i, x2[i], want.AtVec(i))
+					}
+				}
+			}
+			// Not positive definite: lambda_min(q + shift I) is 0.1 anorm.
+			if err := viaBlocks.FactorizeBlocks(q, shift-0.2*anorm); !sparse.IsNotPositiveDefinite(err) {
+				t.Errorf("%+v: indefinite matrix: err %v", cc, err)
+			}
+			x := make([]float64, n)
+			viaBlocks.Solve(x, b)
+			if !math.IsNaN(x[0]) {
+				t.Errorf("%+v: Solve after a failed FactorizeBlocks gave %v, want NaN", cc, x[0])
+			}
+		}
+	}
+	// Another block structure of the same order is refused.
+	q1 := randBlockSym(rng, 20, 3, 0.2, 1)
+	q2 := randBlockSym(rng, 20, 3, 0.3, 1)
+	c, err := sparse.Analyze(q1.LowerCSC(0, 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FactorizeBlocks(q2, 100); err == nil {
+		t.Error("FactorizeBlocks accepted another block structure")
+	}
+	if err := c.FactorizeBlocks(randBlockSym(rng, 21, 3, 0.2, 1), 100); err == nil {
+		t.Error("FactorizeBlocks accepted another order")
+	}
+	if err := c.FactorizeBlocks(nil, 1); err == nil {
+		t.Error("FactorizeBlocks accepted nil")
 	}
 }
 

@@ -22,23 +22,18 @@ func FactorShifted(q *BlockSym, tau0 float64, tries int) (*Cholesky, float64, er
 	if !(tau0 > 0) || math.IsInf(tau0, 0) || tries < 1 {
 		return nil, 0, fmt.Errorf("sparse: FactorShifted: bad first shift %g or tries %d", tau0, tries)
 	}
-	a := q.LowerCSC(tau0, 0)
-	c, err := Analyze(a, BlockAMD(q, 0))
+	c, err := Analyze(q.LowerCSC(tau0, 0), BlockAMD(q, 0))
 	if err != nil {
 		return nil, 0, err
 	}
 	tau := tau0
 	for k := 0; k < tries; k++ {
-		err = c.Factorize(a)
+		err = c.FactorizeBlocks(q, tau)
 		if err == nil {
 			return c, tau, nil
 		}
 		if !IsNotPositiveDefinite(err) {
 			return nil, 0, err
-		}
-		// The diagonal entry leads each column of a.
-		for j := 0; j < a.N; j++ {
-			a.Val[a.ColPtr[j]] += 9 * tau
 		}
 		tau *= 10
 	}

@@ -33,10 +33,10 @@ type supernodes struct {
 	val    []float64
 	stored int
 
-	// Lower triangle of P A P^T by columns, with the map from A's entries.
-	lp, li []int
-	lx     []float64
-	amap   []int
+	// vmap sends entry p of A (in the analysed CSC order) to its place in
+	// val: assembling A is one scatter, and no copy of A's pattern or
+	// values is kept (it would cost 24 bytes per entry of A).
+	vmap []int
 
 	// Independent subtrees [lo, hi) of supernodes, factored concurrently,
 	// and the remaining supernodes, factored after them in order.
@@ -86,32 +86,28 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 			sn.super[j] = s
 		}
 	}
-	// Lower triangle of C by columns: the transpose of C's upper pattern.
-	sn.lp = make([]int, n+1)
+	// Lower triangle of C by columns: the transpose of C's upper pattern
+	// (needed only while the structures and vmap are built).
+	lp := make([]int, n+1)
 	for k := 0; k < n; k++ {
 		for p := c.cp[k]; p < c.cp[k+1]; p++ {
-			sn.lp[c.ci[p]+1]++
+			lp[c.ci[p]+1]++
 		}
 	}
 	for k := 0; k < n; k++ {
-		sn.lp[k+1] += sn.lp[k]
+		lp[k+1] += lp[k]
 	}
-	next := append([]int(nil), sn.lp[:n]...)
-	sn.li = make([]int, len(c.ci))
+	next := append([]int(nil), lp[:n]...)
+	li := make([]int, len(c.ci))
 	cmap := make([]int, len(c.ci)) // C entry -> lower entry
 	for k := 0; k < n; k++ {
 		for p := c.cp[k]; p < c.cp[k+1]; p++ {
 			i := c.ci[p]
 			q := next[i]
 			next[i]++
-			sn.li[q] = k
+			li[q] = k
 			cmap[p] = q
 		}
-	}
-	sn.lx = make([]float64, len(c.ci))
-	sn.amap = make([]int, len(c.amap))
-	for p, q := range c.amap {
-		sn.amap[p] = cmap[q]
 	}
 	// Children lists of the supernodal tree, then row structures from the
 	// leaves up: the rows of s below its columns are those of A's columns
@@ -144,8 +140,8 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 			mark[j] = s
 		}
 		for j := f; j <= l; j++ {
-			for p := sn.lp[j]; p < sn.lp[j+1]; p++ {
-				if i := sn.li[p]; i > l && mark[i] != s {
+			for p := lp[j]; p < lp[j+1]; p++ {
+				if i := li[p]; i > l && mark[i] != s {
 					mark[i] = s
 					sn.rows = append(sn.rows, i)
 				}
@@ -168,6 +164,22 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 		}
 		sn.rowPtr[s+1] = len(sn.rows)
 		sn.valPtr[s+1] = sn.valPtr[s] + nr*nc
+		// Where each lower entry of columns f..l lands in val (li is
+		// overwritten: entry p's row becomes its value offset).
+		for r, i := range sn.rows[start:] {
+			next[i] = r // next is free scratch now
+		}
+		for j := f; j <= l; j++ {
+			for p := lp[j]; p < lp[j+1]; p++ {
+				li[p] = sn.valPtr[s] + next[li[p]]*nc + j - f
+			}
+		}
+	}
+	// A's entry p is C's entry amap[p], the lower entry cmap[amap[p]],
+	// whose offset li now holds. amap becomes vmap in place.
+	sn.vmap = c.amap
+	for p, q := range sn.vmap {
+		sn.vmap[p] = li[cmap[q]]
 	}
 	sn.stored = 0
 	for s := 0; s < ns; s++ {
@@ -201,16 +213,34 @@ type snWork struct {
 // supernode outside its subtree is queued per task and linked in task order
 // after the join, so the order of every sum, hence every bit of the
 // result, is the same on any number of threads.
-func (sn *supernodes) factor(c *Cholesky, a *CSC, thr float64) error {
-	ns := len(sn.first) - 1
+func (sn *supernodes) factor(c *Cholesky, aval []float64, thr float64) error {
+	sn.assemble(aval)
+	return sn.factorAssembled(c, thr)
+}
+
+// assemble zeroes val and scatters A's values (aval, in the analysed CSC
+// order) into it.
+func (sn *supernodes) assemble(aval []float64) {
+	sn.clearVal()
+	val := sn.val
+	for p, q := range sn.vmap {
+		val[q] = aval[p]
+	}
+}
+
+// clearVal allocates val on first use and sets it to zero.
+func (sn *supernodes) clearVal() {
+	if sn.val == nil {
+		sn.val = make([]float64, sn.valPtr[len(sn.first)-1])
+		return
+	}
+	clear(sn.val)
+}
+
+// factorAssembled factors val in place, which holds A (assemble).
+func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 	for s := range sn.head {
 		sn.head[s] = -1
-	}
-	if sn.val == nil {
-		sn.val = make([]float64, sn.valPtr[ns])
-	}
-	for p, q := range sn.amap {
-		sn.lx[q] = a.Val[p]
 	}
 	threads := min(runtime.GOMAXPROCS(0), len(sn.tasks))
 	for len(sn.work) < max(threads, 1) {
@@ -296,19 +326,10 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 	nc := l - f + 1
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
 	nr := len(rows)
-	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
-	for k := range ls {
-		ls[k] = 0
-	}
+	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]] // holds A's columns f..l (assemble)
 	relMap := w.relMap
 	for r, i := range rows {
 		relMap[i] = r
-	}
-	// Assemble A's columns f..l.
-	for j := f; j <= l; j++ {
-		for p := sn.lp[j]; p < sn.lp[j+1]; p++ {
-			ls[relMap[sn.li[p]]*nc+j-f] = sn.lx[p]
-		}
 	}
 	// Updates from descendants.
 	for d := sn.head[s]; d != -1; {
