@@ -41,7 +41,6 @@ type certifier struct {
 	etaFloor float64 // below this the factorization is rounding, not proof
 	perm     []int   // fill-reducing order of Q's pattern (nil: AMD)
 	chol     *sparse.Cholesky
-	csc      *sparse.CSC
 	seed     uint64
 	inv      []float64 // inverse-iteration vectors
 	inv2     []float64
@@ -146,17 +145,14 @@ func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	eta := math.Max(c.gapTol*math.Abs(cert.trLambda)/(2*float64(d)*n), c.etaFloor)
 	for try := 0; try < 3; try, eta = try+1, eta*10 {
 		c.buildShifted(eta)
-		if c.csc == nil {
-			c.csc = c.sh.LowerCSC(0, 0)
-			chol, err := sparse.Analyze(c.csc, c.perm)
+		if c.chol == nil {
+			chol, err := sparse.Analyze(c.sh.LowerCSC(0, 0), c.perm)
 			if err != nil {
 				return cert, fmt.Errorf("certificate: analysing S: %w", err)
 			}
 			c.chol = chol
-		} else {
-			c.sh.FillLowerCSC(c.csc, 0)
 		}
-		err := c.chol.Factorize(c.csc)
+		err := c.chol.FactorizeBlocks(c.sh, 0)
 		if err == nil {
 			cert.psd, cert.eta = true, eta
 			cert.dualBound = cert.trLambda - eta*float64(d)*n

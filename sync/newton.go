@@ -72,7 +72,6 @@ type hessianPrecond struct {
 	basis [][]basisEntry
 	h     *sparse.BlockSym // the Hessian in basis coordinates, both triangles
 	tpos  []int            // tpos[pos] = position of the transposed block
-	csc   *sparse.CSC
 	chol  *sparse.Cholesky
 	perm  []int       // Q's ordering expanded to k scalars per block
 	w     []float64   // W_i, r x r row-major, at w[i*r*r:]
@@ -91,7 +90,6 @@ type hessianPrecond struct {
 	// The split form at r > d: the complement part is preconditioned by
 	// 2 S (x) I_{r-d}, factored once per update on Q's pattern.
 	s      *sparse.BlockSym // 2 (Q - Lambda)
-	scsc   *sparse.CSC
 	schol  *sparse.Cholesky
 	sshift float64
 	srung  int
@@ -173,7 +171,7 @@ func (p *hessianPrecond) setRank(r int) {
 	if len(p.qper) == 0 {
 		p.perm = nil // let the factorization order H itself
 	}
-	p.csc, p.chol, p.rung = nil, nil, 0
+	p.chol, p.rung = nil, 0
 	p.w = make([]float64, q.N*r*r)
 	p.m = make([]float64, r*r)
 	p.a = make([]float64, r*d)
@@ -182,7 +180,7 @@ func (p *hessianPrecond) setRank(r int) {
 	p.u = make([]float64, r*b)
 	p.c = make([]float64, q.N*k)
 	p.z = make([]float64, q.N*k)
-	p.scsc, p.schol, p.srung = nil, nil, 0
+	p.schol, p.srung = nil, 0
 	if p.split {
 		if p.s == nil {
 			p.s = p.q.Clone()
@@ -349,11 +347,8 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		}
 	}
 	p.scale = p.h.MaxDiag()
-	if p.csc == nil {
-		p.csc = p.h.LowerCSC(p.mu, 0)
-	}
 	if p.chol == nil {
-		c, err := sparse.Analyze(p.csc, p.perm)
+		c, err := sparse.Analyze(p.h.LowerCSC(p.mu, 0), p.perm)
 		if err != nil {
 			p.ok = false
 			p.failed++
@@ -361,7 +356,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		}
 		p.chol = c
 	}
-	p.shift, p.ok = factorShifted(p.h, p.csc, p.chol, p.mu, p.scale, &p.rung, len(shiftLadder)-1)
+	p.shift, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, len(shiftLadder)-1)
 	if p.ok && p.split {
 		p.ok = p.factorS(lam)
 	}
@@ -380,14 +375,13 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 // first (near a minimum it is the exact Newton system); then, since
 // consecutive points need similar shifts, the ladder resumes one rung below
 // the last success, which saves most failed factorizations.
-func factorShifted(h *sparse.BlockSym, csc *sparse.CSC, chol *sparse.Cholesky, mu, scale float64, rung *int, maxRung int) (float64, bool) {
+func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, maxRung int) (float64, bool) {
 	for t := 0; t <= maxRung; t++ {
 		if t == 1 {
 			t = max(*rung-1, 1)
 		}
 		shift := mu + shiftLadder[t]*scale
-		h.FillLowerCSC(csc, shift)
-		if chol.Factorize(csc) == nil {
+		if chol.FactorizeBlocks(h, shift) == nil {
 			*rung = t
 			return shift, true
 		}
@@ -411,11 +405,8 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 			}
 		}
 	}
-	if p.scsc == nil {
-		p.scsc = p.s.LowerCSC(p.mu, 0)
-	}
 	if p.schol == nil {
-		c, err := sparse.Analyze(p.scsc, p.qper)
+		c, err := sparse.Analyze(p.s.LowerCSC(p.mu, 0), p.qper)
 		if err != nil {
 			return false
 		}
@@ -427,7 +418,7 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 	// 500 trust-region steps without converging where Q's factor, used
 	// until S factors unshifted, converges in 184 (51 s against 163 s).
 	var ok bool
-	p.sshift, ok = factorShifted(p.s, p.scsc, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0)
+	p.sshift, ok = factorShifted(p.s, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0)
 	return ok
 }
 
