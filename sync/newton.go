@@ -366,6 +366,44 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	return p.ok
 }
 
+// refactorAfter is the number of inner tCG iterations with the current
+// factor beyond which the next step refactors the Hessian. A fresh factor
+// makes tCG converge in 1 to 3 iterations; a stale one takes more, and
+// refactoring pays only when those extra iterations cost more than a
+// factorization. The costs are counted, not timed, so that a solve does not
+// depend on the machine's load: a factorization costs Flops() (the sum of
+// squared column counts), an iteration a solve with the factor (4 flops per
+// stored entry of L, including the split form's second factor) plus a
+// Hessian product (about 2 r flops per entry of Q).
+//
+// refactorFlopRatio turns the flop ratio into a threshold. Measured on
+// cubicle, torus3D and sphere2500, a factorization costs as much time as
+// 20 to 60 inner iterations while its flop count is that of 50 to 85: the
+// dense kernels run about 2.5 times more flops per second than the
+// memory-bound solves. Break-even would thus be about flops/(2.5 iter); but
+// a stale factor degrades from step to step (cubicle: 8 inner iterations,
+// then 31 with the same factor, then 2 after refactoring), so refactoring
+// well before break-even is cheaper. 20 keeps the threshold at 3 to 7 on the
+// benchmark graphs, where refactoring after 3 was tuned, and raises it to
+// tens on the 10^6-pose grids, whose factorizations cost hundreds of solves.
+func (p *hessianPrecond) refactorAfter() int {
+	const fresh = 3
+	if p.chol == nil {
+		return fresh
+	}
+	factor := p.chol.Flops()
+	solve := 4 * float64(p.chol.StoredNNZ())
+	if p.split && p.schol != nil {
+		factor += p.schol.Flops()
+		solve += 4 * float64(p.schol.StoredNNZ()) * float64(p.r-p.d)
+	}
+	iter := solve + 2*float64(len(p.q.Val))*float64(p.r)
+	return fresh + int(factor/(refactorFlopRatio*iter))
+}
+
+// refactorFlopRatio: see refactorAfter.
+const refactorFlopRatio = 20.0
+
 // factorShifted factors h + (mu + shift) I with the smallest shift of the
 // ladder, up to rung maxRung, that makes it positive definite. Away from a
 // minimum the Hessian may be indefinite. A slightly shifted one

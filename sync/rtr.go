@@ -97,7 +97,8 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	// The Hessian's factor is the dominant cost of a step on large graphs.
 	// Near the minimum it changes little from step to step, and the factor
 	// from the previous point still preconditions tCG almost exactly, so it
-	// is kept while tCG converges in a few inner iterations.
+	// is kept while tCG converges in a few inner iterations (more on large
+	// graphs, where a factorization costs more: see refactorAfter).
 	// The update is lazy (pending): the point that meets the tolerance
 	// never runs tCG, so it must not pay for a factorization.
 	useHessian, refactor, pending := false, true, false
@@ -247,7 +248,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			dPd = zr + beta*beta*dPd
 		}
 		out.InnerIterations += inner1
-		refactor = inner1 > 3
+		refactor = hp == nil || inner1 > hp.refactorAfter()
 
 		m.retract(xnew, x, eta)
 		m.mulQ(nqNew, xnew)
