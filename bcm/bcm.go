@@ -223,17 +223,7 @@ func (s *Solver) Gradient(grad, x *sparse.Blocks) (norm float64) {
 
 // symYtN sets sym = sym(Y^T N_Y) for the Y columns of the blocks xi, ni.
 func (s *Solver) symYtN(sym *[9]float64, xi, ni []float64, r int) {
-	d, b := s.d, s.b
-	for t := 0; t < d; t++ {
-		for c := t; c < d; c++ {
-			v := 0.0
-			for a := 0; a < r; a++ {
-				v += xi[a*b+t]*ni[a*b+c] + xi[a*b+c]*ni[a*b+t]
-			}
-			sym[t*d+c] = v / 2
-			sym[c*d+t] = v / 2
-		}
-	}
+	smalldense.SymAtB(sym[:], xi, ni, r, s.b, s.d)
 }
 
 // gradNorms returns ||grad F(X)||_F and ||N||_F for N = X Q already in n.

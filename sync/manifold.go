@@ -40,17 +40,7 @@ func (m *manifold) lambda(lam []float64, x, nq *sparse.Blocks) {
 	d, r, b := m.d, m.r, m.b
 	for i := 0; i < m.n; i++ {
 		xi, ni := x.Block(i), nq.Block(i)
-		l := lam[i*d*d : (i+1)*d*d]
-		for a := 0; a < d; a++ {
-			for c := 0; c <= a; c++ {
-				s := 0.0
-				for k := 0; k < r; k++ {
-					s += xi[k*b+a]*ni[k*b+c] + xi[k*b+c]*ni[k*b+a]
-				}
-				l[a*d+c] = s / 2
-				l[c*d+a] = s / 2
-			}
-		}
+		smalldense.SymAtB(lam[i*d*d:(i+1)*d*d], xi, ni, r, b, d)
 	}
 }
 
@@ -72,16 +62,7 @@ func (m *manifold) proj(dst, x, v *sparse.Blocks) {
 	var sym [9]float64
 	for i := 0; i < m.n; i++ {
 		xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
-		for a := 0; a < d; a++ {
-			for c := 0; c <= a; c++ {
-				s := 0.0
-				for k := 0; k < r; k++ {
-					s += xi[k*b+a]*vi[k*b+c] + xi[k*b+c]*vi[k*b+a]
-				}
-				sym[a*d+c] = s / 2
-				sym[c*d+a] = s / 2
-			}
-		}
+		smalldense.SymAtB(sym[:], xi, vi, r, b, d)
 		for k := 0; k < r; k++ {
 			for c := 0; c < d; c++ {
 				s := vi[k*b+c]
