@@ -1,0 +1,227 @@
+package sparse_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// blockPerm reports whether p is a scalar permutation of n blocks of size
+// b that keeps every block's variables together and in order.
+func blockPerm(p []int, n, b int) bool {
+	if !isPerm(p, n*b) {
+		return false
+	}
+	for k := 0; k < n; k++ {
+		i := p[k*b] / b
+		for c := 0; c < b; c++ {
+			if p[k*b+c] != i*b+c {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func TestNestedDissectionPermutation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	type order struct {
+		name string
+		f    func(q *sparse.BlockSym, drop int) []int
+	}
+	orders := []order{
+		{"ND", sparse.NestedDissection},
+		{"BlockOrder", sparse.BlockOrder},
+	}
+	for _, leaf := range []int{1, 2, 16} {
+		orders = append(orders, order{"ND-leaf", func(q *sparse.BlockSym, drop int) []int {
+			return sparse.NestedDissectionLeaf(q, drop, leaf)
+		}})
+	}
+	cases := []struct {
+		nb, b int
+		dens  float64
+		ncomp int
+	}{
+		{0, 3, 0, 1},  // empty
+		{1, 4, 0, 1},  // one block
+		{2, 3, 1, 1},  // one edge
+		{40, 1, 0, 1}, // no edges: 40 components
+		{60, 3, 0.05, 1},
+		{90, 4, 0.04, 3}, // three components
+		{300, 2, 0.01, 1},
+		{1500, 1, 0.002, 2}, // above the default leaf size
+	}
+	for _, c := range cases {
+		q := randBlockSym(rng, c.nb, c.b, c.dens, c.ncomp)
+		for _, o := range orders {
+			for _, drop := range []int{0, 1, 5, c.nb} {
+				if drop > c.nb {
+					continue
+				}
+				p := o.f(q, drop)
+				if !blockPerm(p, c.nb-drop, c.b) {
+					t.Errorf("%s of %+v, drop %d: not a block permutation", o.name, c, drop)
+				}
+				if !slices.Equal(p, o.f(q, drop)) {
+					t.Errorf("%s of %+v, drop %d: differs between runs", o.name, c, drop)
+				}
+			}
+		}
+	}
+}
+
+// denseLower returns the symmetric matrix whose lower triangle a holds.
+func denseLower(a *sparse.CSC) *mat.SymDense {
+	d := mat.NewSymDense(a.N, nil)
+	for j := 0; j < a.N; j++ {
+		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+			d.SetSym(a.RowIdx[p], j, a.Val[p])
+		}
+	}
+	return d
+}
+
+// TestNestedDissectionSolves factors Q + I of random pose graphs (and Q
+// without its first block, as the chordal initialization does) under
+// nested dissection orderings that dissect down to tiny leaves, and checks
+// the solution against gonum's dense Cholesky.
+func TestNestedDissectionSolves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, d := range []int{2, 3} {
+		for _, n := range []int{30, 120} {
+			g, _ := noiseFreeGraph(rng, n, d, n/3, 1e2, 1)
+			q := g.Laplacian(posegraph.Poses)
+			for _, drop := range []int{0, 1} {
+				for _, leaf := range []int{4, 16} {
+					a := q.LowerCSC(1, drop)
+					perm := sparse.NestedDissectionLeaf(q, drop, leaf)
+					ch, err := sparse.NewCholeskyPerm(a, perm)
+					if err != nil {
+						t.Fatalf("d=%d n=%d drop=%d leaf=%d: %v", d, n, drop, leaf, err)
+					}
+					rhs := randVec(rng, a.N)
+					x := make([]float64, a.N)
+					ch.Solve(x, rhs)
+					var dc mat.Cholesky
+					if !dc.Factorize(denseLower(a)) {
+						t.Fatal("dense Cholesky failed")
+					}
+					want := mat.NewVecDense(a.N, nil)
+					if err := dc.SolveVecTo(want, mat.NewVecDense(a.N, rhs)); err != nil {
+						t.Fatal(err)
+					}
+					diff := 0.0
+					for i := range x {
+						diff = math.Max(diff, math.Abs(x[i]-want.AtVec(i)))
+					}
+					if scale := mat.Norm(want, math.Inf(1)); diff > 1e-9*scale {
+						t.Errorf("d=%d n=%d drop=%d leaf=%d: solution differs from dense by %g (scale %g)", d, n, drop, leaf, diff, scale)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestBlockFlops checks the symbolic block count against the scalar
+// symbolic analysis, for several orderings, block sizes and drops.
+func TestBlockFlops(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, c := range []struct {
+		nb, b int
+		dens  float64
+		ncomp int
+	}{{1, 3, 0, 1}, {50, 1, 0.1, 1}, {80, 3, 0.05, 2}, {200, 4, 0.015, 1}} {
+		q := randBlockSym(rng, c.nb, c.b, c.dens, c.ncomp)
+		for _, drop := range []int{0, 1} {
+			nb := c.nb - drop
+			rev := make([]int, 0, nb)
+			for i := nb - 1; i >= 0; i-- {
+				rev = append(rev, i)
+			}
+			revPerm := make([]int, 0, nb*c.b)
+			for _, i := range rev {
+				for k := 0; k < c.b; k++ {
+					revPerm = append(revPerm, i*c.b+k)
+				}
+			}
+			for _, perm := range [][]int{sparse.BlockAMD(q, drop), sparse.NestedDissectionLeaf(q, drop, 8), revPerm} {
+				a := q.LowerCSC(1, drop)
+				ch, err := sparse.Analyze(a, perm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, want := sparse.BlockFlops(q, drop, perm), ch.Flops()
+				if math.Abs(got-want) > 1e-12*want {
+					t.Errorf("%+v drop %d: BlockFlops %g, Analyze %g", c, drop, got, want)
+				}
+			}
+		}
+	}
+}
+
+// lattice returns the 7-point Laplacian (plus 7 I) of a k x k x k lattice
+// as a BlockSym of b x b blocks.
+func lattice(k, b int) *sparse.BlockSym {
+	bb := sparse.NewBlockBuilder(k*k*k, b)
+	blk := make([]float64, b*b)
+	set := func(v float64) {
+		for a := range blk {
+			blk[a] = 0
+		}
+		for a := range b {
+			blk[a*b+a] = v
+		}
+	}
+	for i := range k * k * k {
+		set(7)
+		bb.AddDiag(i, blk)
+		set(-1)
+		x, y := i%k, (i/k)%k
+		if x+1 < k {
+			bb.AddOff(i, i+1, blk)
+		}
+		if y+1 < k {
+			bb.AddOff(i, i+k, blk)
+		}
+		if i+k*k < k*k*k {
+			bb.AddOff(i, i+k*k, blk)
+		}
+	}
+	return bb.Build()
+}
+
+// TestBlockOrder checks that BlockOrder returns the cheaper of BlockAMD and
+// NestedDissection, on a lattice (where dissection pays) and on a long
+// chain with a few local closures (where minimum degree is as good).
+func TestBlockOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	chain, _ := noiseFreeGraph(rng, 3000, 2, 0, 10, 1)
+	for _, c := range []struct {
+		name string
+		q    *sparse.BlockSym
+	}{
+		{"lattice 14^3", lattice(14, 1)},
+		{"lattice 11^3, blocks 3", lattice(11, 3)},
+		{"chain", chain.Laplacian(posegraph.Rotations)},
+	} {
+		amd, nd := sparse.BlockAMD(c.q, 0), sparse.NestedDissection(c.q, 0)
+		fa, fn := sparse.BlockFlops(c.q, 0, amd), sparse.BlockFlops(c.q, 0, nd)
+		got := sparse.BlockOrder(c.q, 0)
+		t.Logf("%s: flops BlockAMD %.3g, ND %.3g", c.name, fa, fn)
+		want := amd
+		if fn < fa {
+			want = nd
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: BlockOrder did not return the ordering with fewer flops", c.name)
+		}
+	}
+}

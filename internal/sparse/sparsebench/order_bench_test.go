@@ -1,0 +1,88 @@
+package sparsebench_test
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// largeOrder adds the 10^6-pose lattice (side 100) to BenchmarkOrder; the
+// graph alone takes seconds to build and the symbolic analyses about a
+// gigabyte.
+var largeOrder = flag.Bool("bcmsync.large-order", false, "also order the 10^6-pose lattice in BenchmarkOrder")
+
+// orderings are the block orderings compared by BenchmarkOrder.
+var orderings = []struct {
+	name  string
+	order func(q *sparse.BlockSym, drop int) []int
+}{
+	{"BlockAMD", sparse.BlockAMD},
+	{"ND", sparse.NestedDissection},
+	{"BlockOrder", sparse.BlockOrder},
+}
+
+// BenchmarkOrder times the fill-reducing orderings of Q (pose blocks) and
+// of the rotation Laplacian (rotation blocks) on the scaling lattices of
+// sync's BenchmarkScalingGrid3D (datasets.Cube, side 22 and 46, and 100
+// with -bcmsync.large-order) and on every graph of the benchmark suite,
+// and reports the fill and work of the factor each ordering gives:
+// nnzL/pose (nonzeros of L per pose, i.e. per block) and flops of the numeric
+// factorization, from the symbolic analysis of Q + I.
+//
+//	go test ./internal/sparse/sparsebench -run '^$' -bench Order -benchtime 1x
+func BenchmarkOrder(b *testing.B) {
+	sides := []int{22, 46}
+	if *largeOrder {
+		sides = append(sides, 100)
+	}
+	cfg := datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.05, Seed: 1}
+	for _, side := range sides {
+		g, _, err := datasets.Cube(side, side, side, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchOrder(b, fmt.Sprintf("cube%d", side), g)
+	}
+	dir := suiteDir(b)
+	refs, err := datasets.ReadReference(filepath.Join(dir, "REFERENCE.tsv"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range refs {
+		g, err := g2o.ReadFile(filepath.Join(dir, r.File), g2o.ReadOptions{Lenient: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchOrder(b, r.File, g)
+	}
+}
+
+func benchOrder(b *testing.B, name string, g *posegraph.Graph) {
+	for _, p := range []struct {
+		name string
+		pr   posegraph.Problem
+	}{{"Q", posegraph.Poses}, {"rot", posegraph.Rotations}} {
+		q := g.Laplacian(p.pr)
+		a := q.LowerCSC(1, 0)
+		for _, o := range orderings {
+			b.Run(name+"/"+p.name+"/"+o.name, func(b *testing.B) {
+				var perm []int
+				for b.Loop() {
+					perm = o.order(q, 0)
+				}
+				ch, err := sparse.Analyze(a, perm)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(ch.NNZ())/float64(q.N), "nnzL/pose")
+				b.ReportMetric(ch.Flops(), "flops")
+			})
+		}
+	}
+}
