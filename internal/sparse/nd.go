@@ -1,6 +1,10 @@
 package sparse
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"runtime"
+	stdsync "sync"
+)
 
 // NestedDissection orders the block graph of q (without its first drop
 // blocks, as BlockAMD) by multilevel nested dissection and expands the
@@ -50,6 +54,8 @@ func nestedDissection(q *BlockSym, drop, leaf int) []int {
 	order := make([]int, nb)
 	w := newNDWork(nb)
 	w.leafSize = leaf
+	// One token per extra goroutine that may dissect a half.
+	w.tokens = make(chan struct{}, runtime.GOMAXPROCS(0)-1)
 	w.dissect(g, label, order, 0)
 	return expandBlockOrder(order, q.B)
 }
@@ -65,6 +71,9 @@ const (
 	// ndTries is the number of greedy growths from different seeds on the
 	// coarsest graph.
 	ndTries = 8
+	// ndParallel is the size of a half above which it is dissected on
+	// another goroutine, if one is free.
+	ndParallel = 20000
 	// ndImbalance bounds each half of a bisection to (1+ndImbalance)/2 of
 	// the piece's weight. Nested dissection gains more from a small
 	// separator than from exact balance.
@@ -83,11 +92,13 @@ type ndGraph struct {
 
 func (g *ndGraph) n() int { return len(g.xadj) - 1 }
 
-// ndWork holds the scratch space of one dissection, sized for the whole
-// graph and reused by every piece (pieces are processed one at a time).
+// ndWork holds the scratch space of one goroutine of a dissection, sized
+// for the largest piece it will see and reused by every piece it
+// processes.
 type ndWork struct {
 	leafSize int
-	mark     []int // per node scratch
+	tokens   chan struct{} // shared: free slots for more goroutines
+	mark     []int         // per node scratch
 	queue    []int
 	// Fiduccia-Mattheyses state, indexed by node of the current level.
 	id, ed []int
@@ -166,9 +177,29 @@ func (w *ndWork) dissect(g *ndGraph, label, out []int, off int) {
 	}
 	subs, labels := w.split(g, label, part, 3)
 	// The halves first, the separator last, in the order of its labels.
+	// Each piece's result depends only on the piece and its offset, so
+	// dissecting the first half on another goroutine changes nothing.
+	copy(out[cnt[0]+cnt[1]:], labels[2])
+	if cnt[0] > ndParallel && cnt[1] > ndParallel {
+		select {
+		case w.tokens <- struct{}{}:
+			var wg stdsync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w2 := newNDWork(cnt[0])
+				w2.leafSize, w2.tokens = w.leafSize, w.tokens
+				w2.dissect(subs[0], labels[0], out[:cnt[0]], off)
+				<-w.tokens
+			}()
+			w.dissect(subs[1], labels[1], out[cnt[0]:cnt[0]+cnt[1]], off+cnt[0])
+			wg.Wait()
+			return
+		default:
+		}
+	}
 	w.dissect(subs[0], labels[0], out[:cnt[0]], off)
 	w.dissect(subs[1], labels[1], out[cnt[0]:cnt[0]+cnt[1]], off+cnt[0])
-	copy(out[cnt[0]+cnt[1]:], labels[2])
 }
 
 // leaf orders g by minimum degree.

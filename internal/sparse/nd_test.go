@@ -3,6 +3,7 @@ package sparse_test
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -223,5 +224,24 @@ func TestBlockOrder(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: BlockOrder did not return the ordering with fewer flops", c.name)
 		}
+	}
+}
+
+// TestNestedDissectionParallel checks that dissecting halves on other
+// goroutines gives the same order as one goroutine, on a lattice large
+// enough for both halves of its first separator to be dissected in
+// parallel.
+func TestNestedDissectionParallel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 46656-node lattice")
+	}
+	q := lattice(36, 1)
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	p1 := sparse.NestedDissection(q, 0)
+	runtime.GOMAXPROCS(4)
+	p4 := sparse.NestedDissection(q, 0)
+	if !blockPerm(p4, q.N, 1) || !slices.Equal(p1, p4) {
+		t.Error("the order depends on the number of goroutines")
 	}
 }
