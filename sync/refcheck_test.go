@@ -1,6 +1,6 @@
 package sync_test
 
-// This file is a research harness, not a regression test: it asks which
+// This file is a research harness, not a regression test: it finds which
 // reading of the 3-D g2o files reproduces the 3-D optima in REFERENCE.tsv.
 // It re-solves each benchmark graph under a list of hypotheses (weight
 // formulas, information-matrix layouts, measurement precisions) and reports,
@@ -12,6 +12,17 @@ package sync_test
 //
 // BCMSYNC_REFCHECK_GRAPHS (comma-separated file names) and
 // BCMSYNC_REFCHECK_HYP (comma-separated hypothesis names) narrow the runs.
+//
+// The finding: the peer read each EDGE_SE3:QUAT as SE-Sync's read_g2o_file
+// does, with R_e = Eigen's toRotationMatrix of the quaternion as printed, NOT
+// normalized (|q|^2 - 1 is up to 3e-6 in these files), and minimized
+// tr(X Q X^T) with Q assembled as DESIGN.md section 3 assembles it. Under
+// that reading every 3-D f_star lies above the certified optimum by at most
+// 1.1e-6 relative (five of six by at most 6e-9, smallGrid3D by 9e-12) and
+// never below the proven lower bound. Normalizing the quaternion, or keeping
+// it raw but using the edge formula ||R_j - R_i R_e||_F^2 (whose extra
+// kappa (||R_e||_F^2 - 3) cancels the effect to first order), gives the
+// deviations the README records. The weights are DESIGN.md's.
 
 import (
 	"context"
@@ -24,6 +35,7 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/bcmsync/bcmsync/datasets"
@@ -224,17 +236,15 @@ func refHypotheses() []refHypothesis {
 	return []refHypothesis{
 		withWeights("design", "DESIGN.md: kappa = 3/(2 tr inv W_R), tau = 3/tr inv W_t, unit quaternion (control)",
 			func(info []float64) (float64, float64, error) { return designWeights(info6(info)) }),
-		withWeights("marginal", "kappa, tau from the blocks of inv(W) (marginal covariances)",
+		withWeights("marginal", "kappa, tau from the blocks of inv(W) (marginal covariances; W inverted as a general matrix)",
 			func(info []float64) (float64, float64, error) {
-				var ch mat.Cholesky
-				if !ch.Factorize(info6(info)) {
-					return 0, 0, fmt.Errorf("full information not positive definite")
-				}
-				var cov mat.SymDense
-				if err := ch.InverseTo(&cov); err != nil {
+				var cov mat.Dense
+				if err := cov.Inverse(info6(info)); err != nil {
 					return 0, 0, err
 				}
-				return 3 / (2 * mat.Trace(block3(&cov, 3))), 3 / mat.Trace(block3(&cov, 0)), nil
+				trt := cov.At(0, 0) + cov.At(1, 1) + cov.At(2, 2)
+				trr := cov.At(3, 3) + cov.At(4, 4) + cov.At(5, 5)
+				return 3 / (2 * trr), 3 / trt, nil
 			}),
 		withWeights("arith", "kappa = tr(W_R)/6, tau = tr(W_t)/3",
 			func(info []float64) (float64, float64, error) {
@@ -335,6 +345,7 @@ type refOutcome struct {
 	certified    bool
 	inBracket    bool // f_star within [dual, f] up to 1e-10 relative
 	unreadable   bool // the hypothesis cannot read the file
+	skipped      bool // not run: excluded on a smaller graph
 	// edgeShift is sum kappa (||R_e||_F^2 - d): F by the edge formula
 	// minus F by the data matrix, at any poses.
 	edgeShift float64
@@ -429,6 +440,7 @@ func TestRefCheckHypotheses(t *testing.T) {
 	for hi := range hyps {
 		table[hi] = make([]refOutcome, len(refs))
 	}
+	excluded := make([]bool, len(hyps))
 	for ri, ref := range refs {
 		path := filepath.Join(dir, ref.File)
 		base, err := g2o.ReadFile(path, g2o.ReadOptions{})
@@ -441,6 +453,12 @@ func TestRefCheckHypotheses(t *testing.T) {
 		}
 		for hi, h := range hyps {
 			o := &table[hi][ri]
+			if excluded[hi] {
+				// Already off by more than 1e-3 on a smaller graph: a
+				// gross misreading, and a slow solve on a large one.
+				o.skipped, o.rel = true, math.NaN()
+				continue
+			}
 			g, err := applyHypothesis(path, h)
 			if err != nil {
 				// The reading itself is impossible: a peer using it could
@@ -465,8 +483,11 @@ func TestRefCheckHypotheses(t *testing.T) {
 				slack := 1e-10 * math.Abs(ref.FStar)
 				o.inBracket = res.HasBound && ref.FStar >= o.dual-slack && ref.FStar <= o.f+slack
 				if !res.Certified {
-					t.Errorf("%s %s: not certified", h.name, ref.File)
+					t.Logf("%s %s: not certified: %s", h.name, ref.File, res.Status)
 				}
+			}
+			if math.Abs(o.rel) > 1e-3 {
+				excluded[hi] = true
 			}
 			t.Logf("%-15s %-20s eval=%.12g F=%.12g dual=%.12g f*=%.12g rel=%+.2e solved=%v bracket=%v edge-formula shift %.3g (rel %+.2e)",
 				h.name, ref.File, o.eval, o.f, o.dual, ref.FStar, o.rel, o.solved, o.inBracket, o.edgeShift, (o.f+o.edgeShift-ref.FStar)/ref.FStar)
@@ -486,6 +507,8 @@ func TestRefCheckHypotheses(t *testing.T) {
 			switch {
 			case o.unreadable:
 				mark = "x"
+			case o.skipped:
+				mark = "-"
 			case !o.solved:
 				mark = "e"
 			case o.inBracket:
@@ -494,10 +517,50 @@ func TestRefCheckHypotheses(t *testing.T) {
 			fmt.Fprintf(&b, " %15.2e%s", o.rel, mark)
 		}
 		fmt.Fprintf(&b, "   %s\n", h.doc)
+		shifted := false
+		for ri := range refs {
+			o := table[hi][ri]
+			shifted = shifted || o.solved && math.Abs(o.edgeShift) > 1e-12*math.Abs(o.f)
+		}
+		if shifted {
+			// The same measurements with the edge formula as objective:
+			// its optimum is the data-matrix optimum plus edgeShift.
+			fmt.Fprintf(&b, "%-15s", h.name+"/edge")
+			for ri, ref := range refs {
+				o := table[hi][ri]
+				fmt.Fprintf(&b, " %15.2e ", (o.f+o.edgeShift-ref.FStar)/ref.FStar)
+			}
+			b.WriteString("   the same, F by the edge formula sum kappa ||R_j - R_i R_e||_F^2 + ...\n")
+		}
 	}
 	b.WriteString("rel = (F - f_star)/f_star; * f_star inside the certified bracket [dual, F]; " +
-		"e evaluated at DESIGN.md's optimum (first order; measurement not a rotation); x unreadable\n")
+		"e not solved, F at DESIGN.md's optimum; x unreadable; - skipped, off by > 1e-3 on a smaller graph\n")
 	t.Log(b.String())
+
+	// The conclusion, checked: of the readings tried, only SE-Sync's keeps
+	// every f_star at or above a proven lower bound and within 2e-6 of the
+	// optimum; every other one misses some graph by more than 1e-7.
+	for hi, h := range hyps {
+		fits, worst := true, 0.0
+		for ri, ref := range refs {
+			o := table[hi][ri]
+			if !o.solved {
+				fits, worst = false, math.Inf(1)
+				continue
+			}
+			worst = math.Max(worst, math.Abs(o.rel))
+			if !o.certified || ref.FStar < o.dual-1e-10*math.Abs(ref.FStar) {
+				fits = false
+			}
+		}
+		fits = fits && worst <= 2e-6
+		switch {
+		case h.name == sesyncReading.name && !fits:
+			t.Errorf("SE-Sync's reading does not fit every f_star (worst %.2e)", worst)
+		case h.name != sesyncReading.name && len(refs) == 6 && worst <= 1e-7:
+			t.Errorf("reading %q also reproduces every f_star to 1e-7", h.name)
+		}
+	}
 }
 
 // splitRotation writes a 3 x 3 matrix m that is close to, but not exactly,
@@ -705,6 +768,27 @@ func roundSig(v float64, k int) float64 {
 	return r
 }
 
+// rawQuatShift is the first-order difference, read off the file alone,
+// between the optimum under SE-Sync's reading and under DESIGN.md's:
+// Eigen's formula on q = s u gives R_raw = I + s^2 (R(u) - I) exactly, so
+// at poses with zero rotation residual (R_j = R_i R_e) the data-matrix term
+// kappa (2d - 2 tr(R_j^T R_i R_raw)) exceeds the edge term by
+// -2 kappa (s^2 - 1) (3 - tr R_e). The sign follows the rounding of each
+// printed quaternion's norm, weighted by kappa and the rotation angle; the
+// edge formula with R_raw adds kappa (||R_raw||_F^2 - 3), which cancels it
+// to first order: so normalizing or not looks immaterial unless F is taken
+// as tr(X Q X^T).
+func rawQuatShift(g *posegraph.Graph) float64 {
+	terms := make([]float64, 0, len(g.Edges))
+	for _, e := range g.Edges {
+		x, y, z, w := e.Meas[3], e.Meas[4], e.Meas[5], e.Meas[6]
+		n2 := x*x + y*y + z*z + w*w
+		tr := 3 - 4*(x*x+y*y+z*z)/n2
+		terms = append(terms, -2*e.Kappa*(n2-1)*(3-tr))
+	}
+	return floats.Sum(terms)
+}
+
 // TestRefCheckSESyncReading certifies every 3-D graph under SE-Sync's
 // reading (sesyncReading) and checks that each f_star lies in
 // [proven lower bound, certified optimum + 2e-6 |f_star|]: never below what
@@ -748,6 +832,18 @@ func TestRefCheckSESyncReading(t *testing.T) {
 		if rel < -2e-6 {
 			t.Errorf("%s: f_star %.12g exceeds the certified optimum %.12g by %.2e relative", ref.File, ref.FStar, f, -rel)
 		}
+		// DESIGN.md's optimum, and how far the first-order formula
+		// predicts SE-Sync's reading to move it.
+		base, err := g2o.ReadFile(path, g2o.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		design := solveRef(t, base).Objective
+		pred, obs := rawQuatShift(g)/ref.FStar, (ref.FStar-design)/ref.FStar
+		if math.Abs(pred-obs) > 0.2*math.Abs(obs) {
+			t.Errorf("%s: predicted shift %.3e, observed f* - F_design %.3e relative", ref.File, pred, obs)
+		}
+		t.Logf("%-20s DESIGN.md optimum %.12g: (f* - F)/f* %+.3e, first-order raw-quaternion shift %+.3e", ref.File, design, obs, pred)
 		// The first history record at SE-Sync's default absolute gradient
 		// tolerance, compared with the optimum (the split graph's F, so
 		// subtract the constant).
@@ -771,5 +867,98 @@ func TestRefCheckSESyncReading(t *testing.T) {
 		t.Logf("%-20s optimum %.12g in [%.12g, %.12g], f_star %.12g: (optimum - f*)/f* %+.2e; "+
 			"at |grad| < 1e-2 F is above the optimum by %.1e, at 6-digit poses by %.1e (relative to f*)",
 			ref.File, f, dual, f, ref.FStar, rel, loose, round6)
+	}
+}
+
+// TestRefCheckReducedEval sizes the rounding error of evaluating F the way
+// SE-Sync does with translations eliminated: for rotations R,
+// F(R) = F_rot(R) + c0 - sum_k b_k^T L^-1 b_k, with L the translation-weight
+// Laplacian reduced by one pose, c0 = sum tau_e ||t_e||^2 and b the
+// tau-weighted measured translations rotated into the world frame. c0 and
+// the subtracted term are both far larger than F when residuals are small
+// (parking-garage), so their difference loses digits in proportion to
+// c0 / F and cond(L). Dense Cholesky, so only graphs with at most 2500 poses.
+func TestRefCheckReducedEval(t *testing.T) {
+	refCheckOrSkip(t)
+	dir, refs := refGraphs(t)
+	for _, ref := range refs {
+		if ref.N > 2500 {
+			continue
+		}
+		g, err := applyHypothesis(filepath.Join(dir, ref.File), sesyncReading)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sg, _, err := splitGraph(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := solveRef(t, sg)
+		x := res.Poses
+		n := g.N()
+		lap := mat.NewSymDense(n-1, nil)
+		b := mat.NewDense(n-1, 3, nil)
+		frot, c0 := 0.0, 0.0
+		for _, e := range g.Edges {
+			ri, rj := &x[e.I].R, &x[e.J].R
+			s := 6.0
+			for a := 0; a < 3; a++ {
+				for c := 0; c < 3; c++ {
+					for k := 0; k < 3; k++ {
+						s -= 2 * rj[a*3+c] * ri[a*3+k] * e.R[k*3+c]
+					}
+				}
+			}
+			frot += e.Kappa * s
+			var v [3]float64
+			for a := 0; a < 3; a++ {
+				for k := 0; k < 3; k++ {
+					v[a] += ri[a*3+k] * e.T[k]
+				}
+				c0 += e.Tau * v[a] * v[a]
+			}
+			// Pose 0 is the reduced one: its row and column are dropped.
+			i, j := e.I-1, e.J-1
+			if i >= 0 {
+				lap.SetSym(i, i, lap.At(i, i)+e.Tau)
+				for a := 0; a < 3; a++ {
+					b.Set(i, a, b.At(i, a)-e.Tau*v[a])
+				}
+			}
+			if j >= 0 {
+				lap.SetSym(j, j, lap.At(j, j)+e.Tau)
+				for a := 0; a < 3; a++ {
+					b.Set(j, a, b.At(j, a)+e.Tau*v[a])
+				}
+			}
+			if i >= 0 && j >= 0 {
+				lap.SetSym(i, j, lap.At(i, j)-e.Tau)
+			}
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(lap) {
+			t.Fatalf("%s: translation Laplacian not positive definite", ref.File)
+		}
+		var y mat.Dense
+		if err := ch.SolveTo(&y, b); err != nil {
+			t.Fatal(err)
+		}
+		sub := 0.0
+		for k := 0; k < n-1; k++ {
+			for a := 0; a < 3; a++ {
+				sub += b.At(k, a) * y.At(k, a)
+			}
+		}
+		fred := frot + c0 - sub
+		fedge := seCost(g, x, true)
+		ev := eigs(lap)
+		cond := ev[len(ev)-1] / ev[0]
+		t.Logf("%-20s F edge by edge %.12g, reduced %.12g: difference %.1e relative; c0/F %.1e, cond(L) %.1e",
+			ref.File, fedge, fred, (fred-fedge)/fedge, c0/fedge, cond)
+		// The oracle for the elimination itself: the two agree to rounding
+		// in the large terms.
+		if math.Abs(fred-fedge) > 1e-9*(c0+math.Abs(fedge)) {
+			t.Errorf("%s: reduced F %.15g and edge F %.15g differ by more than rounding in c0 = %g", ref.File, fred, fedge, c0)
+		}
 	}
 }
