@@ -23,10 +23,12 @@ import (
 // node Fiduccia-Mattheyses moves. Random choices use seeds fixed by each
 // piece's place in the order, so the result is deterministic.
 //
-// On pose graphs with many loop closures spread over a 2-D or 3-D world,
-// separators are small and the factor needs far fewer flops than with
-// minimum degree; on graphs that are mostly long chains minimum degree is
-// as good or better. BlockOrder chooses between the two.
+// Dissection pays on large graphs whose loop closures tie distant parts of
+// a 2-D or 3-D world together: on the 10^6-pose lattice of
+// datasets.Cube the factor needs half the flops of BlockAMD's, on
+// city10000 two thirds. On graphs that are mostly chains with local
+// closures, and on small graphs, minimum degree is better. BlockOrder
+// chooses between the two.
 func NestedDissection(q *BlockSym, drop int) []int {
 	return nestedDissection(q, drop, ndLeaf)
 }
@@ -61,9 +63,10 @@ func nestedDissection(q *BlockSym, drop, leaf int) []int {
 }
 
 const (
-	// ndLeaf is the size (in nodes) below which a piece is ordered by
-	// minimum degree: below it a separator saves less than the cost of
-	// ordering the halves blindly.
+	// ndLeaf is the size (in blocks) at or below which a piece is
+	// ordered by minimum degree, which orders small pieces as well as
+	// dissection, and faster. 200 was best on the suite's larger graphs;
+	// 1000 was 10% better on the 10^5-pose lattice, the same at 10^6.
 	ndLeaf = 200
 	// ndCoarsest is the size at which coarsening stops and the coarse
 	// graph is bisected.
@@ -76,7 +79,8 @@ const (
 	ndParallel = 20000
 	// ndImbalance bounds each half of a bisection to (1+ndImbalance)/2 of
 	// the piece's weight. Nested dissection gains more from a small
-	// separator than from exact balance.
+	// separator than from exact balance; 0.1 and 0.4 gave the same flops
+	// within 2% on the 10^6-pose lattice.
 	ndImbalance = 0.2
 )
 

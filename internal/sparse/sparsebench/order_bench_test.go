@@ -33,7 +33,8 @@ var orderings = []struct {
 // with -bcmsync.large-order) and on every graph of the benchmark suite,
 // and reports the fill and work of the factor each ordering gives:
 // nnzL/pose (nonzeros of L per pose, i.e. per block) and flops of the numeric
-// factorization, from the symbolic analysis of Q + I.
+// factorization, from the symbolic analysis of Q + I. BlockFlops times
+// the symbolic count that BlockOrder compares the orderings by.
 //
 //	go test ./internal/sparse/sparsebench -run '^$' -bench Order -benchtime 1x
 func BenchmarkOrder(b *testing.B) {
@@ -70,6 +71,13 @@ func benchOrder(b *testing.B, name string, g *posegraph.Graph) {
 	}{{"Q", posegraph.Poses}, {"rot", posegraph.Rotations}} {
 		q := g.Laplacian(p.pr)
 		a := q.LowerCSC(1, 0)
+		// The symbolic flop count BlockOrder compares orderings by.
+		b.Run(name+"/"+p.name+"/BlockFlops", func(b *testing.B) {
+			perm := sparse.BlockAMD(q, 0)
+			for b.Loop() {
+				sparse.BlockFlops(q, 0, perm)
+			}
+		})
 		for _, o := range orderings {
 			b.Run(name+"/"+p.name+"/"+o.name, func(b *testing.B) {
 				var perm []int
