@@ -1,28 +1,38 @@
 package sparse
 
 // BlockOrder returns the fill-reducing ordering of q's block graph
-// (without its first drop blocks, as BlockAMD) whose Cholesky factor needs
-// fewer flops: BlockAMD's or NestedDissection's, expanded to scalars.
+// (without its first drop blocks, as BlockAMD) whose Cholesky factor is
+// cheaper to compute: BlockAMD's or NestedDissection's, expanded to
+// scalars.
 //
 // Neither ordering wins everywhere, and size alone does not tell them apart
 // (at 10^4 poses minimum degree wins on the lattice, dissection on
-// city10000), so both are computed and compared by BlockFlops, a symbolic
-// count that costs less than the minimum degree ordering itself.
-// Graphs of at most ndLeaf blocks get BlockAMD alone, since nested
-// dissection then is minimum degree. Flops of the factor of Q (pose
-// blocks), BlockAMD / NestedDissection, measured by BenchmarkOrder in
-// internal/sparse/sparsebench:
+// city10000), so both are computed and their factors compared by
+// BlockFactorCost, a symbolic count that costs less than the minimum
+// degree ordering itself. The cost of a factorization is taken as
+// flops + ndNNZFlops * nnz(L): the supernodal factorization's time was
+// fitted as flops / (4.2 GFlop/s) + 22 ns * nnz(L) on the graphs below
+// (two shared cores), so at equal flops the sparser factor is faster, and
+// dissection, whose factors have more nonzeros at equal flops, wins only
+// by a clear margin in flops. Graphs of at most ndLeaf blocks get
+// BlockAMD alone, since nested dissection then is minimum degree.
 //
-//	datasets.Cube 22^3 (10^4 poses)    1.1e7 / 2.1e7    minimum degree
-//	datasets.Cube 46^3 (10^5)          8.4e8 / 8.2e8
-//	datasets.Cube 100^3 (10^6)         2.0e11 / 9.6e10  dissection, 2x
-//	city10000                          1.2e8 / 8.0e7    dissection
-//	torus3D, cubicle                   within 5%
-//	sphere2500, parking-garage,        minimum degree, by 17% to 2.3x
-//	intel, manhattan, kitti_00 ...     (chains, local closures)
+// Flops of the factor of Q (pose blocks) and the ordering chosen, measured
+// by BenchmarkOrder and BenchmarkOrderFactor in internal/sparse/sparsebench
+// (times of one numeric factorization):
 //
-// The ordering costs about 5x BlockAMD (1 s and 5 s at 10^6 poses on
-// two shared cores), small next to one factorization of a graph where
+//	graph                            BlockAMD / ND flops  chosen
+//	datasets.Cube 22^3 (10^4 poses)  1.1e7 / 2.1e7        BlockAMD
+//	datasets.Cube 46^3 (10^5)        8.4e8 / 8.2e8        BlockAMD: ND's factor has 34% more
+//	                                                      nonzeros and took 0.43 s, not 0.30
+//	datasets.Cube 100^3 (10^6)       2.0e11 / 9.6e10      ND: 24 s, not 61
+//	city10000                        1.2e8 / 8.0e7        ND
+//	torus3D, cubicle                 ND 4-5% fewer        either (costs within 1%)
+//	sphere2500, parking-garage,      ND 17% to 2.3x more  BlockAMD
+//	intel, manhattan, kitti_00, ...
+//
+// Computing both orderings costs about 6x BlockAMD alone (1 s and 5 s at
+// 10^6 poses), small next to one factorization of a graph where
 // dissection wins. The rotation Laplacian behaves the same way.
 func BlockOrder(q *BlockSym, drop int) []int {
 	nb := q.N - drop
@@ -32,30 +42,38 @@ func BlockOrder(q *BlockSym, drop int) []int {
 	xadj, adj := blockGraph(q, drop)
 	amd := BlockAMD(q, drop)
 	nd := NestedDissection(q, drop)
-	if blockFlops(xadj, adj, nd, q.B) < blockFlops(xadj, adj, amd, q.B) {
+	cost := func(perm []int) float64 {
+		nnz, flops := blockFactorCost(xadj, adj, perm, q.B)
+		return flops + ndNNZFlops*float64(nnz)
+	}
+	if cost(nd) < cost(amd) {
 		return nd
 	}
 	return amd
 }
 
-// BlockFlops returns the flops of the Cholesky factor of
-// q.LowerCSC(shift, drop) under the scalar permutation perm, which must
-// keep blocks contiguous (as BlockAMD's and NestedDissection's do): the
-// Flops of Analyze(q.LowerCSC(shift, drop), perm), sum over the columns of
-// L of count^2. It works on the block graph, computing the elimination
+// ndNNZFlops is the cost of a nonzero of L in flops, in BlockOrder's
+// model of the factorization's time (fitted: 92).
+const ndNNZFlops = 100
+
+// BlockFactorCost returns the number of nonzeros and the flops of the
+// Cholesky factor of q.LowerCSC(shift, drop) under the scalar permutation
+// perm, which must keep blocks contiguous (as BlockAMD's and
+// NestedDissection's do): NNZ and Flops of Analyze(q.LowerCSC(shift,
+// drop), perm). It works on the block graph, computing the elimination
 // tree and column counts of the block factor in nearly linear time
 // (Gilbert, Ng and Peyton's algorithm), and never forms the factor's
 // pattern, so comparing orderings with it is far cheaper than analysing
 // each. (LowerCSC keeps every entry of a stored block, so the scalar
 // pattern is the block pattern expanded.)
-func BlockFlops(q *BlockSym, drop int, perm []int) float64 {
+func BlockFactorCost(q *BlockSym, drop int, perm []int) (nnz int, flops float64) {
 	xadj, adj := blockGraph(q, drop)
-	return blockFlops(xadj, adj, perm, q.B)
+	return blockFactorCost(xadj, adj, perm, q.B)
 }
 
-// blockFlops is BlockFlops on the block graph adj[xadj[i]:xadj[i+1]] (no
-// self loops) of b x b blocks.
-func blockFlops(xadj, adj, perm []int, b int) float64 {
+// blockFactorCost is BlockFactorCost on the block graph
+// adj[xadj[i]:xadj[i+1]] (no self loops) of b x b blocks.
+func blockFactorCost(xadj, adj, perm []int, b int) (nnz int, flops float64) {
 	n := len(xadj) - 1
 	order := make([]int, n)
 	for k := range order {
@@ -63,14 +81,14 @@ func blockFlops(xadj, adj, perm []int, b int) float64 {
 	}
 	// Block column k holds cnt[k] blocks; its scalar columns count
 	// b*cnt[k], b*cnt[k]-1, ..., b*cnt[k]-b+1 nonzeros.
-	f := 0.0
 	for _, c := range blockColCounts(xadj, adj, order) {
 		for t := 0; t < b; t++ {
-			v := float64(b*c - t)
-			f += v * v
+			v := b*c - t
+			nnz += v
+			flops += float64(v) * float64(v)
 		}
 	}
-	return f
+	return nnz, flops
 }
 
 // blockColCounts returns the number of blocks in each block column of the

@@ -33,8 +33,8 @@ var orderings = []struct {
 // with -bcmsync.large-order) and on every graph of the benchmark suite,
 // and reports the fill and work of the factor each ordering gives:
 // nnzL/pose (nonzeros of L per pose, i.e. per block) and flops of the numeric
-// factorization, from the symbolic analysis of Q + I. BlockFlops times
-// the symbolic count that BlockOrder compares the orderings by.
+// factorization, from the symbolic analysis of Q + I. BlockFactorCost
+// times the symbolic count that BlockOrder compares the orderings by.
 //
 //	go test ./internal/sparse/sparsebench -run '^$' -bench Order -benchtime 1x
 func BenchmarkOrder(b *testing.B) {
@@ -71,11 +71,11 @@ func benchOrder(b *testing.B, name string, g *posegraph.Graph) {
 	}{{"Q", posegraph.Poses}, {"rot", posegraph.Rotations}} {
 		q := g.Laplacian(p.pr)
 		a := q.LowerCSC(1, 0)
-		// The symbolic flop count BlockOrder compares orderings by.
-		b.Run(name+"/"+p.name+"/BlockFlops", func(b *testing.B) {
+		// The symbolic count BlockOrder compares orderings by.
+		b.Run(name+"/"+p.name+"/BlockFactorCost", func(b *testing.B) {
 			perm := sparse.BlockAMD(q, 0)
 			for b.Loop() {
-				sparse.BlockFlops(q, 0, perm)
+				sparse.BlockFactorCost(q, 0, perm)
 			}
 		})
 		for _, o := range orderings {
@@ -90,6 +90,65 @@ func benchOrder(b *testing.B, name string, g *posegraph.Graph) {
 				}
 				b.ReportMetric(float64(ch.NNZ())/float64(q.N), "nnzL/pose")
 				b.ReportMetric(ch.Flops(), "flops")
+			})
+		}
+	}
+}
+
+// BenchmarkOrderFactor times the numeric factorization of Q + I under
+// BlockAMD and NestedDissection on the 10^5-pose lattice (and the 10^6 one
+// with -bcmsync.large-order) and on the suite graphs where the two are
+// closest, to check that the flop
+// counts BlockOrder compares translate into time: dissection's large
+// dense separators run faster per flop, minimum degree's small supernodes
+// slower.
+//
+//	go test ./internal/sparse/sparsebench -run '^$' -bench OrderFactor -benchtime 2x
+func BenchmarkOrderFactor(b *testing.B) {
+	cfg := datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.05, Seed: 1}
+	sides := []int{46}
+	if *largeOrder {
+		sides = append(sides, 100)
+	}
+	graphs := map[string]*posegraph.Graph{}
+	var names []string
+	for _, side := range sides {
+		g, _, err := datasets.Cube(side, side, side, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := fmt.Sprintf("cube%d", side)
+		graphs[name] = g
+		names = append(names, name)
+	}
+	if dir, err := datasets.SuiteDir(); err == nil {
+		for _, name := range []string{"city10000", "torus3D", "cubicle", "sphere2500"} {
+			g, err := g2o.ReadFile(filepath.Join(dir, name+".g2o"), g2o.ReadOptions{Lenient: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			graphs[name] = g
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		q := graphs[name].Laplacian(posegraph.Poses)
+		a := q.LowerCSC(1, 0)
+		for _, o := range orderings[:2] {
+			b.Run(name+"/"+o.name, func(b *testing.B) {
+				ch, err := sparse.Analyze(a, o.order(q, 0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if err := ch.Factorize(a); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(ch.Flops(), "flops")
+				b.ReportMetric(float64(ch.NNZ()), "nnzL")
+				b.ReportMetric(float64(ch.Supernodes()), "supernodes")
+				b.ReportMetric(ch.Flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFlop/s")
 			})
 		}
 	}
