@@ -18,6 +18,11 @@
 // TraceCost evaluate it through Q. The two agree to rounding error, which the
 // tests check for SE(2), SE(3), SO(2) and SO(3).
 //
+// Graph.RawRotations marks edge rotations read as SE-Sync reads them, from
+// unnormalized quaternions and so slightly off orthogonal: Validate then
+// allows RawRotationTol, and Cost adds sum_e kappa_e (d - ||R_e||_F^2) so
+// that it is still tr(X Q X^T), the value SE-Sync reports.
+//
 // Validate checks structure (ids, self-loops, finite data, proper rotations,
 // positive precisions) and connectivity: a certified solve needs one
 // connected component, and a disconnected graph is reported with the sizes of

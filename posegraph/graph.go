@@ -58,7 +58,30 @@ type Graph struct {
 	Fixed []int
 	// Source names the file the graph came from, for messages.
 	Source string
+	// RawRotations says that the edge rotations are SE-Sync's reading of a
+	// 3-D file (g2o.ReadOptions.RawQuaternions): Eigen's toRotationMatrix
+	// of each quaternion as printed, not normalized. A printed quaternion
+	// q = s u (u unit, |s^2 - 1| up to a few 1e-6 in published files) gives
+	// R_e = I + s^2 (R(u) - I), which is not orthogonal, while SE-Sync
+	// still puts kappa I in Q's diagonal blocks and reports tr(X Q X^T).
+	// On poses in SO(d) that is the edge objective plus the constant
+	// sum_e kappa_e (d - ||R_e||_F^2), and the 3-D optima in
+	// REFERENCE.tsv are minima of it. With the flag set, Validate accepts
+	// rotations off orthogonal by up to RawRotationTol and Cost adds the
+	// constant, so Cost equals tr(X Q X^T) for Q = Laplacian. Laplacian
+	// itself is the same either way.
+	RawRotations bool
 }
+
+// RawRotationTol is how far from a rotation (||R^T R - I||_F + |det R - 1|)
+// Validate lets an edge measurement be when Graph.RawRotations is set: far
+// above the few 1e-6 that rounding a printed unit quaternion causes, far
+// below a measurement that is not meant as a rotation.
+const RawRotationTol = 1e-4
+
+// rotationTol is the same bound for exact readings: normalized quaternions
+// and angles are rotations to rounding error.
+const rotationTol = 1e-6
 
 // N is the number of poses.
 func (g *Graph) N() int { return len(g.IDs) }
@@ -134,8 +157,9 @@ func (e *DisconnectedError) Error() string {
 
 // Validate checks the graph's structure: d in {2, 3}, at least one pose,
 // edge endpoints in range and distinct, finite measurements, proper
-// rotations, positive finite precisions, and one connected component (a
-// *DisconnectedError otherwise).
+// rotations (to 1e-6, or to RawRotationTol with RawRotations), positive
+// finite precisions, and one connected component (a *DisconnectedError
+// otherwise).
 func (g *Graph) Validate() error {
 	if g.D != 2 && g.D != 3 {
 		return fmt.Errorf("%s: dimension %d is not 2 or 3", g.src(), g.D)
@@ -153,6 +177,10 @@ func (g *Graph) Validate() error {
 			return fmt.Errorf("%s: id %d names poses %d and %d", g.src(), id, k, i)
 		}
 		seen[id] = i
+	}
+	tol := rotationTol
+	if g.RawRotations {
+		tol = RawRotationTol
 	}
 	for k, e := range g.Edges {
 		at := g.where(k)
@@ -175,7 +203,11 @@ func (g *Graph) Validate() error {
 				return fmt.Errorf("%s: translation is not finite", at)
 			}
 		}
-		if dev := rotationDeviation(e.R[:], g.D); dev > 1e-6 {
+		if dev := rotationDeviation(e.R[:], g.D); dev > tol {
+			if g.RawRotations {
+				return fmt.Errorf("%s: measurement is not a rotation even in SE-Sync's raw reading "+
+					"(||R^T R - I|| + |det R - 1| = %.3g > %g: is the quaternion far from unit norm?)", at, dev, tol)
+			}
 			return fmt.Errorf("%s: measurement is not a rotation (||R^T R - I|| + |det R - 1| = %.3g)", at, dev)
 		}
 	}
@@ -236,13 +268,13 @@ func Det(r []float64, d int) float64 {
 
 // Subgraph returns the graph induced by the given pose indices (sorted), with
 // poses renumbered in that order and only edges between them kept. IDs,
-// initial estimates and FIX marks carry over.
+// initial estimates, FIX marks and RawRotations carry over.
 func (g *Graph) Subgraph(poses []int) *Graph {
 	idx := make(map[int]int, len(poses))
 	for k, i := range poses {
 		idx[i] = k
 	}
-	s := &Graph{D: g.D, Source: g.Source}
+	s := &Graph{D: g.D, Source: g.Source, RawRotations: g.RawRotations}
 	for _, i := range poses {
 		s.IDs = append(s.IDs, g.IDs[i])
 		if len(g.Initial) > 0 {

@@ -86,9 +86,14 @@ func (g *Graph) Laplacian(p Problem) *sparse.BlockSym {
 //
 //	F = sum_e kappa ||R_j - R_i R_e||_F^2 + tau ||t_j - t_i - R_i t_e||^2.
 //
-// For Rotations only the first sum is taken.
+// For Rotations only the first sum is taken. With g.RawRotations each edge
+// also adds kappa (d - ||R_e||_F^2), zero for an exact rotation, so that F
+// is tr(X Q X^T) for Q = Laplacian(p) whenever the poses' rotations are in
+// SO(d): Q's diagonal blocks hold kappa I, where the edge formula expanded
+// would put kappa R_e R_e^T. This is the value SE-Sync reports.
 func (g *Graph) Cost(x []Pose, p Problem) float64 {
 	d := g.D
+	raw := g.RawRotations
 	f := 0.0
 	for _, e := range g.Edges {
 		ri, rj := &x[e.I].R, &x[e.J].R
@@ -100,6 +105,12 @@ func (g *Graph) Cost(x []Pose, p Problem) float64 {
 					v -= ri[a*d+k] * e.R[k*d+c]
 				}
 				s += v * v
+			}
+		}
+		if raw {
+			s += float64(d)
+			for _, v := range e.R[:d*d] {
+				s -= v * v
 			}
 		}
 		f += e.Kappa * s
