@@ -28,6 +28,18 @@ type ReadOptions struct {
 	// positive definite) and Warn gets one summary with the count and the
 	// first line: published data sets have such edges (cubicle).
 	StrictInfo bool
+	// RawQuaternions selects SE-Sync's reading of EDGE_SE3:QUAT records
+	// (read_g2o_file): the measured rotation is Eigen's toRotationMatrix of
+	// the quaternion as printed, NOT normalized (RotationFromQuatRaw), and
+	// the graph is marked RawRotations, so Validate tolerates the resulting
+	// O(|q|^2 - 1) loss of orthogonality and Cost reports tr(X Q X^T) as
+	// SE-Sync does. The 3-D optima in REFERENCE.tsv are optima of this
+	// reading. It is off by default because a measured rotation should be
+	// a rotation. VERTEX_SE3:QUAT poses are normalized either way: they are
+	// only initial estimates and do not enter the objective. 2-D files are
+	// unaffected (their rotations come from an angle, exactly), and their
+	// graphs are not marked.
+	RawQuaternions bool
 }
 
 // ParseError is a problem in an input file, located by file and line.
@@ -397,7 +409,13 @@ func (p *parser) edge(d, nv int, toro bool) *ParseError {
 	} else {
 		e.Info = p.alloc(21)
 		copy(e.Info, v[7:28])
-		r, nonzero := RotationFromQuat(v[3], v[4], v[5], v[6])
+		var r [9]float64
+		var nonzero bool
+		if p.opts.RawQuaternions {
+			r, nonzero = RotationFromQuatRaw(v[3], v[4], v[5], v[6])
+		} else {
+			r, nonzero = RotationFromQuat(v[3], v[4], v[5], v[6])
+		}
 		if !nonzero {
 			return p.errorf("EDGE_SE3:QUAT has a zero quaternion")
 		}
@@ -461,7 +479,7 @@ func (p *parser) finish() (*posegraph.Graph, error) {
 	}
 
 	idx := p.indexer()
-	g := &posegraph.Graph{D: p.d, Source: p.name}
+	g := &posegraph.Graph{D: p.d, Source: p.name, RawRotations: p.opts.RawQuaternions && p.d == 3}
 	g.IDs = idx.ids
 	n := len(g.IDs)
 	for k := range p.edges {

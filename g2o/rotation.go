@@ -66,6 +66,34 @@ func RotationFromQuat(x, y, z, w float64) (r [9]float64, ok bool) {
 	return r, true
 }
 
+// RotationFromQuatRaw returns the matrix that Eigen's
+// Quaternion::toRotationMatrix builds from x i + y j + z k + w as given,
+// without normalizing it, as SE-Sync's g2o reader does (ReadOptions
+// RawQuaternions):
+//
+//	[[1 - 2(y^2 + z^2), 2(xy - zw),        2(xz + yw)],
+//	 [2(xy + zw),        1 - 2(x^2 + z^2), 2(yz - xw)],
+//	 [2(xz - yw),        2(yz + xw),        1 - 2(x^2 + y^2)]]
+//
+// For q = s u with u a unit quaternion this is exactly I + s^2 (R(u) - I):
+// a rotation only when s = 1, off orthogonal by O(|s^2 - 1|) otherwise. ok
+// is false when the quaternion is zero or not finite, which Read rejects in
+// either reading.
+func RotationFromQuatRaw(x, y, z, w float64) (r [9]float64, ok bool) {
+	if s := math.Max(math.Max(math.Abs(x), math.Abs(y)), math.Max(math.Abs(z), math.Abs(w))); !(s > 0) || math.IsInf(s, 0) {
+		return r, false // zero, NaN (comparison false) or infinite
+	}
+	xx, yy, zz := x*x, y*y, z*z
+	xy, xz, yz := x*y, x*z, y*z
+	xw, yw, zw := x*w, y*w, z*w
+	r = [9]float64{
+		1 - 2*(yy+zz), 2 * (xy - zw), 2 * (xz + yw),
+		2 * (xy + zw), 1 - 2*(xx+zz), 2 * (yz - xw),
+		2 * (xz - yw), 2 * (yz + xw), 1 - 2*(xx+yy),
+	}
+	return r, true
+}
+
 func normalizeQuat(x, y, z, w float64) (float64, float64, float64, float64, bool) {
 	s := math.Max(math.Max(math.Abs(x), math.Abs(y)), math.Max(math.Abs(z), math.Abs(w)))
 	if !(s > 0) || math.IsInf(s, 0) {
