@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/g2o"
@@ -16,15 +17,18 @@ import (
 type infoOptions struct {
 	json    bool
 	lenient bool
+	rawQuat bool
 }
 
 func (o *infoOptions) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per file")
 	fs.BoolVar(&o.lenient, "lenient", false, "skip records of unsupported types (landmarks, priors, ...) with a warning")
+	fs.BoolVar(&o.rawQuat, "raw-quaternions", false, rawQuatUsage+
+		"; info then also reports the largest | |q|^2 - 1 | of the edge quaternions")
 }
 
 const (
-	infoUsage = "info [--json] [--lenient] FILE..."
+	infoUsage = "info [--json] [--lenient] [--raw-quaternions] FILE..."
 	infoDoc   = `For each g2o or TORO file, print the dimension d, the numbers of poses n and
 edges m, the connected components (their sizes when there are several), the
 minimum, mean and maximum degree, the number of loop closures (edges whose
@@ -57,6 +61,11 @@ type graphInfo struct {
 	Fixed          []int    `json:"fixed"` // vertex ids
 	Estimates      int      `json:"initial_estimates"`
 	Warnings       []string `json:"warnings,omitempty"`
+	// RawQuaternions: read with --raw-quaternions (3-D only); then
+	// QuatNormError is the largest | |q|^2 - 1 | over the edges, which
+	// bounds how far that reading's rotations are from orthogonal.
+	RawQuaternions bool    `json:"raw_quaternions,omitempty"`
+	QuatNormError  float64 `json:"quat_norm_error,omitempty"`
 }
 
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -77,8 +86,9 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		var warns []string
 		g, err := g2o.ReadFile(file, g2o.ReadOptions{
-			Lenient: opts.lenient,
-			Warn:    func(msg string) { warns = append(warns, msg) },
+			Lenient:        opts.lenient,
+			RawQuaternions: opts.rawQuat,
+			Warn:           func(msg string) { warns = append(warns, msg) },
 		})
 		for _, w := range warns {
 			fmt.Fprintln(stderr, "warning:", w)
@@ -140,6 +150,16 @@ func describe(g *posegraph.Graph, file string) graphInfo {
 			info.Estimates++
 		}
 	}
+	if g.RawRotations {
+		info.RawQuaternions = true
+		for _, e := range g.Edges {
+			if len(e.Meas) == 7 {
+				q := e.Meas[3:7]
+				n2 := q[0]*q[0] + q[1]*q[1] + q[2]*q[2] + q[3]*q[3]
+				info.QuatNormError = max(info.QuatNormError, math.Abs(n2-1))
+			}
+		}
+	}
 	return info
 }
 
@@ -169,6 +189,9 @@ func writeInfo(w io.Writer, s graphInfo) error {
 		row("fixed", "%s", strings.Trim(fmt.Sprint(s.Fixed), "[]"))
 	}
 	row("estimates", "%d of %d poses", s.Estimates, s.N)
+	if s.RawQuaternions {
+		row("reading", "SE-Sync's raw quaternions, | |q|^2 - 1 | up to %.2g", s.QuatNormError)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
