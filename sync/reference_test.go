@@ -8,28 +8,30 @@ import (
 
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
-// knownDeviation lists the graphs whose REFERENCE.tsv optimum differs from
-// the objective of DESIGN.md section 1 by more than 1e-7, with the relative
-// deviation bcmsync finds. The evidence that the reference, not the solver,
-// is off (TestReference3DInconsistent keeps it tested):
-//
-//   - tinyGrid3D, cubicle: bcmsync's estimate has a LOWER objective than
-//     f_star (checked by an independent evaluation of F at the written
-//     estimate), so f_star is not the minimum of that objective;
-//   - parking-garage, torus3D: f_star lies below bcmsync's proven lower bound
-//     on the optimum (with GapTol 1e-8), so it is not a value of it either.
-//
-// sphere2500 and smallGrid3D are within 1e-7 but their f_star is excluded by
-// the proven bound too: every 3-D reference value disagrees with the
-// objective as DESIGN.md defines it, every 2-D one agrees to 1e-8.
-var knownDeviation = map[string]float64{
-	"tinyGrid3D.g2o":     2e-6,
-	"cubicle.g2o":        2e-5,
-	"parking-garage.g2o": 5e-5,
-	"torus3D.g2o":        3e-7,
+// The 3-D optima of REFERENCE.tsv are optima of SE-Sync's reading of the
+// files (g2o.ReadOptions.RawQuaternions): edge rotations from the printed,
+// unnormalized quaternions and F = tr(X Q X^T). TestReferenceOptima
+// reproduces them in that reading, and checks that the default (normalized)
+// reading's optimum differs from them by what the quaternions' norms
+// predict (rawQuatShift in refcheck_test.go, which derives the formula).
+// The 2-D optima do not depend on the reading (rotations from angles).
+
+// aboveOptimum lists the graphs whose f_star lies above the certified
+// optimum of SE-Sync's reading by more than 1e-7, with the relative margin
+// allowed. parking-garage: certified F = 1.26248413588 (proven lower bound
+// 1.26248206256 with GapTol 1e-9), f_star = 1.26248553498, 1.1e-6 relative
+// above F and 2.7e-6 above the bound. So f_star is a value the peer reached,
+// not the minimum: the likely cause is SE-Sync's loose default stop (Riemannian
+// gradient norm 1e-2, absolute) on a graph with F = 1.26 and a badly
+// conditioned Q. Plausible, not proven: our own iterates first reach that
+// gradient norm only 1.2e-7 above the optimum (TestRefCheckSESyncReading),
+// so the peer's path would have to be slower there than ours.
+var aboveOptimum = map[string]float64{
+	"parking-garage.g2o": 2e-6,
 }
 
 // large graphs are skipped with -short.
@@ -47,6 +49,28 @@ func suite(t *testing.T) (string, []datasets.Reference) {
 	return dir, refs
 }
 
+// solveCertified solves g and fails unless the result is certified with a
+// consistent bound and reports F(Poses) as its Objective.
+func solveCertified(t *testing.T, g *posegraph.Graph, opts bsync.Options) *bsync.Result {
+	t.Helper()
+	res, err := bsync.Solve(context.Background(), g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Certified {
+		t.Fatalf("not certified: %s (min eigenvalue %g, eta %g, gap %g)", res.Status, res.MinEigenvalue, res.Eta, res.SuboptimalityBound)
+	}
+	if res.SuboptimalityBound < -1e-9*res.Objective || res.SuboptimalityBound > res.GapAllowed {
+		t.Errorf("suboptimality bound %g for F = %g (allowed %g)", res.SuboptimalityBound, res.Objective, res.GapAllowed)
+	}
+	// The objective reported is the graph's Cost at the returned poses:
+	// the edge formula, plus SE-Sync's constant in the raw reading.
+	if f := g.Cost(res.Poses, res.Problem); f != res.Objective {
+		t.Errorf("Objective %g differs from F(Poses) %g", res.Objective, f)
+	}
+	return res
+}
+
 func TestReferenceOptima(t *testing.T) {
 	dir, refs := suite(t)
 	for _, ref := range refs {
@@ -54,66 +78,58 @@ func TestReferenceOptima(t *testing.T) {
 			if testing.Short() && large[ref.File] {
 				t.Skip("large graph in -short mode")
 			}
-			g, err := g2o.ReadFile(filepath.Join(dir, ref.File), g2o.ReadOptions{})
+			path := filepath.Join(dir, ref.File)
+			g, err := g2o.ReadFile(path, g2o.ReadOptions{RawQuaternions: ref.D == 3})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if g.D != ref.D || g.N() != ref.N || g.M() != ref.M {
 				t.Fatalf("read d=%d n=%d m=%d, reference says %d %d %d", g.D, g.N(), g.M(), ref.D, ref.N, ref.M)
 			}
-			res, err := bsync.Solve(context.Background(), g, bsync.Options{Seed: 1})
+			if ref.D == 2 {
+				res := solveCertified(t, g, bsync.Options{Seed: 1})
+				rel := (res.Objective - ref.FStar) / ref.FStar
+				if math.Abs(rel) > 1e-7 {
+					t.Errorf("objective %.12g, f_star %.12g: relative difference %.3g > 1e-7", res.Objective, ref.FStar, rel)
+				}
+				t.Logf("F=%.12g f*=%.12g rel=%.2g rank=%d total %.2fs", res.Objective, ref.FStar, rel, res.Rank, res.Timings.Total)
+				return
+			}
+			// SE-Sync's reading, certified tightly enough for the proven
+			// bound to say where f_star lies.
+			res := solveCertified(t, g, bsync.Options{Seed: 1, GapTol: 1e-9})
+			f, dual := res.Objective, res.DualBound
+			rel := (f - ref.FStar) / ref.FStar
+			if margin, ok := aboveOptimum[ref.File]; ok {
+				if rel > 1e-7 || rel < -margin {
+					t.Errorf("objective %.12g, f_star %.12g: relative difference %.3g outside [-%.0e, 1e-7]", f, ref.FStar, rel, margin)
+				}
+				if ref.FStar < dual {
+					t.Errorf("f_star %.12g below the proven lower bound %.12g", ref.FStar, dual)
+				}
+			} else if math.Abs(rel) > 1e-7 {
+				t.Errorf("objective %.12g, f_star %.12g: relative difference %.3g > 1e-7", f, ref.FStar, rel)
+			}
+
+			// The default reading. rawQuatShift predicts, from the file
+			// alone, F_raw* - F_default* to first order. The small graphs
+			// are solved and certified in it; the large ones are not
+			// solved twice: F_default at the raw optimum is an upper bound
+			// on the default optimum and equal to it to first order.
+			def, err := g2o.ReadFile(path, g2o.ReadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !res.Certified {
-				t.Fatalf("not certified: %s (min eigenvalue %g, eta %g, gap %g)", res.Status, res.MinEigenvalue, res.Eta, res.SuboptimalityBound)
+			shift := rawQuatShift(g)
+			fdef, how := def.Cost(res.Poses, posegraph.Poses), "at the raw optimum"
+			if !large[ref.File] {
+				fdef, how = solveCertified(t, def, bsync.Options{Seed: 1, GapTol: 1e-9}).Objective, "certified"
 			}
-			rel := (res.Objective - ref.FStar) / ref.FStar
-			tol := 1e-7
-			if dev, ok := knownDeviation[ref.File]; ok {
-				tol = dev
+			if got := f - fdef; math.Abs(got-shift) > 0.2*math.Abs(shift)+1e-9*f {
+				t.Errorf("F_raw - F_default = %.4g (default %s), predicted %.4g", got, how, shift)
 			}
-			if math.Abs(rel) > tol {
-				t.Errorf("objective %.12g, f_star %.12g: relative difference %.3g > %.1g", res.Objective, ref.FStar, rel, tol)
-			}
-			if res.SuboptimalityBound < -1e-9*res.Objective || res.SuboptimalityBound > res.GapAllowed {
-				t.Errorf("suboptimality bound %g for F = %g (allowed %g)", res.SuboptimalityBound, res.Objective, res.GapAllowed)
-			}
-			// The objective reported is F evaluated edge by edge at the
-			// returned poses.
-			if f := g.Cost(res.Poses, res.Problem); f != res.Objective {
-				t.Errorf("Objective %g differs from F(Poses) %g", res.Objective, f)
-			}
-			t.Logf("F=%.12g f*=%.12g rel=%.2g rank=%d lambda_min=%.2g total %.2fs", res.Objective, ref.FStar, rel, res.Rank, res.MinEigenvalue, res.Timings.Total)
+			t.Logf("SE-Sync's reading F=%.12g in [%.12g, F], f*=%.12g rel=%+.2g; default reading F=%.12g (%s) rel=%+.2g, predicted %+.2g; rank %d, %.2fs",
+				f, dual, ref.FStar, rel, fdef, how, (fdef-ref.FStar)/ref.FStar, (f-shift-ref.FStar)/ref.FStar, res.Rank, res.Timings.Total)
 		})
-	}
-}
-
-// Every 3-D f_star is inconsistent with the objective: below a proven lower
-// bound on the optimum, or above a feasible value (the estimate).
-func TestReference3DInconsistent(t *testing.T) {
-	dir, refs := suite(t)
-	for _, ref := range refs {
-		if ref.D != 3 || testing.Short() && large[ref.File] {
-			continue
-		}
-		g, err := g2o.ReadFile(filepath.Join(dir, ref.File), g2o.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := bsync.Solve(context.Background(), g, bsync.Options{GapTol: 1e-8})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Certified {
-			t.Errorf("%s: not certified at GapTol 1e-8: %s", ref.File, res.Status)
-			continue
-		}
-		below := res.Objective < ref.FStar // a feasible point under f_star
-		above := res.DualBound > ref.FStar // f_star under a proven bound
-		if !below && !above {
-			t.Errorf("%s: f_star %.12g is consistent with [dual %.12g, F %.12g]", ref.File, ref.FStar, res.DualBound, res.Objective)
-		}
-		t.Logf("%s: f_star %.12g, proven optimum in [%.12g, %.12g]", ref.File, ref.FStar, res.DualBound, res.Objective)
 	}
 }
