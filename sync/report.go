@@ -9,11 +9,15 @@ import (
 // Report is the machine-readable form of a Result, written by `bcmsync
 // solve --report`. Its keys are stable; see README.md.
 type Report struct {
-	File                string  `json:"file"`
-	Problem             string  `json:"problem"` // "SE(d)" or "SO(d)"
-	D                   int     `json:"d"`
-	N                   int     `json:"n"`
-	M                   int     `json:"m"`
+	File    string `json:"file"`
+	Problem string `json:"problem"` // "SE(d)" or "SO(d)"
+	D       int    `json:"d"`
+	N       int    `json:"n"`
+	M       int    `json:"m"`
+	// RawQuaternions is true when 3-D edge rotations were read as SE-Sync
+	// reads them (g2o.ReadOptions.RawQuaternions): Objective is then
+	// SE-Sync's tr(XQX^T).
+	RawQuaternions      bool    `json:"raw_quaternions"`
 	Init                string  `json:"init"`
 	InitialObjective    float64 `json:"initial_objective"`
 	Objective           float64 `json:"objective"`
@@ -69,7 +73,7 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		hist = []Record{}
 	}
 	return &Report{
-		File: file, Problem: res.Problem.String(), D: g.D, N: g.N(), M: g.M(),
+		File: file, Problem: res.Problem.String(), D: g.D, N: g.N(), M: g.M(), RawQuaternions: g.RawRotations,
 		Init: string(opts.Init), InitialObjective: res.InitialObjective,
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
 		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed,

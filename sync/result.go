@@ -85,7 +85,9 @@ type Result struct {
 	Status  Status
 	// Certified is true when Status is Certified.
 	Certified bool
-	// Objective is F of the rounded estimate (DESIGN.md section 1).
+	// Objective is F of the rounded estimate (DESIGN.md section 1), as
+	// Graph.Cost evaluates it: with Graph.RawRotations (SE-Sync's reading of
+	// 3-D files) that is SE-Sync's tr(XQX^T), F plus a constant.
 	Objective float64
 	// RelaxationObjective is F at the final rank-r point.
 	RelaxationObjective float64

@@ -25,6 +25,13 @@ EDGE_SE3:QUAT 0 2 1 1 0 0.0107791 0.00867285 -0.00190021 0.999902 10 0 0 0 0 0 1
 // solveFile runs solve on in with extra flags, writing the optimized graph,
 // and returns the report's objective and the written poses.
 func solveFile(t *testing.T, in string, extra ...string) (float64, []posegraph.Pose) {
+	f, poses, _ := solveFileReport(t, in, extra...)
+	return f, poses
+}
+
+// solveFileReport is solveFile that also returns the report's
+// raw_quaternions key.
+func solveFileReport(t *testing.T, in string, extra ...string) (float64, []posegraph.Pose, bool) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.g2o")
 	args := append([]string{"solve", "--json", "--gap-tol", "1e-9", "-o", out}, extra...)
@@ -33,7 +40,8 @@ func solveFile(t *testing.T, in string, extra ...string) (float64, []posegraph.P
 		t.Fatalf("solve %v: exit %d: %s", extra, code, stderr)
 	}
 	var rep struct {
-		Objective float64 `json:"objective"`
+		Objective      float64 `json:"objective"`
+		RawQuaternions bool    `json:"raw_quaternions"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
@@ -42,7 +50,7 @@ func solveFile(t *testing.T, in string, extra ...string) (float64, []posegraph.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep.Objective, g.Initial
+	return rep.Objective, g.Initial, rep.RawQuaternions
 }
 
 // --raw-quaternions reaches the reader: the reported F is SE-Sync's
@@ -58,7 +66,10 @@ func TestSolveRawQuaternions(t *testing.T) {
 		if raw {
 			extra = []string{"--raw-quaternions"}
 		}
-		f, poses := solveFile(t, in, extra...)
+		f, poses, repRaw := solveFileReport(t, in, extra...)
+		if repRaw != raw {
+			t.Errorf("raw=%v: report says raw_quaternions %v", raw, repRaw)
+		}
 		g, err := g2o.ReadFile(in, g2o.ReadOptions{RawQuaternions: raw})
 		if err != nil {
 			t.Fatal(err)
