@@ -54,7 +54,7 @@ func nestedDissection(q *BlockSym, drop, leaf int) []int {
 		label[i] = i
 	}
 	order := make([]int, nb)
-	w := newNDWork(nb)
+	w := newNDWork(g, nb)
 	w.leafSize = leaf
 	// One token per extra goroutine that may dissect a half.
 	w.tokens = make(chan struct{}, runtime.GOMAXPROCS(0)-1)
@@ -102,6 +102,8 @@ func (g *ndGraph) n() int { return len(g.xadj) - 1 }
 type ndWork struct {
 	leafSize int
 	tokens   chan struct{} // shared: free slots for more goroutines
+	root     *ndGraph      // the whole graph, for the halos of leaves
+	rootMark []int         // per node of root, kept at -1 between uses
 	mark     []int         // per node scratch
 	queue    []int
 	// Fiduccia-Mattheyses state, indexed by node of the current level.
@@ -113,12 +115,18 @@ type ndWork struct {
 	heaps  [2]ndHeap
 }
 
-func newNDWork(n int) *ndWork {
+// newNDWork returns the scratch space for pieces of up to n nodes of root.
+func newNDWork(root *ndGraph, n int) *ndWork {
 	w := &ndWork{
-		mark:   make([]int, n),
-		id:     make([]int, n),
-		ed:     make([]int, n),
-		locked: make([]bool, n),
+		root:     root,
+		rootMark: make([]int, root.n()),
+		mark:     make([]int, n),
+		id:       make([]int, n),
+		ed:       make([]int, n),
+		locked:   make([]bool, n),
+	}
+	for i := range w.rootMark {
+		w.rootMark[i] = -1
 	}
 	for s := range w.key {
 		w.key[s] = make([]int, n)
@@ -191,7 +199,7 @@ func (w *ndWork) dissect(g *ndGraph, label, out []int, off int) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w2 := newNDWork(cnt[0])
+				w2 := newNDWork(w.root, cnt[0])
 				w2.leafSize, w2.tokens = w.leafSize, w.tokens
 				w2.dissect(subs[0], labels[0], out[:cnt[0]], off)
 				<-w.tokens
@@ -206,14 +214,91 @@ func (w *ndWork) dissect(g *ndGraph, label, out []int, off int) {
 	w.dissect(subs[1], labels[1], out[cnt[0]:cnt[0]+cnt[1]], off+cnt[0])
 }
 
-// leaf orders g by minimum degree.
+// leaf orders the piece g by minimum degree on g plus its halo: the nodes
+// outside g adjacent to it, all in separators that are ordered after g.
+// Counting them in the degrees makes the nodes next to the separators go
+// last within the piece, as in Pellegrini's halo minimum degree; ordering
+// the piece alone instead put 10% more nonzeros into the factor of the
+// 10^5-pose lattice than BlockAMD's whole factor has. Two heavy extra
+// nodes, adjacent to the halo, keep the halo from being eliminated.
 func (w *ndWork) leaf(g *ndGraph, label, out []int) {
-	if g.n() == 0 {
+	n := g.n()
+	if n == 0 {
 		return
 	}
-
-	for k, v := range minDegree(g.n(), g.xadj, g.adj, g.vwgt) {
-		out[k] = label[v]
+	root, in := w.root, w.rootMark
+	for v := 0; v < n; v++ {
+		in[label[v]] = v
+	}
+	// Halo nodes are numbered n, n+1, ... and hrow lists their piece
+	// neighbours.
+	var halo []int
+	var hrow [][]int
+	for v := 0; v < n; v++ {
+		for _, u := range root.adj[root.xadj[label[v]]:root.xadj[label[v]+1]] {
+			l := in[u]
+			if l < 0 {
+				l = n + len(halo)
+				in[u] = l
+				halo = append(halo, u)
+				hrow = append(hrow, nil)
+			}
+			if l >= n {
+				hrow[l-n] = append(hrow[l-n], v)
+			}
+		}
+	}
+	nh := len(halo)
+	m := n
+	if nh > 0 {
+		m = n + nh + 2
+	}
+	xadj := make([]int, m+1)
+	adj := make([]int, 0, len(g.adj)+4*nh+2)
+	wt := make([]int, m)
+	for v := 0; v < n; v++ {
+		adj = append(adj, g.adj[g.xadj[v]:g.xadj[v+1]]...)
+		for _, u := range root.adj[root.xadj[label[v]]:root.xadj[label[v]+1]] {
+			if l := in[u]; l >= n {
+				adj = append(adj, l)
+			}
+		}
+		xadj[v+1] = len(adj)
+		wt[v] = g.vwgt[v]
+	}
+	if nh > 0 {
+		s1, s2 := n+nh, n+nh+1
+		total := g.tw
+		for h, u := range halo {
+			adj = append(adj, hrow[h]...)
+			adj = append(adj, s1)
+			xadj[n+h+1] = len(adj)
+			wt[n+h] = root.vwgt[u]
+			total += root.vwgt[u]
+		}
+		for h := 0; h < nh; h++ {
+			adj = append(adj, n+h)
+		}
+		adj = append(adj, s2)
+		xadj[s1+1] = len(adj)
+		adj = append(adj, s1)
+		xadj[s2+1] = len(adj)
+		// Heavier than everything else together: every piece node has a
+		// smaller degree than any halo node.
+		wt[s1], wt[s2] = total+1, total+1
+	}
+	k := 0
+	for _, v := range minDegree(m, xadj, adj, wt) {
+		if v < n {
+			out[k] = label[v]
+			k++
+		}
+	}
+	for v := 0; v < n; v++ {
+		in[label[v]] = -1
+	}
+	for _, u := range halo {
+		in[u] = -1
 	}
 }
 

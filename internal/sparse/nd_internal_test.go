@@ -48,7 +48,7 @@ func checkSeparator(t *testing.T, g *ndGraph, where []uint8) (pw [3]int) {
 func TestSeparate(t *testing.T) {
 	for _, c := range [][3]int{{10, 10, 10}, {24, 24, 6}, {60, 40, 1}, {7, 9, 11}} {
 		g := latticeGraph(c[0], c[1], c[2], 3)
-		w := newNDWork(g.n())
+		w := newNDWork(g, g.n())
 		rng := rand.New(rand.NewPCG(1, 2))
 		where := w.separate(g, rng)
 		pw := checkSeparator(t, g, where)
@@ -95,7 +95,7 @@ func TestCoverCut(t *testing.T) {
 			where[i] = uint8(rng.IntN(2))
 		}
 		orig := append([]uint8(nil), where...)
-		w := newNDWork(n)
+		w := newNDWork(g, n)
 		w.coverCut(g, where)
 		pw := checkSeparator(t, g, where)
 		for v := range where {
@@ -152,7 +152,7 @@ func TestRefineSeparator(t *testing.T) {
 			}
 		}
 		before := checkSeparator(t, g, where)
-		w := newNDWork(g.n())
+		w := newNDWork(g, g.n())
 		w.refineSeparator(g, where, maxw)
 		after := checkSeparator(t, g, where)
 		if after[2] > before[2] || after[0] > maxw || after[1] > maxw {
@@ -161,5 +161,68 @@ func TestRefineSeparator(t *testing.T) {
 		if thick > 1 && after[2] >= before[2] {
 			t.Errorf("thickness %d: separator of %d not thinned", thick, before[2])
 		}
+	}
+}
+
+// TestLeafHalo checks that a leaf is ordered knowing its halo: a path of
+// ten nodes whose first node touches a later separator node must be
+// eliminated from its free end, without fill, although both ends of the
+// path alone have degree one and the smaller index would go first.
+func TestLeafHalo(t *testing.T) {
+	const n = 10
+	root := &ndGraph{xadj: make([]int, n+2), vwgt: make([]int, n+1), tw: 3 * (n + 1)}
+	for v := 0; v <= n; v++ {
+		var nbrs []int
+		switch {
+		case v == n: // the separator node
+			nbrs = []int{0}
+		case v == 0:
+			nbrs = []int{1, n}
+		case v == n-1:
+			nbrs = []int{n - 2}
+		default:
+			nbrs = []int{v - 1, v + 1}
+		}
+		root.adj = append(root.adj, nbrs...)
+		for range nbrs {
+			root.ewgt = append(root.ewgt, 1)
+		}
+		root.xadj[v+1] = len(root.adj)
+		root.vwgt[v] = 3
+	}
+	part := make([]int, n+1)
+	part[n] = 1
+	label := make([]int, n+1)
+	for i := range label {
+		label[i] = i
+	}
+	w := newNDWork(root, n+1)
+	subs, labels := w.split(root, label, part, 2)
+	order := make([]int, n+1)
+	w.leaf(subs[0], labels[0], order[:n])
+	order[n] = n
+	nnz := 0
+	for _, c := range blockColCounts(root.xadj, root.adj, order) {
+		nnz += c
+	}
+	// No fill: the diagonal plus the n edges.
+	if nnz != 2*n+1 {
+		t.Errorf("order %v: %d blocks in L, want %d (no fill)", order, nnz, 2*n+1)
+	}
+	for _, v := range w.rootMark {
+		if v != -1 {
+			t.Fatal("leaf left marks behind")
+		}
+	}
+	// Minimum degree on the path alone does make fill: the case tests the
+	// halo.
+	sub := subs[0]
+	plain := append(minDegree(sub.n(), sub.xadj, sub.adj, sub.vwgt), n)
+	nnz = 0
+	for _, c := range blockColCounts(root.xadj, root.adj, plain) {
+		nnz += c
+	}
+	if nnz == 2*n+1 {
+		t.Errorf("order %v without the halo has no fill either", plain)
 	}
 }
