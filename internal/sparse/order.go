@@ -8,31 +8,32 @@ package sparse
 // Neither ordering wins everywhere, and size alone does not tell them apart
 // (at 10^4 poses minimum degree wins on the lattice, dissection on
 // city10000), so both are computed and their factors compared by
-// BlockFactorCost, a symbolic count that costs less than the minimum
+// BlockFactorCost, a symbolic count that costs a fraction of the minimum
 // degree ordering itself. The cost of a factorization is taken as
 // flops + ndNNZFlops * nnz(L): the supernodal factorization's time was
 // fitted as flops / (4.2 GFlop/s) + 22 ns * nnz(L) on the graphs below
-// (two shared cores), so at equal flops the sparser factor is faster, and
-// dissection, whose factors have more nonzeros at equal flops, wins only
-// by a clear margin in flops. Graphs of at most ndLeaf blocks get
-// BlockAMD alone, since nested dissection then is minimum degree.
+// (two shared cores), so at nearly equal flops the sparser factor wins.
+// Graphs of at most ndLeaf blocks get BlockAMD alone, since nested
+// dissection then is minimum degree.
 //
-// Flops of the factor of Q (pose blocks) and the ordering chosen, measured
-// by BenchmarkOrder and BenchmarkOrderFactor in internal/sparse/sparsebench
-// (times of one numeric factorization):
+// Flops and nonzeros per pose of the factor of Q (pose blocks), BlockAMD
+// against NestedDissection, and the ordering chosen, measured by
+// BenchmarkOrder and BenchmarkOrderFactor in internal/sparse/sparsebench
+// (times of one numeric factorization, two shared cores):
 //
-//	graph                            BlockAMD / ND flops  chosen
-//	datasets.Cube 22^3 (10^4 poses)  1.1e7 / 2.1e7        BlockAMD
-//	datasets.Cube 46^3 (10^5)        8.4e8 / 8.2e8        BlockAMD: ND's factor has 34% more
-//	                                                      nonzeros and took 0.43 s, not 0.30
-//	datasets.Cube 100^3 (10^6)       2.0e11 / 9.6e10      ND: 24 s, not 61
-//	city10000                        1.2e8 / 8.0e7        ND
-//	torus3D, cubicle                 ND 4-5% fewer        either (costs within 1%)
-//	sphere2500, parking-garage,      ND 17% to 2.3x more  BlockAMD
-//	intel, manhattan, kitti_00, ...
+//	graph                            BlockAMD       ND             chosen
+//	datasets.Cube 22^3 (10^4 poses)  1.1e7, 52      1.3e7, 54      BlockAMD
+//	datasets.Cube 46^3 (10^5)        8.4e8, 73      7.0e8, 73      ND (0.22 s, not 0.25)
+//	datasets.Cube 100^3 (10^6)       2.0e11, 163    9.4e10, 131    ND (16 s, not 32)
+//	city10000                        1.2e8, 117     7.3e7, 101     ND (30 ms, not 40)
+//	torus3D                          3.8e8, 282     3.4e8, 288     ND
+//	cubicle                          2.7e8, 266     2.3e8, 261     ND
+//	sphere2500                       1.3e8, 285     1.5e8, 312     BlockAMD
+//	parking-garage, intel, MIT,      ND 1% to 22% more flops       BlockAMD
+//	manhattan, kitti_00, CSAIL, ...
 //
-// Computing both orderings costs about 6x BlockAMD alone (1 s and 5 s at
-// 10^6 poses), small next to one factorization of a graph where
+// Computing both orderings costs about 4x BlockAMD alone (1.4 s and
+// 3.4 s at 10^6 poses), small next to one factorization of a graph where
 // dissection wins. The rotation Laplacian behaves the same way.
 func BlockOrder(q *BlockSym, drop int) []int {
 	nb := q.N - drop
