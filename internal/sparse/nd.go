@@ -220,8 +220,8 @@ func (w *ndWork) dissect(g *ndGraph, label, out []int, off int) {
 // outside g adjacent to it, all in separators that are ordered after g.
 // Counting them in the degrees makes the nodes next to the separators go
 // last within the piece, as in Pellegrini's halo minimum degree; ordering
-// the piece alone instead put 10% more nonzeros into the factor of the
-// 10^5-pose lattice than BlockAMD's whole factor has. Two heavy extra
+// the piece alone instead gave the 10^5-pose lattice's factor 35% more
+// nonzeros (98 against 73 per pose) and 17% more flops. Two heavy extra
 // nodes, adjacent to the halo, keep the halo from being eliminated.
 func (w *ndWork) leaf(g *ndGraph, label, out []int) {
 	n := g.n()
