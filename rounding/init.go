@@ -124,11 +124,11 @@ func chordalRelaxed(g *posegraph.Graph) ([][9]float64, []int, error) {
 		}
 	}
 	z := make([]float64, m*d)
-	perm := sparse.BlockAMD(q, 1)
+	perm := sparse.BlockOrder(q, 1)
 	if err := solveSPD(a, perm, z, b, d); err != nil {
 		return nil, nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
 	}
-	// BlockAMD keeps blocks contiguous: every d-th entry names a block.
+	// BlockOrder keeps blocks contiguous: every d-th entry names a block.
 	order := make([]int, n-1)
 	for k := range order {
 		order[k] = perm[k*d] / d

@@ -13,7 +13,7 @@ import (
 // a *sparse.NotPositiveDefiniteError.
 //
 // perm, if not nil, is the fill-reducing order to use (see
-// sparse.BlockAMD: ordering the n pose blocks instead of the dn scalars is
+// sparse.BlockOrder: ordering the n pose blocks instead of the dn scalars is
 // several times cheaper and no worse); nil means the factorization's own
 // scalar AMD.
 func solveSPD(a *sparse.CSC, perm []int, x, b []float64, nrhs int) error {

@@ -107,7 +107,7 @@ var shiftLadder = []float64{0, 1e-4, 1e-3, 1e-2}
 
 // newHessianPrecond prepares the preconditioner for Q with the block
 // ordering perm (a scalar permutation of Q that keeps blocks together, as
-// sparse.BlockAMD returns); mu is the diagonal regularization. Nothing
+// sparse.BlockOrder returns); mu is the diagonal regularization. Nothing
 // rank-dependent is built until the first update.
 func newHessianPrecond(q *sparse.BlockSym, d int, perm []int, mu float64) *hessianPrecond {
 	return &hessianPrecond{q: q, d: d, b: q.B, qper: perm, mu: mu}

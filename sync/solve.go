@@ -161,7 +161,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// A Cholesky factor of Q + sigma I preconditions the trust region's
 	// inner CG and the eigensolver. sigma only lifts Q's null space (the
 	// common translation), so it is tiny next to the weights.
-	perm := sparse.BlockAMD(q, 0)
+	perm := sparse.BlockOrder(q, 0)
 	var pchol *sparse.Cholesky
 	var qFactorErr error
 	qFactor := func() (*sparse.Cholesky, error) {

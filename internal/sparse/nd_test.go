@@ -201,9 +201,10 @@ func lattice(k, b int) *sparse.BlockSym {
 
 // TestBlockOrder checks that BlockOrder returns the ordering of BlockAMD and
 // NestedDissection whose factor costs less (flops plus 100 per nonzero),
-// on lattices and on a chain. On the 20^3 lattice dissection must win, as
-// it does on 3-D grids of that size (the classic n^2 against minimum
-// degree's worse growth).
+// on lattices and on a chain, with its gate at zero (BlockOrderFrom), and
+// that BlockOrder itself keeps BlockAMD below the gate. On the 20^3 lattice
+// dissection must win, as it does on 3-D grids of that size (the classic
+// n^2 against minimum degree's worse growth).
 func TestBlockOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	chain, _ := noiseFreeGraph(rng, 3000, 2, 0, 10, 1)
@@ -219,7 +220,7 @@ func TestBlockOrder(t *testing.T) {
 		amd, nd := sparse.BlockAMD(c.q, 0), sparse.NestedDissection(c.q, 0)
 		na, fa := sparse.BlockFactorCost(c.q, 0, amd)
 		nn, fn := sparse.BlockFactorCost(c.q, 0, nd)
-		got := sparse.BlockOrder(c.q, 0)
+		got := sparse.BlockOrderFrom(c.q, 0, 0)
 		t.Logf("%s: BlockAMD %d nonzeros, %.3g flops; ND %d, %.3g", c.name, na, fa, nn, fn)
 		want := amd
 		if fn+100*float64(nn) < fa+100*float64(na) {
@@ -230,6 +231,9 @@ func TestBlockOrder(t *testing.T) {
 		}
 		if c.wantND && !slices.Equal(got, nd) {
 			t.Errorf("%s: minimum degree chosen over dissection", c.name)
+		}
+		if gated := sparse.BlockOrder(c.q, 0); fa+100*float64(na) < sparse.NDWorthCost && !slices.Equal(gated, amd) {
+			t.Errorf("%s: factor cost %.3g is below the gate, but BlockOrder did not keep BlockAMD", c.name, fa+100*float64(na))
 		}
 	}
 }

@@ -16,38 +16,56 @@ package sparse
 // Graphs of at most ndLeaf blocks get BlockAMD alone, since nested
 // dissection then is minimum degree.
 //
+// Dissection is tried only when BlockAMD's factor would cost at least
+// ndWorthCost: ND's ordering takes 2.5 to 7 times as long as BlockAMD's and
+// saves at most tens of percent of a factorization, so on a factor that
+// takes well under a second (every benchmark graph, and the 10^5-pose
+// grid) the extra ordering time would exceed what it saves over the few
+// factorizations of a solve.
+//
 // Flops and nonzeros per pose of the factor of Q (pose blocks), BlockAMD
 // against NestedDissection, and the ordering chosen, measured by
 // BenchmarkOrder and BenchmarkOrderFactor in internal/sparse/sparsebench
-// (times of one numeric factorization, two shared cores):
+// (ordering times, and times of one numeric factorization, two shared
+// cores):
 //
-//	graph                            BlockAMD       ND             chosen
-//	datasets.Cube 22^3 (10^4 poses)  1.1e7, 52      1.3e7, 54      BlockAMD
-//	datasets.Cube 46^3 (10^5)        8.4e8, 73      7.0e8, 73      ND (0.22 s, not 0.25)
-//	datasets.Cube 100^3 (10^6)       2.0e11, 163    9.4e10, 131    ND (16 s, not 32)
-//	city10000                        1.2e8, 117     7.3e7, 101     ND (30 ms, not 40)
-//	torus3D                          3.8e8, 282     3.4e8, 288     ND
-//	cubicle                          2.7e8, 266     2.3e8, 261     ND
-//	sphere2500                       1.3e8, 285     1.5e8, 312     BlockAMD
-//	parking-garage, intel, MIT,      ND 1% to 22% more flops       BlockAMD
+//	graph                            BlockAMD               ND                     chosen
+//	datasets.Cube 22^3 (10^4 poses)  1.1e7, 52;   4 ms      1.3e7, 54;   33 ms     BlockAMD
+//	datasets.Cube 46^3 (10^5)        8.4e8, 73;   87 ms     7.0e8, 73;   266 ms    BlockAMD (gate; factor 0.25 s, ND's 0.22)
+//	datasets.Cube 100^3 (10^6)       2.0e11, 163; 1.4 s     9.4e10, 131; 3.4 s     ND (factor 16 s, not 32)
+//	city10000                        1.2e8, 117;  16 ms     7.3e7, 101;  57 ms     BlockAMD (gate; factor 40 ms, ND's 30)
+//	torus3D                          3.8e8, 282;  8 ms      3.4e8, 288;  28 ms     BlockAMD (gate)
+//	cubicle                          2.7e8, 266;  8 ms      2.3e8, 261;  35 ms     BlockAMD (gate)
+//	sphere2500                       1.3e8, 285             1.5e8, 312             BlockAMD
+//	parking-garage, intel, MIT,      ND 1% to 22% more flops                       BlockAMD
 //	manhattan, kitti_00, CSAIL, ...
 //
-// Computing both orderings costs about 4x BlockAMD alone (1.4 s and
-// 3.4 s at 10^6 poses), small next to one factorization of a graph where
-// dissection wins. The rotation Laplacian behaves the same way.
+// The rotation Laplacian behaves the same way.
 func BlockOrder(q *BlockSym, drop int) []int {
+	return blockOrder(q, drop, ndWorthCost)
+}
+
+// ndWorthCost is the factor cost (flops + ndNNZFlops nnz(L), about 1 s of
+// factorization) from which BlockOrder tries nested dissection.
+const ndWorthCost = 5e9
+
+// blockOrder is BlockOrder trying dissection from a factor cost of worth.
+func blockOrder(q *BlockSym, drop int, worth float64) []int {
 	nb := q.N - drop
 	if nb <= ndLeaf {
 		return BlockAMD(q, drop)
 	}
 	xadj, adj := blockGraph(q, drop)
-	amd := BlockAMD(q, drop)
-	nd := NestedDissection(q, drop)
 	cost := func(perm []int) float64 {
 		nnz, flops := blockFactorCost(xadj, adj, perm, q.B)
 		return flops + ndNNZFlops*float64(nnz)
 	}
-	if cost(nd) < cost(amd) {
+	amd := BlockAMD(q, drop)
+	ca := cost(amd)
+	if ca < worth {
+		return amd
+	}
+	if nd := NestedDissection(q, drop); cost(nd) < ca {
 		return nd
 	}
 	return amd

@@ -8,7 +8,7 @@ import (
 
 // FactorShifted factors q + tau I for the first tau in tau0, 10 tau0,
 // 100 tau0, ... (at most tries values) for which it is positive definite,
-// and returns the factor and that tau. The analysis (BlockAMD ordering and
+// and returns the factor and that tau. The analysis (BlockOrder ordering and
 // symbolic factorization) is done once. Every failed shift proves
 // lambda_min(q) < -tau, so on success lambda_min(q) lies in
 // (-tau, -tau/10] unless the first shift succeeded.
@@ -22,7 +22,7 @@ func FactorShifted(q *BlockSym, tau0 float64, tries int) (*Cholesky, float64, er
 	if !(tau0 > 0) || math.IsInf(tau0, 0) || tries < 1 {
 		return nil, 0, fmt.Errorf("sparse: FactorShifted: bad first shift %g or tries %d", tau0, tries)
 	}
-	c, err := Analyze(q.LowerCSC(tau0, 0), BlockAMD(q, 0))
+	c, err := Analyze(q.LowerCSC(tau0, 0), BlockOrder(q, 0))
 	if err != nil {
 		return nil, 0, err
 	}
