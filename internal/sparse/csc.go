@@ -72,34 +72,3 @@ func (c *CSC) MulVec(dst, x []float64) {
 		dst[j] += s
 	}
 }
-
-// FillLowerCSC overwrites the values of c, made by LowerCSC(shift, 0) on a
-// matrix of the same block structure, with those of m + shift*I, without
-// allocating: the iterative solvers refill one pattern many times.
-func (m *BlockSym) FillLowerCSC(c *CSC, shift float64) {
-	b := m.B
-	p := 0
-	for j := 0; j < m.N; j++ {
-		for cc := 0; cc < b; cc++ {
-			for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
-				i := m.ColIdx[k]
-				if i < j {
-					continue
-				}
-				blk := m.Block(k)
-				a0 := 0
-				if i == j {
-					a0 = cc
-				}
-				for a := a0; a < b; a++ {
-					v := blk[cc*b+a]
-					if i == j && a == cc {
-						v += shift
-					}
-					c.Val[p] = v
-					p++
-				}
-			}
-		}
-	}
-}
