@@ -2,7 +2,7 @@ package smalldense
 
 // SymAtB sets dst (d x d, row-major) to sym(A^T B) = (A^T B + B^T A)/2,
 // where A and B are the first d columns of the r x b row-major blocks a and
-// b (d <= b). This is the Lagrange multiplier block Lambda_i = sym(Y_i^T
+// b (d <= bw, the blocks' width). This is the Lagrange multiplier block Lambda_i = sym(Y_i^T
 // (XQ)_i) of the Stiefel constraint and the normal part of a projection onto
 // the tangent space of St(d, r), which the BCM solver and the Riemannian
 // trust region both need for every block. Both triangles of dst are set.

@@ -199,12 +199,35 @@ const (
 )
 
 func hashMix(h uint64, v int) uint64 {
-	return (h ^ uint64(v)) * hashPrime
+	// Each value is scrambled first (splitmix64's finalizer), so that
+	// several changed indices do not cancel as they can in plain FNV.
+	x := uint64(v)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return (h ^ x) * hashPrime
 }
 
 // colMarker is mixed in at the start of column j; it differs from every
 // row index mixed in for an entry.
 func colMarker(j int) int { return -1 - j }
+
+// colPtrOK reports whether a's column pointers can be walked: starting at
+// 0, nondecreasing, and within RowIdx and Val.
+func colPtrOK(a *CSC) bool {
+	if a.ColPtr[0] != 0 {
+		return false
+	}
+	for j := 0; j < a.N; j++ {
+		if a.ColPtr[j+1] < a.ColPtr[j] {
+			return false
+		}
+	}
+	nnz := a.ColPtr[a.N]
+	return nnz <= len(a.RowIdx) && nnz <= len(a.Val)
+}
 
 // patternHash hashes the pattern of a (its column pointers and row indices).
 func patternHash(a *CSC) uint64 {
@@ -367,7 +390,7 @@ func (c *Cholesky) Factorize(a *CSC) error {
 	if a == nil {
 		return errors.New("sparse: Factorize: nil matrix")
 	}
-	if a.N != c.n || len(a.ColPtr) != a.N+1 || a.ColPtr[a.N] != c.aNNZ || patternHash(a) != c.aHash {
+	if a.N != c.n || len(a.ColPtr) != a.N+1 || a.ColPtr[a.N] != c.aNNZ || !colPtrOK(a) || patternHash(a) != c.aHash {
 		return fmt.Errorf("sparse: Factorize: matrix of order %d with %d entries does not match the analysed pattern", a.N, len(a.RowIdx))
 	}
 	// Pivots at or below this are rejected: a positive definite matrix

@@ -280,6 +280,21 @@ func TestCholeskyBadInput(t *testing.T) {
 	if err := ch.Factorize(gridCSC(4, 2)); err == nil {
 		t.Error("Factorize accepted another pattern")
 	}
+	// Same order and entry count, but column pointers that cannot be
+	// walked, or too few values: an error, not a panic.
+	for name, mutate := range map[string]func(c *sparse.CSC){
+		"swapped colptr": func(c *sparse.CSC) { c.ColPtr[2], c.ColPtr[3] = c.ColPtr[3], c.ColPtr[2] },
+		"short values":   func(c *sparse.CSC) { c.Val = c.Val[:len(c.Val)-1] },
+		"moved column": func(c *sparse.CSC) {
+			c.RowIdx[c.ColPtr[1]+1], c.RowIdx[c.ColPtr[1]+2] = c.RowIdx[c.ColPtr[1]+2], c.RowIdx[c.ColPtr[1]+1]
+		},
+	} {
+		c := &sparse.CSC{N: a.N, ColPtr: append([]int(nil), a.ColPtr...), RowIdx: append([]int(nil), a.RowIdx...), Val: append([]float64(nil), a.Val...)}
+		mutate(c)
+		if err := ch.Factorize(c); err == nil {
+			t.Errorf("Factorize accepted a matrix with %s", name)
+		}
+	}
 }
 
 // TestFactorizeBlocks checks that factoring straight from the blocks gives
