@@ -381,6 +381,37 @@ func TestFactorizeBlocks(t *testing.T) {
 	}
 }
 
+// TestBlockAMDStar checks the dense-node rule on a star: the hub is
+// ordered last, so its factor has no fill. (Without the rule the hub's
+// neighbour list was rescanned at every leaf: quadratic.)
+func TestBlockAMDStar(t *testing.T) {
+	const leaves, b = 5000, 2
+	bb := sparse.NewBlockBuilder(leaves+1, b)
+	blk := []float64{2, 0, 0, 2}
+	off := []float64{-1, 0, 0, -1}
+	hub := leaves / 2
+	for i := 0; i <= leaves; i++ {
+		bb.AddDiag(i, blk)
+		if i != hub {
+			bb.AddOff(min(i, hub), max(i, hub), off)
+		}
+	}
+	q := bb.Build()
+	for name, order := range map[string]func(*sparse.BlockSym, int) []int{"BlockAMD": sparse.BlockAMD, "BlockOrder": sparse.BlockOrder} {
+		perm := order(q, 0)
+		if !isPerm(perm, q.Dim()) {
+			t.Fatalf("%s: not a permutation", name)
+		}
+		if got := perm[len(perm)-1] / b; got != hub {
+			t.Errorf("%s: last block %d, want the hub %d", name, got, hub)
+		}
+		a := q.LowerCSC(0, 0)
+		if nnz, _ := sparse.BlockFactorCost(q, 0, perm); nnz != a.NNZ() {
+			t.Errorf("%s: factor has %d nonzeros, the lower triangle %d: fill on a star", name, nnz, a.NNZ())
+		}
+	}
+}
+
 func isPerm(p []int, n int) bool {
 	if len(p) != n {
 		return false
@@ -698,5 +729,22 @@ func TestCholeskyThreadsSameBits(t *testing.T) {
 				t.Fatalf("%s: 1 and 2 threads differ at %d: %g vs %g", name, i, x1[i], x2[i])
 			}
 		}
+	}
+}
+
+// BenchmarkBlockAMDStar orders a star of 200,000 leaves (2 x 2 blocks), the
+// case the dense-node rule of minDegree is for.
+func BenchmarkBlockAMDStar(b *testing.B) {
+	const leaves = 200_000
+	bb := sparse.NewBlockBuilder(leaves+1, 2)
+	for i := 0; i <= leaves; i++ {
+		bb.AddDiag(i, []float64{2, 0, 0, 2})
+		if i > 0 {
+			bb.AddOff(0, i, []float64{-1, 0, 0, -1})
+		}
+	}
+	q := bb.Build()
+	for b.Loop() {
+		sparse.BlockAMD(q, 0)
 	}
 }
