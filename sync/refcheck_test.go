@@ -361,40 +361,13 @@ type refOutcome struct {
 // seCost is F of DESIGN.md section 1 evaluated edge by edge. With lap set it
 // is instead tr(X Q X^T) for a Q assembled as SE-Sync does, with kappa I on
 // the diagonal blocks whatever R_e is: the two differ by
-// sum kappa (||R_e||_F^2 - d) when a measured R_e is not orthogonal.
+// sum kappa (||R_e||_F^2 - d) when a measured R_e is not orthogonal. This is
+// Graph.Cost with RawRotations set accordingly (tested against a dense
+// gonum Q in posegraph).
 func seCost(g *posegraph.Graph, x []posegraph.Pose, lap bool) float64 {
-	d := g.D
-	f := 0.0
-	for _, e := range g.Edges {
-		ri, rj := &x[e.I].R, &x[e.J].R
-		s := 0.0
-		for a := 0; a < d; a++ {
-			for c := 0; c < d; c++ {
-				v := rj[a*d+c]
-				for k := 0; k < d; k++ {
-					v -= ri[a*d+k] * e.R[k*d+c]
-				}
-				s += v * v
-			}
-		}
-		if lap {
-			for k := 0; k < d*d; k++ {
-				s -= e.R[k] * e.R[k]
-			}
-			s += float64(d)
-		}
-		f += e.Kappa * s
-		s = 0
-		for a := 0; a < d; a++ {
-			v := x[e.J].T[a] - x[e.I].T[a]
-			for k := 0; k < d; k++ {
-				v -= ri[a*d+k] * e.T[k]
-			}
-			s += v * v
-		}
-		f += e.Tau * s
-	}
-	return f
+	h := *g
+	h.RawRotations = lap
+	return h.Cost(x, posegraph.Poses)
 }
 
 func solveRef(t *testing.T, g *posegraph.Graph) *bsync.Result {
