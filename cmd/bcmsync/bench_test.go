@@ -319,3 +319,35 @@ func TestBenchBadUse(t *testing.T) {
 		t.Errorf("outputs written although every run failed: %v", err)
 	}
 }
+
+// TestRawReadingHint: the summary explains a 3-D miss that the reading
+// explains, and only that.
+func TestRawReadingHint(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	row := func(d int, rel float64, certified, raw bool) benchRow {
+		r := benchRow{File: "g.g2o", D: d, Certified: certified, FStar: f(1), RelErr: f(rel)}
+		if raw {
+			r.Report = &bsync.Report{RawQuaternions: true}
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		rows []benchRow
+		want string // substring, "" for no hint
+	}{
+		{"3-D miss, default reading", []benchRow{row(3, -1.1e-6, true, false), row(3, 1e-9, true, false)}, " 1 certified 3-D graph(s) miss f_star"},
+		{"3-D miss, raw reading", []benchRow{row(3, -1.1e-6, true, true)}, ""},
+		{"2-D miss", []benchRow{row(2, 1e-5, true, false)}, ""},
+		{"3-D within tolerance", []benchRow{row(3, 5e-8, true, false)}, ""},
+		{"3-D uncertified", []benchRow{row(3, 1e-3, false, false)}, ""},
+	} {
+		got := rawReadingHint(c.rows)
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%s: hint %q, want %q", c.name, got, c.want)
+		}
+		if got != "" && !strings.Contains(got, "--raw-quaternions") {
+			t.Errorf("%s: hint %q does not name the flag", c.name, got)
+		}
+	}
+}
