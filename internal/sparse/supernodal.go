@@ -49,6 +49,9 @@ type supernodes struct {
 	work       []*snWork
 	errs       []error
 	deferred   [][]int
+
+	// The schedule and buffers of the solve, built by the first one.
+	plan *solvePlan
 }
 
 // Relaxed amalgamation (CHOLMOD's defaults): a column joins the supernode
@@ -481,114 +484,628 @@ func denseFactor(l []float64, nr, nc int, thr float64) (int, float64) {
 }
 
 // solve overwrites y (in pivot order) with (L L^T)^{-1} y.
-func (sn *supernodes) solve(y []float64) {
-	ns := len(sn.first) - 1
-	for s := 0; s < ns; s++ {
-		f := sn.first[s]
-		nc := sn.first[s+1] - f
-		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
-		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
-		ys := y[f : f+nc]
-		for j := 0; j < nc; j++ {
-			sum := ys[j]
-			for t, v := range ls[j*nc : j*nc+j] {
-				sum -= v * ys[t]
-			}
-			ys[j] = sum / ls[j*nc+j]
+func (sn *supernodes) solve(y []float64) { sn.solveK(y, 1) }
+
+// solveMany is solve for k <= manyBlock right-hand sides interleaved in y
+// (entry t of row i at y[i*k+t]).
+func (sn *supernodes) solveMany(y []float64, k int) { sn.solveK(y, k) }
+
+// Tuning of the solve, measured on 3-D block grids (BenchmarkSolveGrid).
+// Every choice depends on the matrix only, never on the number of threads,
+// so the bits of a solution are the same on any machine.
+const (
+	// solveSplitMin is the number of stored entries of L from which the
+	// solve splits the tree into concurrent subtrees; below it goroutines
+	// cost more than they save.
+	solveSplitMin = 1 << 17
+	// solveSplitParts bounds the subtrees: the split goes on until none
+	// holds more than 1/solveSplitParts of the entries.
+	solveSplitParts = 16
+	// rectPar is the number of entries of a dense rectangle of one
+	// supernode (its rows below the diagonal block, or a panel's trailing
+	// rows) from which it is cut into chunks of about rectChunk entries
+	// that run concurrently.
+	rectPar   = 1 << 15
+	rectChunk = 1 << 14
+	// triPanel is the panel width of the blocked triangular solves of a
+	// supernode with at least triBlocked columns: each panel's triangle is
+	// solved in order, and the rectangle it updates runs in chunks.
+	triPanel   = 128
+	triBlocked = 4 * triPanel
+)
+
+// solvePlan is the schedule of the concurrent solve, built from the
+// structure of L on the first solve. The forward solve runs the subtrees
+// (tasks) concurrently. A task writes its own columns of y directly; its
+// updates of rows outside it, which can only be columns of supernodes on
+// top (they are ancestors of the task's root, and every ancestor of a
+// task root is on top), go to a buffer of its own, indexed compactly by
+// the top columns it touches (ext). The buffers are added into y in task
+// order, then the top supernodes run in order. The backward solve runs the
+// top first, then the tasks concurrently: they only read finished values
+// of their ancestors and write their own columns. Large rectangles of top
+// supernodes are cut into chunks fixed by their size. The order of every
+// sum is thus fixed by the matrix, whatever the number of goroutines.
+type solvePlan struct {
+	tasks  [][2]int // [lo, hi) supernodes, heaviest first
+	top    []int    // the other supernodes, increasing
+	split  []int    // rows[split[s]:] of supernode s lie outside its task (nr on top)
+	locPtr []int    // loc[locPtr[s]:] indexes ext for those rows (task supernodes)
+	loc    []int
+	extPtr []int // task t's top columns are ext[extPtr[t]:extPtr[t+1]]
+	ext    []int
+	buf    []float64 // len(ext) * k accumulators
+
+	// The job that the goroutines share (see run).
+	job    int
+	s      int   // supernode of a rectangle job
+	r0, r1 int   // its rows
+	c0, c1 int   // and columns
+	idx    []int // destination (forward) or source (backward) rows
+	y      []float64
+	k      int
+	nchunk int
+	next   atomic.Int64
+	wg     stdsync.WaitGroup
+	worker func()
+}
+
+// Jobs of solvePlan.run.
+const (
+	jobTaskFwd = iota
+	jobTaskBwd
+	jobRowsFwd
+	jobColsBwd
+)
+
+// solveK is the solve for k interleaved right-hand sides.
+func (sn *supernodes) solveK(y []float64, k int) {
+	if k > manyBlock {
+		panic("sparse: supernodal solve of more than manyBlock right-hand sides at once")
+	}
+	if sn.plan == nil {
+		sn.plan = sn.newSolvePlan()
+	}
+	p := sn.plan
+	p.y, p.k = y, k
+	if len(p.tasks) > 0 {
+		if len(p.buf) < len(p.ext)*k {
+			p.buf = make([]float64, len(p.ext)*manyBlock)
 		}
-		for r := nc; r < len(rows); r++ {
-			sum := 0.0
-			for t, v := range ls[r*nc : r*nc+nc] {
-				sum += v * ys[t]
+		p.run(sn, jobTaskFwd, len(p.tasks))
+		// The tasks' updates of top rows, in task order.
+		for t := range p.extPtr[:len(p.tasks)] {
+			for j := p.extPtr[t]; j < p.extPtr[t+1]; j++ {
+				yc := y[p.ext[j]*k : p.ext[j]*k+k]
+				for q, v := range p.buf[j*k : j*k+k] {
+					yc[q] += v
+				}
 			}
-			y[rows[r]] -= sum
 		}
 	}
-	for s := ns - 1; s >= 0; s-- {
-		f := sn.first[s]
-		nc := sn.first[s+1] - f
-		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
-		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
-		ys := y[f : f+nc]
-		for r := nc; r < len(rows); r++ {
-			yr := y[rows[r]]
-			for t, v := range ls[r*nc : r*nc+nc] {
-				ys[t] -= v * yr
+	for _, s := range p.top {
+		sn.forwardTop(s)
+	}
+	for i := len(p.top) - 1; i >= 0; i-- {
+		sn.backwardTop(p.top[i])
+	}
+	if len(p.tasks) > 0 {
+		p.run(sn, jobTaskBwd, len(p.tasks))
+	}
+	p.y = nil
+}
+
+// run does chunks 0..n-1 of job, concurrently when there are several
+// (the calling goroutine takes part). The chunks of a job write disjoint
+// entries, so which goroutine does which does not change the result.
+func (p *solvePlan) run(sn *supernodes, job, n int) {
+	p.job, p.nchunk = job, n
+	p.next.Store(0)
+	threads := min(runtime.GOMAXPROCS(0), n)
+	if threads > 1 {
+		if p.worker == nil {
+			// Kept, so that starting a goroutine allocates nothing.
+			p.worker = func() {
+				p.work(sn)
+				p.wg.Done()
 			}
 		}
-		for j := nc - 1; j >= 0; j-- {
-			ys[j] /= ls[j*nc+j]
-			yj := ys[j]
-			for t, v := range ls[j*nc : j*nc+j] {
-				ys[t] -= v * yj
+		p.wg.Add(threads - 1)
+		for g := 1; g < threads; g++ {
+			go p.worker()
+		}
+	}
+	p.work(sn)
+	if threads > 1 {
+		p.wg.Wait()
+	}
+}
+
+func (p *solvePlan) work(sn *supernodes) {
+	for {
+		i := int(p.next.Add(1)) - 1
+		if i >= p.nchunk {
+			return
+		}
+		switch p.job {
+		case jobTaskFwd:
+			sn.forwardTask(i)
+		case jobTaskBwd:
+			sn.backwardTask(i)
+		case jobRowsFwd:
+			a := p.r0 + (p.r1-p.r0)*i/p.nchunk
+			b := p.r0 + (p.r1-p.r0)*(i+1)/p.nchunk
+			sn.rowsFwd(p.s, a, b, p.c0, p.c1, p.idx[a-p.r0:b-p.r0], p.y)
+		case jobColsBwd:
+			a := p.c0 + (p.c1-p.c0)*i/p.nchunk
+			b := p.c0 + (p.c1-p.c0)*(i+1)/p.nchunk
+			sn.colsBwd(p.s, p.r0, p.r1, a, b, p.idx, p.y)
+		}
+	}
+}
+
+// forwardTask runs the forward solve of task t.
+func (sn *supernodes) forwardTask(t int) {
+	p := sn.plan
+	k, y := p.k, p.y
+	clear(p.buf[p.extPtr[t]*k : p.extPtr[t+1]*k])
+	for s := p.tasks[t][0]; s < p.tasks[t][1]; s++ {
+		nc := sn.first[s+1] - sn.first[s]
+		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+		sn.triFwd(s, 0, nc, y)
+		sn.rowsFwd(s, nc, p.split[s], 0, nc, rows[nc:p.split[s]], y)
+		loc := p.loc[p.locPtr[s] : p.locPtr[s]+len(rows)-p.split[s]]
+		sn.rowsFwd(s, p.split[s], len(rows), 0, nc, loc, p.buf)
+	}
+}
+
+// backwardTask runs the backward solve of task t.
+func (sn *supernodes) backwardTask(t int) {
+	p := sn.plan
+	for s := p.tasks[t][1] - 1; s >= p.tasks[t][0]; s-- {
+		nc := sn.first[s+1] - sn.first[s]
+		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+		sn.colsBwd(s, nc, len(rows), 0, nc, rows[nc:], p.y)
+		sn.triBwd(s, 0, nc, p.y)
+	}
+}
+
+// forwardTop runs the forward solve of supernode s, cutting its large
+// rectangles into concurrent chunks.
+func (sn *supernodes) forwardTop(s int) {
+	p := sn.plan
+	nc := sn.first[s+1] - sn.first[s]
+	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+	if nc < triBlocked {
+		sn.triFwd(s, 0, nc, p.y)
+	} else {
+		for c := 0; c < nc; c += triPanel {
+			w := min(triPanel, nc-c)
+			sn.triFwd(s, c, c+w, p.y)
+			p.rect(sn, jobRowsFwd, s, c+w, nc, c, c+w, rows[c+w:nc])
+		}
+	}
+	p.rect(sn, jobRowsFwd, s, nc, len(rows), 0, nc, rows[nc:])
+}
+
+// backwardTop is the backward solve of supernode s (see forwardTop).
+func (sn *supernodes) backwardTop(s int) {
+	p := sn.plan
+	nc := sn.first[s+1] - sn.first[s]
+	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+	p.rect(sn, jobColsBwd, s, nc, len(rows), 0, nc, rows[nc:])
+	if nc < triBlocked {
+		sn.triBwd(s, 0, nc, p.y)
+		return
+	}
+	for c := (nc - 1) / triPanel * triPanel; c >= 0; c -= triPanel {
+		w := min(triPanel, nc-c)
+		sn.triBwd(s, c, c+w, p.y)
+		p.rect(sn, jobColsBwd, s, c, c+w, 0, c, rows[c:c+w])
+	}
+}
+
+// rect applies rows [r0, r1) x columns [c0, c1) of supernode s: forward
+// (jobRowsFwd) y[idx] -= L[r0:r1, c0:c1] y[cols], or backward (jobColsBwd)
+// y[cols] -= L[r0:r1, c0:c1]^T y[idx]. Large ones are cut into chunks of
+// rows (forward) or columns (backward), so that chunks write apart.
+func (p *solvePlan) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) {
+	m, w := r1-r0, c1-c0
+	n := 1
+	if m*w >= rectPar {
+		n = m * w / rectChunk
+		if job == jobRowsFwd {
+			n = min(n, m/4)
+		} else {
+			n = min(n, w/16)
+		}
+	}
+	if n <= 1 {
+		if job == jobRowsFwd {
+			sn.rowsFwd(s, r0, r1, c0, c1, idx, p.y)
+		} else {
+			sn.colsBwd(s, r0, r1, c0, c1, idx, p.y)
+		}
+		return
+	}
+	p.s, p.r0, p.r1, p.c0, p.c1, p.idx = s, r0, r1, c0, c1, idx
+	p.run(sn, job, n)
+	p.idx = nil
+}
+
+// rowsFwd does dst[idx[r-r0]] -= L[r, c0:c1] y[cols c0:c1] for rows r0 <=
+// r < r1 of supernode s (k interleaved right-hand sides).
+func (sn *supernodes) rowsFwd(s, r0, r1, c0, c1 int, idx []int, dst []float64) {
+	if r1 <= r0 || c1 <= c0 {
+		return
+	}
+	f, nc := sn.first[s], sn.first[s+1]-sn.first[s]
+	k := sn.plan.k
+	l := sn.val[sn.valPtr[s]+r0*nc+c0:]
+	x := sn.plan.y[(f+c0)*k : (f+c1)*k]
+	if k == 1 {
+		rowsFwd1(l, nc, r1-r0, x, idx, dst)
+	} else {
+		rowsFwdK(l, nc, r1-r0, x, idx, dst, k)
+	}
+}
+
+// colsBwd does y[cols c0:c1] -= L[r0:r1, c0:c1]^T src[idx] for supernode s.
+func (sn *supernodes) colsBwd(s, r0, r1, c0, c1 int, idx []int, src []float64) {
+	if r1 <= r0 || c1 <= c0 {
+		return
+	}
+	f, nc := sn.first[s], sn.first[s+1]-sn.first[s]
+	k := sn.plan.k
+	l := sn.val[sn.valPtr[s]+r0*nc+c0:]
+	x := sn.plan.y[(f+c0)*k : (f+c1)*k]
+	if k == 1 {
+		colsBwd1(l, nc, r1-r0, x, idx, src)
+	} else {
+		colsBwdK(l, nc, r1-r0, x, idx, src, k)
+	}
+}
+
+// triFwd solves the diagonal triangle of columns [c0, c1) of supernode s
+// in place (forward).
+func (sn *supernodes) triFwd(s, c0, c1 int, y []float64) {
+	f, nc := sn.first[s], sn.first[s+1]-sn.first[s]
+	k := sn.plan.k
+	l := sn.val[sn.valPtr[s]+c0*nc+c0:]
+	x := y[(f+c0)*k : (f+c1)*k]
+	w := c1 - c0
+	if k == 1 {
+		for j := 0; j < w; j++ {
+			x[j] = (x[j] - snDot(l[j*nc:j*nc+j], x[:j])) / l[j*nc+j]
+		}
+		return
+	}
+	for j := 0; j < w; j++ {
+		xj := x[j*k : j*k+k]
+		for c, v := range l[j*nc : j*nc+j] {
+			xc := x[c*k : c*k+k]
+			for t := range xj {
+				xj[t] -= v * xc[t]
+			}
+		}
+		d := l[j*nc+j]
+		for t := range xj {
+			xj[t] /= d
+		}
+	}
+}
+
+// triBwd is triFwd for the transposed triangle (backward).
+func (sn *supernodes) triBwd(s, c0, c1 int, y []float64) {
+	f, nc := sn.first[s], sn.first[s+1]-sn.first[s]
+	k := sn.plan.k
+	l := sn.val[sn.valPtr[s]+c0*nc+c0:]
+	x := y[(f+c0)*k : (f+c1)*k]
+	for j := c1 - c0 - 1; j >= 0; j-- {
+		lj := l[j*nc : j*nc+j]
+		d := l[j*nc+j]
+		if k == 1 {
+			x[j] /= d
+			snAxpy(-x[j], lj, x[:j])
+			continue
+		}
+		xj := x[j*k : j*k+k]
+		for t := range xj {
+			xj[t] /= d
+		}
+		for c, v := range lj {
+			xc := x[c*k : c*k+k]
+			for t := range xc {
+				xc[t] -= v * xj[t]
 			}
 		}
 	}
 }
 
-// solveMany is solve for k right-hand sides interleaved in y (entry t of
-// row i at y[i*k+t]).
-func (sn *supernodes) solveMany(y []float64, k int) {
-	ns := len(sn.first) - 1
-	for s := 0; s < ns; s++ {
-		f := sn.first[s]
-		nc := sn.first[s+1] - f
-		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
-		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
-		ys := y[f*k : (f+nc)*k]
-		for j := 0; j < nc; j++ {
-			yj := ys[j*k : (j+1)*k]
-			for c, v := range ls[j*nc : j*nc+j] {
-				yc := ys[c*k : (c+1)*k]
-				for t := range yj {
-					yj[t] -= v * yc[t]
-				}
-			}
-			d := ls[j*nc+j]
-			for t := range yj {
-				yj[t] /= d
+// snDot returns a . b, len(b) >= len(a), in four interleaved sums.
+func snDot(a, b []float64) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// snAxpy does y += alpha x, len(y) >= len(x).
+func snAxpy(alpha float64, x, y []float64) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += alpha * v
+	}
+}
+
+// rowsFwd1 does dst[idx[i]] -= l[i*ld : i*ld+len(x)] . x for i < m, four
+// rows at a time so that x is loaded once for four rows of L.
+func rowsFwd1(l []float64, ld, m int, x []float64, idx []int, dst []float64) {
+	w := len(x)
+	idx = idx[:m]
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		l0 := l[i*ld : i*ld+w]
+		l1 := l[(i+1)*ld : (i+1)*ld+w]
+		l2 := l[(i+2)*ld : (i+2)*ld+w]
+		l3 := l[(i+3)*ld : (i+3)*ld+w]
+		var s0, s1, s2, s3 float64
+		for c, v := range x {
+			s0 += l0[c] * v
+			s1 += l1[c] * v
+			s2 += l2[c] * v
+			s3 += l3[c] * v
+		}
+		dst[idx[i]] -= s0
+		dst[idx[i+1]] -= s1
+		dst[idx[i+2]] -= s2
+		dst[idx[i+3]] -= s3
+	}
+	for ; i < m; i++ {
+		dst[idx[i]] -= snDot(l[i*ld:i*ld+w], x)
+	}
+}
+
+// colsBwd1 does x -= sum_i l[i*ld : i*ld+len(x)] src[idx[i]], four rows at
+// a time so that x is loaded and stored once for four rows of L.
+func colsBwd1(l []float64, ld, m int, x []float64, idx []int, src []float64) {
+	w := len(x)
+	idx = idx[:m]
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		l0 := l[i*ld : i*ld+w]
+		l1 := l[(i+1)*ld : (i+1)*ld+w]
+		l2 := l[(i+2)*ld : (i+2)*ld+w]
+		l3 := l[(i+3)*ld : (i+3)*ld+w]
+		a0, a1, a2, a3 := src[idx[i]], src[idx[i+1]], src[idx[i+2]], src[idx[i+3]]
+		for c := range x {
+			x[c] -= l0[c]*a0 + l1[c]*a1 + l2[c]*a2 + l3[c]*a3
+		}
+	}
+	for ; i < m; i++ {
+		snAxpy(-src[idx[i]], l[i*ld:i*ld+w], x)
+	}
+}
+
+// rowsFwdK is rowsFwd1 for k interleaved right-hand sides (x holds
+// len(x)/k rows of k).
+func rowsFwdK(l []float64, ld, m int, x []float64, idx []int, dst []float64, k int) {
+	w := len(x) / k
+	idx = idx[:m]
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		l0 := l[i*ld : i*ld+w]
+		l1 := l[(i+1)*ld : (i+1)*ld+w]
+		l2 := l[(i+2)*ld : (i+2)*ld+w]
+		l3 := l[(i+3)*ld : (i+3)*ld+w]
+		var a0, a1, a2, a3 [manyBlock]float64
+		for c := range l0 {
+			xc := x[c*k : c*k+k]
+			v0, v1, v2, v3 := l0[c], l1[c], l2[c], l3[c]
+			for t, v := range xc {
+				a0[t] += v0 * v
+				a1[t] += v1 * v
+				a2[t] += v2 * v
+				a3[t] += v3 * v
 			}
 		}
-		for r := nc; r < len(rows); r++ {
-			yr := y[rows[r]*k : (rows[r]+1)*k]
-			for c, v := range ls[r*nc : r*nc+nc] {
-				yc := ys[c*k : (c+1)*k]
-				for t := range yr {
-					yr[t] -= v * yc[t]
-				}
+		d0 := dst[idx[i]*k : idx[i]*k+k]
+		d1 := dst[idx[i+1]*k : idx[i+1]*k+k]
+		d2 := dst[idx[i+2]*k : idx[i+2]*k+k]
+		d3 := dst[idx[i+3]*k : idx[i+3]*k+k]
+		for t := range d0 {
+			d0[t] -= a0[t]
+			d1[t] -= a1[t]
+			d2[t] -= a2[t]
+			d3[t] -= a3[t]
+		}
+	}
+	for ; i < m; i++ {
+		var a [manyBlock]float64
+		for c, v := range l[i*ld : i*ld+w] {
+			for t, xv := range x[c*k : c*k+k] {
+				a[t] += v * xv
+			}
+		}
+		d := dst[idx[i]*k : idx[i]*k+k]
+		for t := range d {
+			d[t] -= a[t]
+		}
+	}
+}
+
+// colsBwdK is colsBwd1 for k interleaved right-hand sides.
+func colsBwdK(l []float64, ld, m int, x []float64, idx []int, src []float64, k int) {
+	w := len(x) / k
+	idx = idx[:m]
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		l0 := l[i*ld : i*ld+w]
+		l1 := l[(i+1)*ld : (i+1)*ld+w]
+		l2 := l[(i+2)*ld : (i+2)*ld+w]
+		l3 := l[(i+3)*ld : (i+3)*ld+w]
+		s0 := src[idx[i]*k : idx[i]*k+k]
+		s1 := src[idx[i+1]*k : idx[i+1]*k+k]
+		s2 := src[idx[i+2]*k : idx[i+2]*k+k]
+		s3 := src[idx[i+3]*k : idx[i+3]*k+k]
+		for c := range l0 {
+			xc := x[c*k : c*k+k]
+			v0, v1, v2, v3 := l0[c], l1[c], l2[c], l3[c]
+			for t := range xc {
+				xc[t] -= v0*s0[t] + v1*s1[t] + v2*s2[t] + v3*s3[t]
 			}
 		}
 	}
-	for s := ns - 1; s >= 0; s-- {
-		f := sn.first[s]
-		nc := sn.first[s+1] - f
-		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
-		ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
-		ys := y[f*k : (f+nc)*k]
-		for r := nc; r < len(rows); r++ {
-			yr := y[rows[r]*k : (rows[r]+1)*k]
-			for c, v := range ls[r*nc : r*nc+nc] {
-				yc := ys[c*k : (c+1)*k]
-				for t := range yc {
-					yc[t] -= v * yr[t]
-				}
-			}
-		}
-		for j := nc - 1; j >= 0; j-- {
-			yj := ys[j*k : (j+1)*k]
-			d := ls[j*nc+j]
-			for t := range yj {
-				yj[t] /= d
-			}
-			for c, v := range ls[j*nc : j*nc+j] {
-				yc := ys[c*k : (c+1)*k]
-				for t := range yc {
-					yc[t] -= v * yj[t]
-				}
+	for ; i < m; i++ {
+		si := src[idx[i]*k : idx[i]*k+k]
+		for c, v := range l[i*ld : i*ld+w] {
+			xc := x[c*k : c*k+k]
+			for t := range xc {
+				xc[t] -= v * si[t]
 			}
 		}
 	}
 }
+
+// newSolvePlan splits the supernodal tree for the solve. The split of the
+// factorization (sn.tasks) weighs flops, nc*nr^2 per supernode, and on a
+// 3-D mesh stops at the root, whose dense separator holds most of them;
+// the solve costs one pass over L, nc*nr entries per supernode, so it is
+// split by entries, as splitTasks splits by flops: the heaviest subtree is
+// replaced by its children (its root moving to the top) until none holds
+// more than 1/solveSplitParts of the entries.
+func (sn *supernodes) newSolvePlan() *solvePlan {
+	ns := len(sn.first) - 1
+	p := &solvePlan{split: make([]int, ns)}
+	// The parent of supernode s holds its first row below its columns
+	// (the elimination-tree parent of its last column); supernodes are in
+	// postorder, so the subtree of s is the range (s-size[s], s].
+	sparent := make([]int, ns)
+	chead := make([]int, ns)
+	cnext := make([]int, ns)
+	size := make([]int, ns)
+	work := make([]float64, ns)
+	for s := range chead {
+		chead[s] = -1
+	}
+	total := 0.0
+	for s := ns - 1; s >= 0; s-- {
+		nc := sn.first[s+1] - sn.first[s]
+		nr := sn.rowPtr[s+1] - sn.rowPtr[s]
+		p.split[s] = nr
+		sparent[s] = -1
+		if nr > nc {
+			sparent[s] = sn.super[sn.rows[sn.rowPtr[s]+nc]]
+			cnext[s] = chead[sparent[s]]
+			chead[sparent[s]] = s
+		}
+	}
+	for s := 0; s < ns; s++ {
+		nc := sn.first[s+1] - sn.first[s]
+		nr := sn.rowPtr[s+1] - sn.rowPtr[s]
+		work[s] += float64(nc * nr)
+		size[s]++
+		if q := sparent[s]; q >= 0 {
+			work[q] += work[s]
+			size[q] += size[s]
+		} else {
+			total += work[s]
+		}
+	}
+	isTop := make([]bool, ns)
+	var front []int
+	if total >= solveSplitMin {
+		for s := 0; s < ns; s++ {
+			if sparent[s] < 0 {
+				front = append(front, s)
+			}
+		}
+		for {
+			h := 0
+			for i, s := range front {
+				if work[s] > work[front[h]] {
+					h = i
+				}
+			}
+			s := front[h]
+			if work[s] <= total/solveSplitParts || chead[s] == -1 {
+				break
+			}
+			isTop[s] = true
+			front = append(front[:h], front[h+1:]...)
+			for ch := chead[s]; ch != -1; ch = cnext[ch] {
+				front = append(front, ch)
+			}
+		}
+	}
+	if len(front) < 2 {
+		// One subtree: the whole solve runs in order.
+		front = front[:0]
+		for s := range isTop {
+			isTop[s] = true
+		}
+	}
+	sort.Ints(front)
+	for _, s := range front {
+		p.tasks = append(p.tasks, [2]int{s - size[s] + 1, s + 1})
+	}
+	sort.SliceStable(p.tasks, func(i, j int) bool { return work[p.tasks[i][1]-1] > work[p.tasks[j][1]-1] })
+	for s := 0; s < ns; s++ {
+		if isTop[s] {
+			p.top = append(p.top, s)
+		}
+	}
+	// The rows of each task outside its columns, and the top columns they
+	// are: ext lists each task's distinct ones, increasing.
+	p.locPtr = make([]int, ns)
+	p.extPtr = make([]int, len(p.tasks)+1)
+	pos := make([]int, sn.n())
+	for i := range pos {
+		pos[i] = -1
+	}
+	for t, r := range p.tasks {
+		end := sn.first[r[1]]
+		start := len(p.ext)
+		for s := r[0]; s < r[1]; s++ {
+			nc := sn.first[s+1] - sn.first[s]
+			rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+			p.split[s] = nc + sort.SearchInts(rows[nc:], end)
+			for _, i := range rows[p.split[s]:] {
+				if !isTop[sn.super[i]] {
+					panic("sparse: a subtree of the solve updates a row outside it that is not on top")
+				}
+				if pos[i] < start {
+					pos[i] = len(p.ext)
+					p.ext = append(p.ext, i)
+				}
+			}
+		}
+		sort.Ints(p.ext[start:])
+		for j := start; j < len(p.ext); j++ {
+			pos[p.ext[j]] = j
+		}
+		p.extPtr[t+1] = len(p.ext)
+		for s := r[0]; s < r[1]; s++ {
+			p.locPtr[s] = len(p.loc)
+			for _, i := range sn.rows[sn.rowPtr[s]+p.split[s] : sn.rowPtr[s+1]] {
+				p.loc = append(p.loc, pos[i])
+			}
+		}
+	}
+	return p
+}
+
+// n is the order of L.
+func (sn *supernodes) n() int { return len(sn.super) }
 
 // splitTasks chooses the independent subtrees for concurrent
 // factorization: starting from the roots, it keeps replacing the heaviest
