@@ -535,6 +535,12 @@ type solvePlan struct {
 	extPtr []int // task t's top columns are ext[extPtr[t]:extPtr[t+1]]
 	ext    []int
 	buf    []float64 // len(ext) * k accumulators
+	maxNr  int       // rows of the tallest supernode
+
+	// Scratch of one row per row of a supernode (single right-hand
+	// side): tmp for the top, wtmp[g] for goroutine g in the tasks.
+	tmp  []float64
+	wtmp [][]float64
 
 	// The job that the goroutines share (see run).
 	job    int
@@ -546,6 +552,7 @@ type solvePlan struct {
 	k      int
 	nchunk int
 	next   atomic.Int64
+	ids    atomic.Int64
 	wg     stdsync.WaitGroup
 	worker func()
 }
@@ -601,7 +608,13 @@ func (sn *supernodes) solveK(y []float64, k int) {
 func (p *solvePlan) run(sn *supernodes, job, n int) {
 	p.job, p.nchunk = job, n
 	p.next.Store(0)
+	p.ids.Store(0)
 	threads := min(runtime.GOMAXPROCS(0), n)
+	if job == jobTaskFwd || job == jobTaskBwd {
+		for len(p.wtmp) < threads {
+			p.wtmp = append(p.wtmp, make([]float64, p.maxNr))
+		}
+	}
 	if threads > 1 {
 		if p.worker == nil {
 			// Kept, so that starting a goroutine allocates nothing.
@@ -622,6 +635,7 @@ func (p *solvePlan) run(sn *supernodes, job, n int) {
 }
 
 func (p *solvePlan) work(sn *supernodes) {
+	id := int(p.ids.Add(1)) - 1
 	for {
 		i := int(p.next.Add(1)) - 1
 		if i >= p.nchunk {
@@ -629,23 +643,23 @@ func (p *solvePlan) work(sn *supernodes) {
 		}
 		switch p.job {
 		case jobTaskFwd:
-			sn.forwardTask(i)
+			sn.forwardTask(i, p.wtmp[id])
 		case jobTaskBwd:
-			sn.backwardTask(i)
+			sn.backwardTask(i, p.wtmp[id])
 		case jobRowsFwd:
 			a := p.r0 + (p.r1-p.r0)*i/p.nchunk
 			b := p.r0 + (p.r1-p.r0)*(i+1)/p.nchunk
-			sn.rowsFwd(p.s, a, b, p.c0, p.c1, p.idx[a-p.r0:b-p.r0], p.y)
+			sn.rowsFwd(p.s, a, b, p.c0, p.c1, p.idx[a-p.r0:b-p.r0], p.y, p.tmp[a-p.r0:])
 		case jobColsBwd:
 			a := p.c0 + (p.c1-p.c0)*i/p.nchunk
 			b := p.c0 + (p.c1-p.c0)*(i+1)/p.nchunk
-			sn.colsBwd(p.s, p.r0, p.r1, a, b, p.idx, p.y)
+			sn.colsBwd(p.s, p.r0, p.r1, a, b, p.idx, p.y, p.tmp)
 		}
 	}
 }
 
 // forwardTask runs the forward solve of task t.
-func (sn *supernodes) forwardTask(t int) {
+func (sn *supernodes) forwardTask(t int, tmp []float64) {
 	p := sn.plan
 	k, y := p.k, p.y
 	clear(p.buf[p.extPtr[t]*k : p.extPtr[t+1]*k])
@@ -653,20 +667,31 @@ func (sn *supernodes) forwardTask(t int) {
 		nc := sn.first[s+1] - sn.first[s]
 		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
 		sn.triFwd(s, 0, nc, y)
-		sn.rowsFwd(s, nc, p.split[s], 0, nc, rows[nc:p.split[s]], y)
+		sn.rowsFwd(s, nc, p.split[s], 0, nc, rows[nc:p.split[s]], y, tmp)
 		loc := p.loc[p.locPtr[s] : p.locPtr[s]+len(rows)-p.split[s]]
-		sn.rowsFwd(s, p.split[s], len(rows), 0, nc, loc, p.buf)
+		sn.rowsFwd(s, p.split[s], len(rows), 0, nc, loc, p.buf, tmp)
 	}
 }
 
 // backwardTask runs the backward solve of task t.
-func (sn *supernodes) backwardTask(t int) {
+func (sn *supernodes) backwardTask(t int, tmp []float64) {
 	p := sn.plan
 	for s := p.tasks[t][1] - 1; s >= p.tasks[t][0]; s-- {
 		nc := sn.first[s+1] - sn.first[s]
 		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
-		sn.colsBwd(s, nc, len(rows), 0, nc, rows[nc:], p.y)
+		if p.k == 1 {
+			gather(tmp, rows[nc:], p.y)
+		}
+		sn.colsBwd(s, nc, len(rows), 0, nc, rows[nc:], p.y, tmp)
 		sn.triBwd(s, 0, nc, p.y)
+	}
+}
+
+// gather sets g[i] = src[idx[i]].
+func gather(g []float64, idx []int, src []float64) {
+	g = g[:len(idx)]
+	for i, r := range idx {
+		g[i] = src[r]
 	}
 }
 
@@ -711,6 +736,12 @@ func (sn *supernodes) backwardTop(s int) {
 // rows (forward) or columns (backward), so that chunks write apart.
 func (p *solvePlan) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) {
 	m, w := r1-r0, c1-c0
+	if m <= 0 || w <= 0 {
+		return
+	}
+	if job == jobColsBwd && p.k == 1 {
+		gather(p.tmp, idx, p.y)
+	}
 	n := 1
 	if m*w >= rectPar {
 		n = m * w / rectChunk
@@ -722,9 +753,9 @@ func (p *solvePlan) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) 
 	}
 	if n <= 1 {
 		if job == jobRowsFwd {
-			sn.rowsFwd(s, r0, r1, c0, c1, idx, p.y)
+			sn.rowsFwd(s, r0, r1, c0, c1, idx, p.y, p.tmp)
 		} else {
-			sn.colsBwd(s, r0, r1, c0, c1, idx, p.y)
+			sn.colsBwd(s, r0, r1, c0, c1, idx, p.y, p.tmp)
 		}
 		return
 	}
@@ -734,36 +765,45 @@ func (p *solvePlan) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) 
 }
 
 // rowsFwd does dst[idx[r-r0]] -= L[r, c0:c1] y[cols c0:c1] for rows r0 <=
-// r < r1 of supernode s (k interleaved right-hand sides).
-func (sn *supernodes) rowsFwd(s, r0, r1, c0, c1 int, idx []int, dst []float64) {
-	if r1 <= r0 || c1 <= c0 {
+// r < r1 of supernode s (k interleaved right-hand sides). A single
+// right-hand side goes through gonum's Dgemv (assembly kernels, about
+// twice as fast as plain loops even for a dozen columns), into tmp.
+func (sn *supernodes) rowsFwd(s, r0, r1, c0, c1 int, idx []int, dst, tmp []float64) {
+	m, w := r1-r0, c1-c0
+	if m <= 0 || w <= 0 {
 		return
 	}
 	f, nc := sn.first[s], sn.first[s+1]-sn.first[s]
 	k := sn.plan.k
 	l := sn.val[sn.valPtr[s]+r0*nc+c0:]
 	x := sn.plan.y[(f+c0)*k : (f+c1)*k]
-	if k == 1 {
-		rowsFwd1(l, nc, r1-r0, x, idx, dst)
-	} else {
-		rowsFwdK(l, nc, r1-r0, x, idx, dst, k)
+	if k > 1 {
+		rowsFwdK(l, nc, m, x, idx, dst, k)
+		return
+	}
+	tmp = tmp[:m]
+	gonum.Implementation{}.Dgemv(blas.NoTrans, m, w, 1, l, nc, x, 1, 0, tmp, 1)
+	for i, v := range tmp {
+		dst[idx[i]] -= v
 	}
 }
 
-// colsBwd does y[cols c0:c1] -= L[r0:r1, c0:c1]^T src[idx] for supernode s.
-func (sn *supernodes) colsBwd(s, r0, r1, c0, c1 int, idx []int, src []float64) {
-	if r1 <= r0 || c1 <= c0 {
+// colsBwd does y[cols c0:c1] -= L[r0:r1, c0:c1]^T src[idx] for supernode s;
+// for a single right-hand side, g holds src[idx] gathered.
+func (sn *supernodes) colsBwd(s, r0, r1, c0, c1 int, idx []int, src, g []float64) {
+	m, w := r1-r0, c1-c0
+	if m <= 0 || w <= 0 {
 		return
 	}
 	f, nc := sn.first[s], sn.first[s+1]-sn.first[s]
 	k := sn.plan.k
 	l := sn.val[sn.valPtr[s]+r0*nc+c0:]
 	x := sn.plan.y[(f+c0)*k : (f+c1)*k]
-	if k == 1 {
-		colsBwd1(l, nc, r1-r0, x, idx, src)
-	} else {
-		colsBwdK(l, nc, r1-r0, x, idx, src, k)
+	if k > 1 {
+		colsBwdK(l, nc, m, x, idx, src, k)
+		return
 	}
+	gonum.Implementation{}.Dgemv(blas.Trans, m, w, -1, l, nc, g[:m], 1, 1, x, 1)
 }
 
 // triFwd solves the diagonal triangle of columns [c0, c1) of supernode s
@@ -775,9 +815,7 @@ func (sn *supernodes) triFwd(s, c0, c1 int, y []float64) {
 	x := y[(f+c0)*k : (f+c1)*k]
 	w := c1 - c0
 	if k == 1 {
-		for j := 0; j < w; j++ {
-			x[j] = (x[j] - snDot(l[j*nc:j*nc+j], x[:j])) / l[j*nc+j]
-		}
+		gonum.Implementation{}.Dtrsv(blas.Lower, blas.NoTrans, blas.NonUnit, w, l, nc, x, 1)
 		return
 	}
 	for j := 0; j < w; j++ {
@@ -801,19 +839,17 @@ func (sn *supernodes) triBwd(s, c0, c1 int, y []float64) {
 	k := sn.plan.k
 	l := sn.val[sn.valPtr[s]+c0*nc+c0:]
 	x := y[(f+c0)*k : (f+c1)*k]
+	if k == 1 {
+		gonum.Implementation{}.Dtrsv(blas.Lower, blas.Trans, blas.NonUnit, c1-c0, l, nc, x, 1)
+		return
+	}
 	for j := c1 - c0 - 1; j >= 0; j-- {
-		lj := l[j*nc : j*nc+j]
-		d := l[j*nc+j]
-		if k == 1 {
-			x[j] /= d
-			snAxpy(-x[j], lj, x[:j])
-			continue
-		}
 		xj := x[j*k : j*k+k]
+		d := l[j*nc+j]
 		for t := range xj {
 			xj[t] /= d
 		}
-		for c, v := range lj {
+		for c, v := range l[j*nc : j*nc+j] {
 			xc := x[c*k : c*k+k]
 			for t := range xc {
 				xc[t] -= v * xj[t]
@@ -822,82 +858,9 @@ func (sn *supernodes) triBwd(s, c0, c1 int, y []float64) {
 	}
 }
 
-// snDot returns a . b, len(b) >= len(a), in four interleaved sums.
-func snDot(a, b []float64) float64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// snAxpy does y += alpha x, len(y) >= len(x).
-func snAxpy(alpha float64, x, y []float64) {
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] += alpha * v
-	}
-}
-
-// rowsFwd1 does dst[idx[i]] -= l[i*ld : i*ld+len(x)] . x for i < m, four
-// rows at a time so that x is loaded once for four rows of L.
-func rowsFwd1(l []float64, ld, m int, x []float64, idx []int, dst []float64) {
-	w := len(x)
-	idx = idx[:m]
-	i := 0
-	for ; i+4 <= m; i += 4 {
-		l0 := l[i*ld : i*ld+w]
-		l1 := l[(i+1)*ld : (i+1)*ld+w]
-		l2 := l[(i+2)*ld : (i+2)*ld+w]
-		l3 := l[(i+3)*ld : (i+3)*ld+w]
-		var s0, s1, s2, s3 float64
-		for c, v := range x {
-			s0 += l0[c] * v
-			s1 += l1[c] * v
-			s2 += l2[c] * v
-			s3 += l3[c] * v
-		}
-		dst[idx[i]] -= s0
-		dst[idx[i+1]] -= s1
-		dst[idx[i+2]] -= s2
-		dst[idx[i+3]] -= s3
-	}
-	for ; i < m; i++ {
-		dst[idx[i]] -= snDot(l[i*ld:i*ld+w], x)
-	}
-}
-
-// colsBwd1 does x -= sum_i l[i*ld : i*ld+len(x)] src[idx[i]], four rows at
-// a time so that x is loaded and stored once for four rows of L.
-func colsBwd1(l []float64, ld, m int, x []float64, idx []int, src []float64) {
-	w := len(x)
-	idx = idx[:m]
-	i := 0
-	for ; i+4 <= m; i += 4 {
-		l0 := l[i*ld : i*ld+w]
-		l1 := l[(i+1)*ld : (i+1)*ld+w]
-		l2 := l[(i+2)*ld : (i+2)*ld+w]
-		l3 := l[(i+3)*ld : (i+3)*ld+w]
-		a0, a1, a2, a3 := src[idx[i]], src[idx[i+1]], src[idx[i+2]], src[idx[i+3]]
-		for c := range x {
-			x[c] -= l0[c]*a0 + l1[c]*a1 + l2[c]*a2 + l3[c]*a3
-		}
-	}
-	for ; i < m; i++ {
-		snAxpy(-src[idx[i]], l[i*ld:i*ld+w], x)
-	}
-}
-
-// rowsFwdK is rowsFwd1 for k interleaved right-hand sides (x holds
-// len(x)/k rows of k).
+// rowsFwdK does dst[idx[i]] -= l[i*ld : i*ld+w] x for i < m and k
+// interleaved right-hand sides (x holds w rows of k), four rows of L at a
+// time so that x is loaded once for four.
 func rowsFwdK(l []float64, ld, m int, x []float64, idx []int, dst []float64, k int) {
 	w := len(x) / k
 	idx = idx[:m]
@@ -943,7 +906,9 @@ func rowsFwdK(l []float64, ld, m int, x []float64, idx []int, dst []float64, k i
 	}
 }
 
-// colsBwdK is colsBwd1 for k interleaved right-hand sides.
+// colsBwdK does x -= sum_i l[i*ld : i*ld+w]^T src[idx[i]] for k
+// interleaved right-hand sides, four rows of L at a time so that x is
+// loaded and stored once for four.
 func colsBwdK(l []float64, ld, m int, x []float64, idx []int, src []float64, k int) {
 	w := len(x) / k
 	idx = idx[:m]
@@ -1002,6 +967,7 @@ func (sn *supernodes) newSolvePlan() *solvePlan {
 		nc := sn.first[s+1] - sn.first[s]
 		nr := sn.rowPtr[s+1] - sn.rowPtr[s]
 		p.split[s] = nr
+		p.maxNr = max(p.maxNr, nr)
 		sparent[s] = -1
 		if nr > nc {
 			sparent[s] = sn.super[sn.rows[sn.rowPtr[s]+nc]]
@@ -1066,6 +1032,7 @@ func (sn *supernodes) newSolvePlan() *solvePlan {
 	}
 	// The rows of each task outside its columns, and the top columns they
 	// are: ext lists each task's distinct ones, increasing.
+	p.tmp = make([]float64, p.maxNr)
 	p.locPtr = make([]int, ns)
 	p.extPtr = make([]int, len(p.tasks)+1)
 	pos := make([]int, sn.n())
