@@ -38,10 +38,12 @@ func (m *manifold) mulQ(dst, x *sparse.Blocks) { m.q.MulBlocksParallel(dst, x, m
 // constraints and the diagonal blocks of the certificate's Lambda.
 func (m *manifold) lambda(lam []float64, x, nq *sparse.Blocks) {
 	d, r, b := m.d, m.r, m.b
-	for i := 0; i < m.n; i++ {
-		xi, ni := x.Block(i), nq.Block(i)
-		smalldense.SymAtB(lam[i*d*d:(i+1)*d*d], xi, ni, r, b, d)
-	}
+	forPoses(m.n, m.threads, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			xi, ni := x.Block(i), nq.Block(i)
+			smalldense.SymAtB(lam[i*d*d:(i+1)*d*d], xi, ni, r, b, d)
+		}
+	})
 }
 
 // traceLambda returns sum_i tr(Lambda_i), the dual bound of a certified point.
@@ -59,23 +61,25 @@ func (m *manifold) traceLambda(lam []float64) float64 {
 // x: V_Y - Y sym(Y^T V_Y) on the Stiefel part, p unchanged. dst may be v.
 func (m *manifold) proj(dst, x, v *sparse.Blocks) {
 	d, r, b := m.d, m.r, m.b
-	var sym [9]float64
-	for i := 0; i < m.n; i++ {
-		xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
-		smalldense.SymAtB(sym[:], xi, vi, r, b, d)
-		for k := 0; k < r; k++ {
-			for c := 0; c < d; c++ {
-				s := vi[k*b+c]
-				for a := 0; a < d; a++ {
-					s -= xi[k*b+a] * sym[a*d+c]
+	forPoses(m.n, m.threads, func(lo, hi int) {
+		var sym [9]float64
+		for i := lo; i < hi; i++ {
+			xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
+			smalldense.SymAtB(sym[:], xi, vi, r, b, d)
+			for k := 0; k < r; k++ {
+				for c := 0; c < d; c++ {
+					s := vi[k*b+c]
+					for a := 0; a < d; a++ {
+						s -= xi[k*b+a] * sym[a*d+c]
+					}
+					di[k*b+c] = s
 				}
-				di[k*b+c] = s
-			}
-			if b > d {
-				di[k*b+d] = vi[k*b+d]
+				if b > d {
+					di[k*b+d] = vi[k*b+d]
+				}
 			}
 		}
-	}
+	})
 }
 
 // gradient sets g to the Riemannian gradient 2 proj(X Q) given N = X Q and
@@ -96,19 +100,21 @@ func (m *manifold) gradient(g, x, nq *sparse.Blocks) (norm, euclid float64) {
 func (m *manifold) hess(dst, x, v *sparse.Blocks, lam []float64, work *sparse.Blocks) {
 	m.mulQ(work, v)
 	d, r, b := m.d, m.r, m.b
-	for i := 0; i < m.n; i++ {
-		vi, wi := v.Block(i), work.Block(i)
-		l := lam[i*d*d : (i+1)*d*d]
-		for k := 0; k < r; k++ {
-			for c := 0; c < d; c++ {
-				s := 0.0
-				for a := 0; a < d; a++ {
-					s += vi[k*b+a] * l[a*d+c]
+	forPoses(m.n, m.threads, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			vi, wi := v.Block(i), work.Block(i)
+			l := lam[i*d*d : (i+1)*d*d]
+			for k := 0; k < r; k++ {
+				for c := 0; c < d; c++ {
+					s := 0.0
+					for a := 0; a < d; a++ {
+						s += vi[k*b+a] * l[a*d+c]
+					}
+					wi[k*b+c] -= s
 				}
-				wi[k*b+c] -= s
 			}
 		}
-	}
+	})
 	m.proj(dst, x, work)
 	for k := range dst.Data {
 		dst.Data[k] *= 2
@@ -119,21 +125,29 @@ func (m *manifold) hess(dst, x, v *sparse.Blocks, lam []float64, work *sparse.Bl
 // Stiefel part (the closest point of St(d, r)), p_i + V_p,i on the rest.
 func (m *manifold) retract(dst, x, v *sparse.Blocks) {
 	d, r, b := m.d, m.r, m.b
-	for i := 0; i < m.n; i++ {
-		xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
-		for k := 0; k < r; k++ {
-			for c := 0; c < d; c++ {
-				m.h[k*d+c] = xi[k*b+c] + vi[k*b+c]
+	forPoses(m.n, m.threads, func(lo, hi int) {
+		var hs, ys [64]float64 // ranks up to 21 in 3-D without allocating
+		h, y := hs[:], ys[:]
+		if r*d > len(hs) {
+			h, y = make([]float64, r*d), make([]float64, r*d)
+		}
+		h, y = h[:r*d], y[:r*d]
+		for i := lo; i < hi; i++ {
+			xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
+			for k := 0; k < r; k++ {
+				for c := 0; c < d; c++ {
+					h[k*d+c] = xi[k*b+c] + vi[k*b+c]
+				}
+				if b > d {
+					di[k*b+d] = xi[k*b+d] + vi[k*b+d]
+				}
 			}
-			if b > d {
-				di[k*b+d] = xi[k*b+d] + vi[k*b+d]
+			smalldense.Polar(y, h, r, d)
+			for k := 0; k < r; k++ {
+				copy(di[k*b:k*b+d], y[k*d:(k+1)*d])
 			}
 		}
-		smalldense.Polar(m.y, m.h, r, d)
-		for k := 0; k < r; k++ {
-			copy(di[k*b:k*b+d], m.y[k*d:(k+1)*d])
-		}
-	}
+	})
 }
 
 func inner(a, b *sparse.Blocks) float64 {
@@ -187,11 +201,13 @@ func (m *manifold) removeShift(v *sparse.Blocks) {
 // the retraction does (it rescales translations), so a preconditioned CG
 // that drifts into them proposes steps that look free and are not.
 type gauge struct {
-	r    int
-	u    []float64 // eigenvectors of G = X X^T, row-major r x r (column k is vector k)
-	ev   []float64 // eigenvalues of G
-	b, w []float64 // r x r scratch
-	x    *sparse.Blocks
+	r int
+	// threads for the per-pose loop of remove (0: GOMAXPROCS).
+	threads int
+	u       []float64 // eigenvectors of G = X X^T, row-major r x r (column k is vector k)
+	ev      []float64 // eigenvalues of G
+	b, w    []float64 // r x r scratch
+	x       *sparse.Blocks
 }
 
 func newGauge(r int) *gauge {
@@ -286,16 +302,18 @@ func (gg *gauge) remove(v *sparse.Blocks) {
 	rot(gg.b, gg.w, false) // Omega
 	x := gg.x
 	bs := x.B
-	for i := 0; i < x.N; i++ {
-		xi, vi := x.Block(i), v.Block(i)
-		for p := 0; p < r; p++ {
-			for c := 0; c < bs; c++ {
-				s := 0.0
-				for q := 0; q < r; q++ {
-					s += gg.b[p*r+q] * xi[q*bs+c]
+	forPoses(x.N, gg.threads, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			xi, vi := x.Block(i), v.Block(i)
+			for p := 0; p < r; p++ {
+				for c := 0; c < bs; c++ {
+					s := 0.0
+					for q := 0; q < r; q++ {
+						s += gg.b[p*r+q] * xi[q*bs+c]
+					}
+					vi[p*bs+c] -= s
 				}
-				vi[p*bs+c] -= s
 			}
 		}
-	}
+	})
 }

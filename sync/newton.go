@@ -73,14 +73,14 @@ type hessianPrecond struct {
 	h     *sparse.BlockSym // the Hessian in basis coordinates, both triangles
 	tpos  []int            // tpos[pos] = position of the transposed block
 	chol  *sparse.Cholesky
-	perm  []int       // Q's ordering expanded to k scalars per block
-	w     []float64   // W_i, r x r row-major, at w[i*r*r:]
-	m     []float64   // r x r scratch: W_j^T W_i
-	a, e  []float64   // Householder scratch: r x d working copy, one r-vector
-	hv    []float64   // the d Householder vectors, r each
-	u     []float64   // r x b scratch: W_i^T v_i, then A
-	c, z  []float64   // coordinates (n k): right-hand side and solution
-	sij   [16]float64 // S_ij
+	perm  []int     // Q's ordering expanded to k scalars per block
+	w     []float64 // W_i, r x r row-major, at w[i*r*r:]
+	c, z  []float64 // coordinates (n k): right-hand side and solution
+
+	// The per-pose loops (completion, assembly, coordinates) run on up to
+	// poseChunks(n, threads) goroutines, each with its own scratch.
+	threads int
+	works   []*hpWork
 
 	scale float64 // largest diagonal entry of the Hessian at the last update
 	shift float64 // diagonal shift of the last successful factor (mu included)
@@ -99,6 +99,25 @@ type hessianPrecond struct {
 
 	ok     bool
 	failed int // assemblies that were not positive definite even when shifted
+}
+
+// hpWork is one goroutine's scratch for the per-pose loops.
+type hpWork struct {
+	m    []float64   // r x r: W_j^T W_i
+	a, e []float64   // Householder: r x d working copy, one r-vector
+	hv   []float64   // the d Householder vectors, r each
+	u    []float64   // r x b: W_i^T v_i, then A
+	sij  [16]float64 // S_ij
+}
+
+// ensureWorks makes one scratch per range forPosesChunks will use (their
+// number follows GOMAXPROCS when threads is 0, so it is checked on each use).
+func (p *hessianPrecond) ensureWorks() {
+	r, d, b := p.r, p.d, p.b
+	for len(p.works) < poseChunks(p.q.N, p.threads) {
+		p.works = append(p.works, &hpWork{m: make([]float64, r*r), a: make([]float64, r*d),
+			e: make([]float64, r), hv: make([]float64, d*r), u: make([]float64, r*b)})
+	}
 }
 
 // shiftLadder lists the diagonal shifts update tries, relative to the
@@ -173,11 +192,8 @@ func (p *hessianPrecond) setRank(r int) {
 	}
 	p.chol, p.rung = nil, 0
 	p.w = make([]float64, q.N*r*r)
-	p.m = make([]float64, r*r)
-	p.a = make([]float64, r*d)
-	p.e = make([]float64, r)
-	p.hv = make([]float64, d*r)
-	p.u = make([]float64, r*b)
+	p.works = p.works[:0]
+	p.ensureWorks()
 	p.c = make([]float64, q.N*k)
 	p.z = make([]float64, q.N*k)
 	p.schol, p.srung = nil, 0
@@ -197,16 +213,16 @@ func (p *hessianPrecond) setRank(r int) {
 // The other r-d columns are those of the Householder QR factor of Y: they
 // are orthonormal and orthogonal to range(Y) to rounding, whatever Y is, and
 // depend on Y alone (deterministic, no pivoting choices).
-func (p *hessianPrecond) complete(w, y []float64) {
+func (p *hessianPrecond) complete(wk *hpWork, w, y []float64) {
 	r, d, b := p.r, p.d, p.b
 	for t := 0; t < r; t++ {
 		copy(w[t*r:t*r+d], y[t*b:t*b+d])
-		copy(p.a[t*d:(t+1)*d], y[t*b:t*b+d])
+		copy(wk.a[t*d:(t+1)*d], y[t*b:t*b+d])
 	}
 	if r == d {
 		return
 	}
-	a, hv := p.a, p.hv
+	a, hv := wk.a, wk.hv
 	// Reflector c maps column c of the working copy, rows c..r-1, onto
 	// -sign * its norm * e_c. The vector is stored unnormalized; hv
 	// entries above c are zero.
@@ -249,7 +265,7 @@ func (p *hessianPrecond) complete(w, y []float64) {
 		}
 	}
 	// Column j >= d of Q = H_0 H_1 ... H_{d-1} is Q e_j.
-	e := p.e
+	e := wk.e
 	for j := d; j < r; j++ {
 		for t := range e {
 			e[t] = 0
@@ -280,22 +296,54 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	if x.R != p.r || p.basis == nil {
 		p.setRank(x.R)
 	}
-	d, b, k, r := p.d, p.b, p.k, p.r
+	r := p.r
 	q := p.q
 	p.x = x
 	rr := r * r
 	if p.split {
 		p.commonComplement(x)
-		for i := 0; i < q.N; i++ {
-			p.completeCommon(p.w[i*rr:(i+1)*rr], x.Block(i))
-		}
-	} else {
-		for i := 0; i < q.N; i++ {
-			p.complete(p.w[i*rr:(i+1)*rr], x.Block(i))
-		}
 	}
-	sij, m := p.sij[:b*b], p.m
-	for i := 0; i < q.N; i++ {
+	p.ensureWorks()
+	forPosesChunks(q.N, p.threads, func(t, lo, hi int) {
+		wk := p.works[t]
+		for i := lo; i < hi; i++ {
+			if p.split {
+				p.completeCommon(wk, p.w[i*rr:(i+1)*rr], x.Block(i))
+			} else {
+				p.complete(wk, p.w[i*rr:(i+1)*rr], x.Block(i))
+			}
+		}
+	})
+	forPosesChunks(q.N, p.threads, func(t, lo, hi int) {
+		p.assemble(p.works[t], lam, lo, hi)
+	})
+	p.scale = p.h.MaxDiag()
+	if p.chol == nil {
+		c, err := sparse.Analyze(p.h.LowerCSC(p.mu, 0), p.perm)
+		if err != nil {
+			p.ok = false
+			p.failed++
+			return false
+		}
+		p.chol = c
+	}
+	p.shift, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, len(shiftLadder)-1)
+	if p.ok && p.split {
+		p.ok = p.factorS(lam)
+	}
+	if !p.ok {
+		p.failed++
+	}
+	return p.ok
+}
+
+// assemble writes the Hessian's block rows lo..hi-1 (and, for each block
+// above the diagonal, its mirror image below: no other row writes that).
+func (p *hessianPrecond) assemble(wk *hpWork, lam []float64, lo, hi int) {
+	d, b, k, r, q := p.d, p.b, p.k, p.r, p.q
+	rr := r * r
+	sij, m := wk.sij[:b*b], wk.m
+	for i := lo; i < hi; i++ {
 		wi := p.w[i*rr : (i+1)*rr]
 		for pos := q.RowPtr[i]; pos < q.RowPtr[i+1]; pos++ {
 			j := q.ColIdx[pos]
@@ -346,24 +394,6 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 			}
 		}
 	}
-	p.scale = p.h.MaxDiag()
-	if p.chol == nil {
-		c, err := sparse.Analyze(p.h.LowerCSC(p.mu, 0), p.perm)
-		if err != nil {
-			p.ok = false
-			p.failed++
-			return false
-		}
-		p.chol = c
-	}
-	p.shift, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, len(shiftLadder)-1)
-	if p.ok && p.split {
-		p.ok = p.factorS(lam)
-	}
-	if !p.ok {
-		p.failed++
-	}
-	return p.ok
 }
 
 // refactorAfter is the number of inner tCG iterations with the current
@@ -497,12 +527,12 @@ func (p *hessianPrecond) commonComplement(x *sparse.Blocks) {
 // so that W_j^T W_i has the identity in its complement part at a
 // rank-deficient point. A candidate that lies mostly in range(Y_i) is
 // skipped for the next standard basis vector.
-func (p *hessianPrecond) completeCommon(w, y []float64) {
+func (p *hessianPrecond) completeCommon(wk *hpWork, w, y []float64) {
 	r, d, b := p.r, p.d, p.b
 	for t := 0; t < r; t++ {
 		copy(w[t*r:t*r+d], y[t*b:t*b+d])
 	}
-	e := p.e
+	e := wk.e
 	col := d
 	for cand := 0; col < r && cand < 2*r-d; cand++ {
 		for t := 0; t < r; t++ {
@@ -540,7 +570,7 @@ func (p *hessianPrecond) completeCommon(w, y []float64) {
 		col++
 	}
 	if col < r {
-		p.complete(w, y) // cannot happen for r <= 16; Householder never fails
+		p.complete(wk, w, y) // cannot happen for r <= 16; Householder never fails
 	}
 }
 
@@ -549,10 +579,16 @@ func (p *hessianPrecond) completeCommon(w, y []float64) {
 // sc[(a-d)*n*b + i*b + col] = (W_i^T v_i)[a][col] for the complement rows
 // a >= d.
 func (p *hessianPrecond) coords(c, sc []float64, v *sparse.Blocks) {
+	p.ensureWorks()
+	forPosesChunks(v.N, p.threads, func(t, lo, hi int) {
+		p.coordsRange(p.works[t].u, c, sc, v, lo, hi)
+	})
+}
+
+func (p *hessianPrecond) coordsRange(u, c, sc []float64, v *sparse.Blocks, lo, hi int) {
 	r, d, b, k := p.r, p.d, p.b, p.k
 	rr, dim := r*r, v.N*b
-	u := p.u
-	for i := 0; i < v.N; i++ {
+	for i := lo; i < hi; i++ {
 		wi, vi := p.w[i*rr:(i+1)*rr], v.Block(i)
 		// u = W_i^T v_i
 		for a := 0; a < r; a++ {
@@ -583,10 +619,16 @@ func (p *hessianPrecond) coords(c, sc []float64, v *sparse.Blocks) {
 // vector sets dst_i = W_i (sum_l z[i*k+l] A_l + the complement rows of sz),
 // the tangent vector with coordinates z (and sz).
 func (p *hessianPrecond) vector(dst *sparse.Blocks, z, sz []float64) {
+	p.ensureWorks()
+	forPosesChunks(dst.N, p.threads, func(t, lo, hi int) {
+		p.vectorRange(p.works[t].u, dst, z, sz, lo, hi)
+	})
+}
+
+func (p *hessianPrecond) vectorRange(u []float64, dst *sparse.Blocks, z, sz []float64, lo, hi int) {
 	r, d, b, k := p.r, p.d, p.b, p.k
 	rr, dim := r*r, dst.N*b
-	u := p.u
-	for i := 0; i < dst.N; i++ {
+	for i := lo; i < hi; i++ {
 		wi, di := p.w[i*rr:(i+1)*rr], dst.Block(i)
 		for t := range u {
 			u[t] = 0

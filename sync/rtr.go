@@ -94,6 +94,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	lam := make([]float64, m.n*m.d*m.d)
 
 	gg := newGauge(m.r)
+	gg.threads = m.threads
 	// The Hessian's factor is the dominant cost of a step on large graphs.
 	// Near the minimum it changes little from step to step, and the factor
 	// from the previous point still preconditions tCG almost exactly, so it

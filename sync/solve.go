@@ -181,6 +181,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 		return pchol, nil
 	}
 	hp := newHessianPrecond(q, d, perm, 1e-9*scale)
+	hp.threads = opts.Threads
 	cert := newCertifier(q, d, opts.GapTol, etaFloor, perm, opts.Seed)
 	solver := bcm.New(q, d, opts.Problem)
 
