@@ -43,16 +43,17 @@ func gridBlocks(rng *rand.Rand, k, b int) *BlockSym {
 }
 
 // randomBlocks returns nb blocks of size b, each pair coupled with
-// probability dens within ncomp disconnected groups, with diagonal blocks
-// that make the matrix strictly diagonally dominant. Random coupling fills
-// the factor in, so its root supernode is large and dense.
-func randomBlocks(rng *rand.Rand, nb, b int, dens float64, ncomp int) *BlockSym {
+// probability dens within ncomp groups, which only the last hubs blocks
+// join, with diagonal blocks that make the matrix strictly diagonally
+// dominant. Random coupling fills the factor in, so the root supernode of
+// each group is large and dense, with the hubs as rows below it.
+func randomBlocks(rng *rand.Rand, nb, b int, dens float64, ncomp, hubs int) *BlockSym {
 	bb := NewBlockBuilder(nb, b)
 	blk := make([]float64, b*b)
 	rowSum := make([]float64, nb*b)
 	for i := 0; i < nb; i++ {
 		for j := i + 1; j < nb; j++ {
-			if i%ncomp != j%ncomp || rng.Float64() >= dens {
+			if (i%ncomp != j%ncomp && j < nb-hubs) || rng.Float64() >= dens {
 				continue
 			}
 			for t := range blk {
@@ -79,6 +80,7 @@ type psolveCase struct {
 	perm []int
 	// What the plan must hold, so that every path is exercised.
 	wantTasks   bool
+	wantChunked bool // a top supernode whose rows below are cut into chunks
 	wantBlocked bool // a top supernode with a blocked triangle
 }
 
@@ -86,15 +88,15 @@ func psolveCases() []psolveCase {
 	rng := rand.New(rand.NewPCG(5, 6))
 	g8 := gridBlocks(rng, 8, 4)
 	g3 := gridBlocks(rng, 3, 2)
-	rd := randomBlocks(rng, 450, 4, 0.012, 1)
-	r3 := randomBlocks(rng, 750, 3, 0.03, 3)
+	rd := randomBlocks(rng, 450, 4, 0.012, 1, 0)
+	r3 := randomBlocks(rng, 750, 3, 0.03, 3, 24)
 	g2 := gridCSCInternal(45)
 	return []psolveCase{
-		{"grid8^3x4", g8.LowerCSC(0, 0), BlockOrder(g8, 0), true, false},
-		{"grid45^2", g2, nil, false, false},
-		{"random450x4", rd.LowerCSC(0, 0), BlockAMD(rd, 0), true, true},
-		{"random750x3-3comp", r3.LowerCSC(0, 0), BlockAMD(r3, 0), true, false},
-		{"grid3^3x2", g3.LowerCSC(0, 0), nil, false, false},
+		{"grid8^3x4", g8.LowerCSC(0, 0), BlockOrder(g8, 0), true, false, false},
+		{"grid45^2", g2, nil, false, false, false},
+		{"random450x4", rd.LowerCSC(0, 0), BlockAMD(rd, 0), true, false, true},
+		{"random750x3-3groups-hubs", r3.LowerCSC(0, 0), BlockAMD(r3, 0), true, false, false},
+		{"grid3^3x2", g3.LowerCSC(0, 0), nil, false, false, false},
 	}
 }
 
@@ -149,13 +151,16 @@ func checkPlan(t *testing.T, sn *supernodes, c psolveCase) {
 			owner[s] = ti
 		}
 	}
-	blocked := false
+	blocked, chunked := false, false
 	for _, s := range p.top {
 		if owner[s] != -1 {
 			t.Fatalf("top supernode %d also in task %d", s, owner[s])
 		}
 		owner[s] = -2
-		blocked = blocked || sn.first[s+1]-sn.first[s] >= triBlocked
+		nc := sn.first[s+1] - sn.first[s]
+		nr := sn.rowPtr[s+1] - sn.rowPtr[s]
+		blocked = blocked || nc >= triBlocked
+		chunked = chunked || (nr-nc)*nc >= rectPar
 	}
 	for s := 0; s < ns; s++ {
 		if owner[s] == -1 {
@@ -186,15 +191,19 @@ func checkPlan(t *testing.T, sn *supernodes, c psolveCase) {
 	if c.wantTasks && len(p.tasks) < 2 {
 		t.Errorf("%s: %d tasks, want several", c.name, len(p.tasks))
 	}
+	if c.wantChunked && !chunked {
+		t.Errorf("%s: no top supernode with %d entries below its diagonal block", c.name, rectPar)
+	}
 	if c.wantBlocked && !blocked {
 		t.Errorf("%s: no top supernode of %d columns or more", c.name, triBlocked)
 	}
 	t.Logf("%s: n=%d, %d supernodes, %d stored: %d tasks, %d on top, %d accumulators", c.name, sn.n(), ns, sn.stored, len(p.tasks), len(p.top), len(p.ext))
 }
 
-// TestSolveParallel checks Solve and SolveMany (k = 1, 3, 5) against a
-// dense Cholesky solve, on factors split into concurrent subtrees and with
-// large top supernodes, on one and two threads.
+// TestSolveParallel checks Solve and SolveMany (k = 1, 3, 5, and 9, which
+// SolveMany does as 8 + 1) against a dense Cholesky solve, on factors split
+// into concurrent subtrees and with large top supernodes, on one and two
+// threads.
 func TestSolveParallel(t *testing.T) {
 	for _, c := range psolveCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -208,7 +217,7 @@ func TestSolveParallel(t *testing.T) {
 			}
 			n := c.a.N
 			rng := rand.New(rand.NewPCG(uint64(n), 1))
-			const maxRHS = 5
+			const maxRHS = 9
 			b := make([]float64, n*maxRHS)
 			for i := range b {
 				b[i] = rng.NormFloat64()
@@ -223,7 +232,7 @@ func TestSolveParallel(t *testing.T) {
 			}
 			for _, procs := range []int{1, 2} {
 				old := runtime.GOMAXPROCS(procs)
-				for _, k := range []int{1, 3, 5} {
+				for _, k := range []int{1, 3, 5, 9} {
 					x := make([]float64, n*k)
 					if k == 1 {
 						ch.Solve(x, b)
@@ -247,6 +256,81 @@ func TestSolveParallel(t *testing.T) {
 			checkPlan(t, ch.sn, c)
 		})
 	}
+}
+
+// TestSolveLarge checks a factor too large for a dense oracle, whose top
+// supernodes have enough rows below their diagonal blocks to be cut into
+// chunks, by the residual and by the agreement of one and two threads.
+func TestSolveLarge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	q := gridBlocks(rng, 14, 4)
+	a := q.LowerCSC(0, 0)
+	c := psolveCase{name: "grid14^3x4", a: a, perm: BlockOrder(q, 0), wantTasks: true, wantChunked: true}
+	ch, err := NewCholeskyPerm(c.a, c.perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := a.N
+	anorm := 0.0 // infinity norm of A from its lower triangle
+	rowSum := make([]float64, n)
+	for j := 0; j < n; j++ {
+		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+			i, v := a.RowIdx[p], math.Abs(a.Val[p])
+			rowSum[i] += v
+			if i != j {
+				rowSum[j] += v
+			}
+		}
+	}
+	for _, v := range rowSum {
+		anorm = math.Max(anorm, v)
+	}
+	const k = 5
+	b := make([]float64, n*k)
+	for i := range b {
+		b[i] = rng.NormFloat64()
+	}
+	// residual returns ||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf).
+	residual := func(x, b []float64) float64 {
+		r := append([]float64(nil), b...)
+		for j := 0; j < n; j++ {
+			for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+				i, v := a.RowIdx[p], a.Val[p]
+				r[i] -= v * x[j]
+				if i != j {
+					r[j] -= v * x[i]
+				}
+			}
+		}
+		xn, rn, bn := 0.0, 0.0, 0.0
+		for i := range r {
+			xn, rn, bn = math.Max(xn, math.Abs(x[i])), math.Max(rn, math.Abs(r[i])), math.Max(bn, math.Abs(b[i]))
+		}
+		return rn / (anorm*xn + bn)
+	}
+	var first []float64
+	for _, procs := range []int{1, 2} {
+		old := runtime.GOMAXPROCS(procs)
+		x := make([]float64, n*(k+1))
+		ch.SolveMany(x, b, k)
+		ch.Solve(x[k*n:], b) // Solve's kernels differ from SolveMany's
+		runtime.GOMAXPROCS(old)
+		for q := 0; q <= k; q++ {
+			if res := residual(x[q*n:(q+1)*n], b[(q%k)*n:(q%k+1)*n]); !(res <= 1e-14) {
+				t.Errorf("%d threads, column %d: residual %g", procs, q, res)
+			}
+		}
+		if first == nil {
+			first = x
+			continue
+		}
+		for i := range x {
+			if math.Float64bits(first[i]) != math.Float64bits(x[i]) {
+				t.Fatalf("1 and 2 threads differ at %d: %g vs %g", i, first[i], x[i])
+			}
+		}
+	}
+	checkPlan(t, ch.sn, c)
 }
 
 // TestSolveThreadsSameBits checks that Solve and SolveMany give the same

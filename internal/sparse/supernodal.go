@@ -6,6 +6,7 @@ import (
 	"sort"
 	stdsync "sync"
 	"sync/atomic"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -505,9 +506,10 @@ const (
 	// rectPar is the number of entries of a dense rectangle of one
 	// supernode (its rows below the diagonal block, or a panel's trailing
 	// rows) from which it is cut into chunks of about rectChunk entries
-	// that run concurrently.
+	// (at most accChunks in the backward solve) that run concurrently.
 	rectPar   = 1 << 15
 	rectChunk = 1 << 14
+	accChunks = 8
 	// triPanel is the panel width of the blocked triangular solves of a
 	// supernode with at least triBlocked columns: each panel's triangle is
 	// solved in order, and the rectangle it updates runs in chunks.
@@ -536,6 +538,7 @@ type solvePlan struct {
 	extPtr []int // task t's top columns are ext[extPtr[t]:extPtr[t+1]]
 	ext    []int
 	buf    []float64 // len(ext) * k accumulators
+	acc    []float64 // accChunks blocks of columns of a backward rectangle
 	maxNr  int       // rows of the tallest supernode
 	maxNc  int       // columns of the widest
 
@@ -554,11 +557,25 @@ type solvePlan struct {
 	y      []float64
 	k      int
 	nchunk int
-	next   atomic.Int64
-	ids    atomic.Int64
+	next   atomic.Int64 // next chunk to take
+	ids    atomic.Int64 // next goroutine id (indexes wtmp)
+
+	// Helpers: goroutines that take chunks beside the caller for the
+	// whole of one solve, waiting for the next job by yielding for up to
+	// helperIdle (starting one costs microseconds before it runs, as long
+	// as many chunks take). open is the number of the job they may join
+	// (0: none), active counts those inside it.
+	gen    int64
+	open   atomic.Int64
+	active atomic.Int64
+	alive  atomic.Int64
+	quit   atomic.Bool
 	wg     stdsync.WaitGroup
-	worker func()
+	helper func()
 }
+
+// helperIdle is how long a helper waits for a job before it exits.
+const helperIdle = 50 * time.Microsecond
 
 // Jobs of solvePlan.run.
 const (
@@ -603,35 +620,67 @@ func (sn *supernodes) solveK(y []float64, k int) {
 	if len(p.tasks) > 0 {
 		p.run(sn, jobTaskBwd, len(p.tasks))
 	}
+	p.quit.Store(true)
+	p.wg.Wait()
+	p.quit.Store(false)
 	p.y = nil
 }
 
-// run does chunks 0..n-1 of job, concurrently when there are several
-// (the calling goroutine takes part). The chunks of a job write disjoint
-// entries, so which goroutine does which does not change the result.
+// run does chunks 0..n-1 of job, concurrently when there are several:
+// the caller takes chunks, and so do helpers (started if fewer than
+// GOMAXPROCS-1 are alive). The chunks of a job write disjoint entries, so
+// which goroutine does which does not change the result.
 func (p *solvePlan) run(sn *supernodes, job, n int) {
 	p.job, p.nchunk = job, n
 	p.next.Store(0)
 	p.ids.Store(0)
 	threads := min(runtime.GOMAXPROCS(0), n)
-	p.scratch(threads)
+	p.scratch(runtime.GOMAXPROCS(0))
 	if threads > 1 {
-		if p.worker == nil {
+		if p.helper == nil {
 			// Kept, so that starting a goroutine allocates nothing.
-			p.worker = func() {
-				p.work(sn)
-				p.wg.Done()
-			}
+			p.helper = func() { p.help(sn) }
 		}
-		p.wg.Add(threads - 1)
-		for g := 1; g < threads; g++ {
-			go p.worker()
+		for p.alive.Load() < int64(threads-1) {
+			p.alive.Add(1)
+			p.wg.Add(1)
+			go p.helper()
 		}
 	}
+	p.gen++
+	p.open.Store(p.gen)
 	p.work(sn)
-	if threads > 1 {
-		p.wg.Wait()
+	// Close the job, then wait for the helpers that joined it.
+	p.open.Store(0)
+	for p.active.Load() != 0 {
+		runtime.Gosched()
 	}
+}
+
+// help is a helper's loop: join each job opened while it is alive.
+func (p *solvePlan) help(sn *supernodes) {
+	defer p.wg.Done()
+	var last int64
+	idle := time.Now()
+	for !p.quit.Load() {
+		if g := p.open.Load(); g != 0 && g != last {
+			// Joining counts only if the job is still open after the
+			// count went up: run then waits for this helper.
+			p.active.Add(1)
+			if p.open.Load() == g {
+				p.work(sn)
+			}
+			p.active.Add(-1)
+			last = g
+			idle = time.Now()
+			continue
+		}
+		if time.Since(idle) > helperIdle {
+			break
+		}
+		runtime.Gosched()
+	}
+	p.alive.Add(-1)
 }
 
 // scratch makes sure that wtmp holds a buffer for each of threads
@@ -644,6 +693,9 @@ func (p *solvePlan) scratch(threads int) {
 
 func (p *solvePlan) work(sn *supernodes) {
 	id := int(p.ids.Add(1)) - 1
+	if id >= len(p.wtmp) {
+		return // GOMAXPROCS shrank while this helper lived
+	}
 	for {
 		i := int(p.next.Add(1)) - 1
 		if i >= p.nchunk {
@@ -659,9 +711,12 @@ func (p *solvePlan) work(sn *supernodes) {
 			b := p.r0 + (p.r1-p.r0)*(i+1)/p.nchunk
 			sn.rowsFwd(p.s, a, b, p.c0, p.c1, p.idx[a-p.r0:b-p.r0], p.y, p.tmp[a-p.r0:], p.wtmp[id])
 		case jobColsBwd:
-			a := p.c0 + (p.c1-p.c0)*i/p.nchunk
-			b := p.c0 + (p.c1-p.c0)*(i+1)/p.nchunk
-			sn.colsBwd(p.s, p.r0, p.r1, a, b, p.idx, p.y, p.tmp, p.wtmp[id])
+			a := p.r0 + (p.r1-p.r0)*i/p.nchunk
+			b := p.r0 + (p.r1-p.r0)*(i+1)/p.nchunk
+			wk := (p.c1 - p.c0) * p.k
+			acc := p.acc[i*wk : (i+1)*wk]
+			clear(acc)
+			sn.colsBwdTo(acc, p.s, a, b, p.c0, p.c1, p.idx[a-p.r0:b-p.r0], p.y, p.tmp[a-p.r0:], p.wtmp[id])
 		}
 	}
 }
@@ -741,7 +796,10 @@ func (sn *supernodes) backwardTop(s int) {
 // rect applies rows [r0, r1) x columns [c0, c1) of supernode s: forward
 // (jobRowsFwd) y[idx] -= L[r0:r1, c0:c1] y[cols], or backward (jobColsBwd)
 // y[cols] -= L[r0:r1, c0:c1]^T y[idx]. Large ones are cut into chunks of
-// rows (forward) or columns (backward), so that chunks write apart.
+// rows. Forward chunks write apart; backward ones sum into accumulators of
+// their own (at most accChunks), added in chunk order after the join
+// (cutting by columns instead would need no sums but makes each row of L
+// a few short pieces, measured 10% slower over the whole solve).
 func (p *solvePlan) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) {
 	m, w := r1-r0, c1-c0
 	if m <= 0 || w <= 0 {
@@ -752,11 +810,9 @@ func (p *solvePlan) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) 
 	}
 	n := 1
 	if m*w >= rectPar {
-		n = m * w / rectChunk
-		if job == jobRowsFwd {
-			n = min(n, m/4)
-		} else {
-			n = min(n, w/64)
+		n = min(m*w/rectChunk, m/4)
+		if job == jobColsBwd {
+			n = min(n, accChunks)
 		}
 	}
 	if n <= 1 {
@@ -768,8 +824,20 @@ func (p *solvePlan) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) 
 		return
 	}
 	p.s, p.r0, p.r1, p.c0, p.c1, p.idx = s, r0, r1, c0, c1, idx
+	if job == jobColsBwd && len(p.acc) < n*w*p.k {
+		p.acc = make([]float64, accChunks*p.maxNc*manyBlock)
+	}
 	p.run(sn, job, n)
 	p.idx = nil
+	if job == jobColsBwd {
+		// The chunks' sums, in chunk order.
+		k := p.k
+		f := sn.first[s]
+		x := p.y[(f+c0)*k : (f+c1)*k]
+		for i := 0; i < n; i++ {
+			floats.Add(x, p.acc[i*w*k:(i+1)*w*k])
+		}
+	}
 }
 
 // wideRow is the width from which a row of L goes through gonum's
@@ -828,10 +896,17 @@ func (sn *supernodes) colsBwd(s, r0, r1, c0, c1 int, idx []int, src, g, xbuf []f
 	if m <= 0 || w <= 0 {
 		return
 	}
-	f, nc := sn.first[s], sn.first[s+1]-sn.first[s]
+	f, k := sn.first[s], sn.plan.k
+	x := sn.plan.y[(f+c0)*k : (f+c1)*k]
+	sn.colsBwdTo(x, s, r0, r1, c0, c1, idx, src, g, xbuf)
+}
+
+// colsBwdTo is colsBwd into x (w*k values) in place of y's columns.
+func (sn *supernodes) colsBwdTo(x []float64, s, r0, r1, c0, c1 int, idx []int, src, g, xbuf []float64) {
+	m, w := r1-r0, c1-c0
+	nc := sn.first[s+1] - sn.first[s]
 	k := sn.plan.k
 	l := sn.val[sn.valPtr[s]+r0*nc+c0:]
-	x := sn.plan.y[(f+c0)*k : (f+c1)*k]
 	switch {
 	case k == 1 && w >= wideRow:
 		for i, v := range g[:m] {
