@@ -93,11 +93,25 @@ func psolveCases() []psolveCase {
 	g2 := gridCSCInternal(45)
 	return []psolveCase{
 		{"grid8^3x4", g8.LowerCSC(0, 0), BlockOrder(g8, 0), true, false, false},
-		{"grid45^2", g2, nil, false, false, false},
+		{"grid45^2", g2, nil, true, false, false},
 		{"random450x4", rd.LowerCSC(0, 0), BlockAMD(rd, 0), true, false, true},
 		{"random750x3-3groups-hubs", r3.LowerCSC(0, 0), BlockAMD(r3, 0), true, false, false},
 		{"grid3^3x2", g3.LowerCSC(0, 0), nil, false, false, false},
 	}
+}
+
+// testSplitMin is the split threshold of the solves in the tests, far below
+// solveSplitMin so that factors small enough for a dense oracle are split.
+const testSplitMin = 1 << 12
+
+// factorCase factors c and gives it a solve plan split from testSplitMin.
+func factorCase(c psolveCase) (*Cholesky, error) {
+	ch, err := NewCholeskyPerm(c.a, c.perm)
+	if err != nil {
+		return nil, err
+	}
+	ch.sn.plan = ch.sn.newSolvePlan(testSplitMin)
+	return ch, nil
 }
 
 // gridCSCInternal is the 5-point Laplacian plus I on a k x k grid.
@@ -207,7 +221,7 @@ func checkPlan(t *testing.T, sn *supernodes, c psolveCase) {
 func TestSolveParallel(t *testing.T) {
 	for _, c := range psolveCases() {
 		t.Run(c.name, func(t *testing.T) {
-			ch, err := NewCholeskyPerm(c.a, c.perm)
+			ch, err := factorCase(c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +351,7 @@ func TestSolveLarge(t *testing.T) {
 // bits on one, two and three threads (three splits the chunks unevenly).
 func TestSolveThreadsSameBits(t *testing.T) {
 	for _, c := range psolveCases() {
-		ch, err := NewCholeskyPerm(c.a, c.perm)
+		ch, err := factorCase(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +388,7 @@ func TestSolveNoAlloc(t *testing.T) {
 	old := runtime.GOMAXPROCS(2)
 	defer runtime.GOMAXPROCS(old)
 	for _, c := range psolveCases() {
-		ch, err := NewCholeskyPerm(c.a, c.perm)
+		ch, err := factorCase(c)
 		if err != nil {
 			t.Fatal(err)
 		}
