@@ -562,11 +562,12 @@ type solvePlan struct {
 	next   atomic.Int64 // next chunk to take
 	ids    atomic.Int64 // next goroutine id (indexes wtmp)
 
-	// Helpers: goroutines that take chunks beside the caller for the
-	// whole of one solve, waiting for the next job by yielding for up to
-	// helperIdle (starting one costs microseconds before it runs, as long
-	// as many chunks take). open is the number of the job they may join
-	// (0: none), active counts those inside it.
+	// Helpers: goroutines that take chunks beside the caller. A new
+	// goroutine needs microseconds to start, as long as several chunks
+	// take, so a helper stays through the solve, yielding while it waits
+	// for the next job, and exits when none came for helperIdle. open is
+	// the number of the job they may join (0: none), active counts those
+	// inside it.
 	gen    int64
 	open   atomic.Int64
 	active atomic.Int64
@@ -600,7 +601,7 @@ func (sn *supernodes) solveK(y []float64, k int) {
 	p.scratch(1)
 	if len(p.tasks) > 0 {
 		if len(p.buf) < len(p.ext)*k {
-			p.buf = make([]float64, len(p.ext)*manyBlock)
+			p.buf = make([]float64, len(p.ext)*k)
 		}
 		p.run(sn, jobTaskFwd, len(p.tasks))
 		// The tasks' updates of top rows, in task order.
@@ -637,7 +638,7 @@ func (p *solvePlan) run(sn *supernodes, job, n int) {
 	p.next.Store(0)
 	p.ids.Store(0)
 	threads := min(runtime.GOMAXPROCS(0), n)
-	p.scratch(runtime.GOMAXPROCS(0))
+	p.scratch(threads)
 	if threads > 1 {
 		if p.helper == nil {
 			// Kept, so that starting a goroutine allocates nothing.
@@ -686,17 +687,24 @@ func (p *solvePlan) help(sn *supernodes) {
 }
 
 // scratch makes sure that wtmp holds a buffer for each of threads
-// goroutines (allocating only when the number of threads grows).
+// goroutines, large enough for k right-hand sides (it allocates only when
+// the number of threads or k grows).
 func (p *solvePlan) scratch(threads int) {
+	need := max(p.maxNr, p.maxNc*p.k)
 	for len(p.wtmp) < threads {
-		p.wtmp = append(p.wtmp, make([]float64, max(p.maxNr, p.maxNc*manyBlock)))
+		p.wtmp = append(p.wtmp, nil)
+	}
+	for i, w := range p.wtmp {
+		if len(w) < need {
+			p.wtmp[i] = make([]float64, need)
+		}
 	}
 }
 
 func (p *solvePlan) work(sn *supernodes) {
 	id := int(p.ids.Add(1)) - 1
 	if id >= len(p.wtmp) {
-		return // GOMAXPROCS shrank while this helper lived
+		return // a helper left from a job with more chunks
 	}
 	for {
 		i := int(p.next.Add(1)) - 1
@@ -827,7 +835,7 @@ func (p *solvePlan) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) 
 	}
 	p.s, p.r0, p.r1, p.c0, p.c1, p.idx = s, r0, r1, c0, c1, idx
 	if job == jobColsBwd && len(p.acc) < n*w*p.k {
-		p.acc = make([]float64, accChunks*p.maxNc*manyBlock)
+		p.acc = make([]float64, accChunks*p.maxNc*p.k)
 	}
 	p.run(sn, job, n)
 	p.idx = nil
