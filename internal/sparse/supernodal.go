@@ -739,6 +739,11 @@ func (sn *supernodes) forwardTask(t int, tmp []float64) {
 	for s := p.tasks[t][0]; s < p.tasks[t][1]; s++ {
 		nc := sn.first[s+1] - sn.first[s]
 		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+		if k == 1 && nc*len(rows) <= tinyNode {
+			loc := p.loc[p.locPtr[s] : p.locPtr[s]+len(rows)-p.split[s]]
+			sn.forwardTiny(s, y, p.split[s], loc, p.buf)
+			continue
+		}
 		sn.triFwd(s, 0, nc, y, tmp)
 		sn.rowsFwd(s, nc, p.split[s], 0, nc, rows[nc:p.split[s]], y, tmp, tmp)
 		loc := p.loc[p.locPtr[s] : p.locPtr[s]+len(rows)-p.split[s]]
@@ -752,6 +757,10 @@ func (sn *supernodes) backwardTask(t int, tmp []float64) {
 	for s := p.tasks[t][1] - 1; s >= p.tasks[t][0]; s-- {
 		nc := sn.first[s+1] - sn.first[s]
 		rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+		if p.k == 1 && nc*len(rows) <= tinyNode {
+			sn.backwardTiny(s, p.y)
+			continue
+		}
 		if p.k == 1 {
 			gather(tmp, rows[nc:], p.y)
 		}
@@ -774,6 +783,10 @@ func (sn *supernodes) forwardTop(s int) {
 	p := sn.plan
 	nc := sn.first[s+1] - sn.first[s]
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+	if p.k == 1 && nc*len(rows) <= tinyNode {
+		sn.forwardTiny(s, p.y, len(rows), nil, nil)
+		return
+	}
 	if nc < triBlocked {
 		sn.triFwd(s, 0, nc, p.y, p.wtmp[0])
 	} else {
@@ -791,6 +804,10 @@ func (sn *supernodes) backwardTop(s int) {
 	p := sn.plan
 	nc := sn.first[s+1] - sn.first[s]
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+	if p.k == 1 && nc*len(rows) <= tinyNode {
+		sn.backwardTiny(s, p.y)
+		return
+	}
 	p.rect(sn, jobColsBwd, s, nc, len(rows), 0, nc, rows[nc:])
 	if nc < triBlocked {
 		sn.triBwd(s, 0, nc, p.y, p.wtmp[0])
@@ -800,6 +817,65 @@ func (sn *supernodes) backwardTop(s int) {
 		w := min(triPanel, nc-c)
 		sn.triBwd(s, c, c+w, p.y, p.wtmp[0])
 		p.rect(sn, jobColsBwd, s, c, c+w, 0, c, rows[c:c+w])
+	}
+}
+
+// tinyNode is the number of entries (nc*nr) up to which a supernode is
+// solved (one right-hand side) by forwardTiny and backwardTiny: the
+// general path's calls per supernode cost a third more than the work on
+// the supernodes of a couple of columns that 2-D problems have by the
+// thousand.
+const tinyNode = 256
+
+// forwardTiny is the forward solve of the small supernode s for one
+// right-hand side in plain loops: its triangle, then its rows below, rows
+// [nc, split) into y and rows [split, nr) into buf at loc.
+func (sn *supernodes) forwardTiny(s int, y []float64, split int, loc []int, buf []float64) {
+	f := sn.first[s]
+	nc := sn.first[s+1] - f
+	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
+	ys := y[f : f+nc]
+	for j := range ys {
+		sum := ys[j]
+		for t, v := range ls[j*nc : j*nc+j] {
+			sum -= v * ys[t]
+		}
+		ys[j] = sum / ls[j*nc+j]
+	}
+	for r := nc; r < len(rows); r++ {
+		var sum float64
+		for t, v := range ls[r*nc : r*nc+nc] {
+			sum += v * ys[t]
+		}
+		if r < split {
+			y[rows[r]] -= sum
+		} else {
+			buf[loc[r-split]] -= sum
+		}
+	}
+}
+
+// backwardTiny is the backward solve of the small supernode s (see
+// forwardTiny).
+func (sn *supernodes) backwardTiny(s int, y []float64) {
+	f := sn.first[s]
+	nc := sn.first[s+1] - f
+	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
+	ys := y[f : f+nc]
+	for r := nc; r < len(rows); r++ {
+		yr := y[rows[r]]
+		for t, v := range ls[r*nc : r*nc+nc] {
+			ys[t] -= v * yr
+		}
+	}
+	for j := nc - 1; j >= 0; j-- {
+		ys[j] /= ls[j*nc+j]
+		yj := ys[j]
+		for t, v := range ls[j*nc : j*nc+j] {
+			ys[t] -= v * yj
+		}
 	}
 }
 
@@ -859,6 +935,11 @@ func (p *solvePlan) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) 
 // (call overhead dominates below about 24).
 const wideRow = 24
 
+// smallRect is the number of entries below which a narrow rectangle goes
+// through plain loops rather than Dgemv, whose checks and scatter cost
+// more than they save on the tiny supernodes of sparse 2-D problems.
+var smallRect = 256
+
 // rowsFwd does dst[idx[r-r0]] -= L[r, c0:c1] y[cols c0:c1] for rows r0 <=
 // r < r1 of supernode s (k interleaved right-hand sides). tmp (a value per
 // row) and xbuf (w*k values) are scratch.
@@ -876,6 +957,14 @@ func (sn *supernodes) rowsFwd(s, r0, r1, c0, c1 int, idx []int, dst, tmp, xbuf [
 	case k == 1 && w >= wideRow:
 		for i, r := range idx {
 			dst[r] -= floats.Dot(l[i*nc:i*nc+w], x)
+		}
+	case k == 1 && m*w < smallRect:
+		for i, r := range idx {
+			var sum float64
+			for c, v := range l[i*nc : i*nc+w] {
+				sum += v * x[c]
+			}
+			dst[r] -= sum
 		}
 	case k == 1:
 		tmp = tmp[:m]
@@ -923,6 +1012,12 @@ func (sn *supernodes) colsBwdTo(x []float64, s, r0, r1, c0, c1 int, idx []int, s
 	case k == 1 && w >= wideRow:
 		for i, v := range g[:m] {
 			floats.AddScaled(x, -v, l[i*nc:i*nc+w])
+		}
+	case k == 1 && m*w < smallRect:
+		for i, v := range g[:m] {
+			for c, lv := range l[i*nc : i*nc+w] {
+				x[c] -= lv * v
+			}
 		}
 	case k == 1:
 		gonum.Implementation{}.Dgemv(blas.Trans, m, w, -1, l, nc, g[:m], 1, 1, x, 1)
