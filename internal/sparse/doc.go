@@ -47,6 +47,13 @@
 // fixed by the matrix alone, so the factor is bitwise the same on any
 // number of threads (only which failing pivot is reported for an
 // indefinite matrix may differ).
+// Solve and SolveMany run the triangular solves the same way: a factor of
+// more than 2^19 stored values is split by stored entries into subtrees
+// solved concurrently, each adding its updates of the shared ancestors into
+// a buffer of its own that is summed in a fixed order, and the large dense
+// rectangles at the top are cut into chunks fixed by their size; the bits
+// again do not depend on the thread count. The solves are memory-bound, so
+// rows run through gonum's assembly dot and axpy kernels.
 // Factorize reuses the analysis for new values on the same pattern. A pivot
 // that is NaN or not above PivotTol (1e-13) times the largest diagonal entry
 // stops the factorization at once with a *NotPositiveDefiniteError and
