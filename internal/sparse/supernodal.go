@@ -326,7 +326,6 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 // queued on it, factors it, and hands every descendant (and s itself) whose
 // rows reach further up to link with its next target.
 func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, link func(d, t int)) error {
-	impl := gonum.Implementation{}
 	f, l := sn.first[s], sn.first[s+1]-1
 	nc := l - f + 1
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
@@ -356,7 +355,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		// cb = L_d[p1:, :] * L_d[p1:p2, :]^T (only the lower part of the
 		// top wd x wd square is used).
 		if m*wd*ncd >= blasThreshold {
-			impl.Dgemm(blas.NoTrans, blas.Trans, m, wd, ncd, 1, ld[p1*ncd:], ncd, ld[p1*ncd:], ncd, 0, cb, wd)
+			gemmNT(m, wd, ncd, 1, ld[p1*ncd:], ncd, ld[p1*ncd:], ncd, 0, cb, wd)
 		} else {
 			for r := 0; r < m; r++ {
 				lr := ld[(p1+r)*ncd : (p1+r+1)*ncd]
@@ -455,7 +454,7 @@ func denseFactor(l []float64, nr, nc int, thr float64) (int, float64) {
 		// Trailing update of columns k+kb..nc-1, rows k+kb..nr-1:
 		// T -= P P^T restricted to the lower trapezoid, with P the rows
 		// below the panel. Large updates go to Dgemm by column strips of
-		// trailingStrip (gonum's Dgemm runs in parallel, its Dsyrk does
+		// trailingStrip (gemmNT runs in parallel, gonum's Dsyrk does
 		// not), each strip starting at its diagonal so little of the upper
 		// triangle is computed.
 		nt := nc - k - kb
@@ -466,7 +465,7 @@ func denseFactor(l []float64, nr, nc int, thr float64) (int, float64) {
 		if m*nt*kb >= blasThreshold {
 			for j0 := 0; j0 < nt; j0 += trailingStrip {
 				jw := min(trailingStrip, nt-j0)
-				impl.Dgemm(blas.NoTrans, blas.Trans, m-j0, jw, kb, -1, panel[j0*nc:], nc, panel[j0*nc:], nc, 1, l[(k+kb+j0)*nc+k+kb+j0:], nc)
+				gemmNT(m-j0, jw, kb, -1, panel[j0*nc:], nc, panel[j0*nc:], nc, 1, l[(k+kb+j0)*nc+k+kb+j0:], nc)
 			}
 			continue
 		}

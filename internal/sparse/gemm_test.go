@@ -1,0 +1,110 @@
+package sparse
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// TestGemmNT compares gemmNT with gonum's Dgemm on shapes around the tile,
+// block and split sizes, with strides wider than the rows and the alpha and
+// beta the factorization uses.
+func TestGemmNT(t *testing.T) {
+	if !hasFMA {
+		t.Log("no AVX2/FMA: gemmNT is gonum's Dgemm here")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []int{1, 5, 6, 7, 8, 9, 13, 95, 96, 97, 200}
+	ks := []int{0, 1, 3, 255, 256, 257, 600}
+	for _, m := range sizes {
+		for _, n := range []int{1, 7, 8, 9, 17, 64} {
+			for _, k := range ks {
+				for _, ab := range [][2]float64{{1, 0}, {-1, 1}, {0.5, -2}} {
+					alpha, beta := ab[0], ab[1]
+					lda, ldb, ldc := k+3, k+1, n+2
+					a := randSlice(rng, max(1, m*lda))
+					b := randSlice(rng, max(1, n*ldb))
+					c := randSlice(rng, m*ldc)
+					want := append([]float64(nil), c...)
+					gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, m, n, k, alpha, a, max(1, lda), b, max(1, ldb), beta, want, ldc)
+					gemmNT(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+					for i := 0; i < m; i++ {
+						for j := 0; j < ldc; j++ {
+							got, w := c[i*ldc+j], want[i*ldc+j]
+							if j >= n {
+								// Beyond column n: untouched.
+								if got != w {
+									t.Fatalf("m=%d n=%d k=%d: wrote C[%d][%d] outside the matrix", m, n, k, i, j)
+								}
+								continue
+							}
+							if math.Abs(got-w) > 1e-13*float64(k+1)*(1+math.Abs(w)) {
+								t.Fatalf("m=%d n=%d k=%d alpha=%g beta=%g: C[%d][%d] = %g, gonum %g", m, n, k, alpha, beta, i, j, got, w)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGemmNTThreadsSameBits: large products split their rows among
+// goroutines; every entry is summed in one order whatever the split.
+func TestGemmNTThreadsSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m, n, k := 1000, 300, 700
+	a, b := randSlice(rng, m*k), randSlice(rng, n*k)
+	c0 := randSlice(rng, m*n)
+	var out [][]float64
+	for _, procs := range []int{1, 2, 3} {
+		old := runtime.GOMAXPROCS(procs)
+		c := append([]float64(nil), c0...)
+		gemmNT(m, n, k, -1, a, k, b, k, 1, c, n)
+		runtime.GOMAXPROCS(old)
+		out = append(out, c)
+	}
+	for p := 1; p < len(out); p++ {
+		for i := range out[0] {
+			if math.Float64bits(out[0][i]) != math.Float64bits(out[p][i]) {
+				t.Fatalf("entry %d differs between 1 and %d threads: %g, %g", i, p+1, out[0][i], out[p][i])
+			}
+		}
+	}
+}
+
+func randSlice(rng *rand.Rand, n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = rng.Float64()*2 - 1
+	}
+	return s
+}
+
+// BenchmarkGemmNT compares gemmNT with gonum's Dgemm on the square and
+// tall-thin shapes of supernodal updates.
+func BenchmarkGemmNT(b *testing.B) {
+	for _, s := range [][3]int{{64, 64, 64}, {256, 256, 256}, {1024, 1024, 1024}, {2000, 256, 256}, {4000, 64, 500}} {
+		m, n, k := s[0], s[1], s[2]
+		rng := rand.New(rand.NewPCG(5, 6))
+		x, y, c := randSlice(rng, m*k), randSlice(rng, n*k), make([]float64, m*n)
+		flops := 2 * float64(m) * float64(n) * float64(k)
+		b.Run(fmt.Sprintf("gemmNT/%dx%dx%d", m, n, k), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				gemmNT(m, n, k, -1, x, k, y, k, 1, c, n)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFlop/s")
+		})
+		b.Run(fmt.Sprintf("gonum/%dx%dx%d", m, n, k), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, m, n, k, -1, x, k, y, k, 1, c, n)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFlop/s")
+		})
+	}
+}
