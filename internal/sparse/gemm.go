@@ -23,6 +23,12 @@ func gemmNT(m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb i
 	if m == 0 || n == 0 {
 		return
 	}
+	// The assembly kernel reads and writes through pointers: check here
+	// what the slices of a BLAS call would check.
+	if lda < max(1, k) || ldb < max(1, k) || ldc < n ||
+		len(a) < (m-1)*lda+k || len(b) < (n-1)*ldb+k || len(c) < (m-1)*ldc+n {
+		panic("sparse: gemmNT with slices or strides too short for the shape")
+	}
 	if !hasFMA {
 		gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return

@@ -26,7 +26,7 @@ func TestGemmNT(t *testing.T) {
 			for _, k := range ks {
 				for _, ab := range [][2]float64{{1, 0}, {-1, 1}, {0.5, -2}} {
 					alpha, beta := ab[0], ab[1]
-					lda, ldb, ldc := k+3, k+1, n+2
+					lda, ldb, ldc := max(1, k)+3, max(1, k)+1, n+2
 					a := randSlice(rng, max(1, m*lda))
 					b := randSlice(rng, max(1, n*ldb))
 					c := randSlice(rng, m*ldc)
@@ -106,5 +106,35 @@ func BenchmarkGemmNT(b *testing.B) {
 			}
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFlop/s")
 		})
+	}
+}
+
+// TestGemmNTShortSlices: the assembly kernel must never see a slice
+// shorter than the shape needs.
+func TestGemmNTShortSlices(t *testing.T) {
+	m, n, k := 7, 9, 5
+	ok := func(a, b, c []float64, lda, ldb, ldc int) (panicked bool) {
+		defer func() { panicked = recover() != nil }()
+		gemmNT(m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+		return false
+	}
+	full := func(l int) []float64 { return make([]float64, l) }
+	if ok(full(m*k), full(n*k), full(m*n), k, k, n) {
+		t.Fatal("panicked on exact sizes")
+	}
+	for _, c := range []struct {
+		name          string
+		a, b, cc      []float64
+		lda, ldb, ldc int
+	}{
+		{"short a", full(m*k - 1), full(n * k), full(m * n), k, k, n},
+		{"short b", full(m * k), full(n*k - 1), full(m * n), k, k, n},
+		{"short c", full(m * k), full(n * k), full(m*n - 1), k, k, n},
+		{"lda < k", full(m * k), full(n * k), full(m * n), k - 1, k, n},
+		{"ldc < n", full(m * k), full(n * k), full(m * n), k, k, n - 1},
+	} {
+		if !ok(c.a, c.b, c.cc, c.lda, c.ldb, c.ldc) {
+			t.Errorf("%s: no panic", c.name)
+		}
 	}
 }
