@@ -44,7 +44,8 @@
 // Cholesky, with gonum's BLAS for the large blocks at the top of the tree.
 // Independent subtrees of the supernodal tree are factored on concurrent
 // goroutines (GOMAXPROCS of them); the split and the order of every sum are
-// fixed by the matrix alone, so the factor is bitwise the same on any
+// fixed by the matrix alone (and by whether the CPU has AVX2 and FMA, which
+// the dense products use when present), so the factor is bitwise the same on any
 // number of threads (only which failing pivot is reported for an
 // indefinite matrix may differ).
 // Solve and SolveMany run the triangular solves the same way: a factor of

@@ -25,11 +25,14 @@ func gemmNT(m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb i
 	}
 	// The assembly kernel reads and writes through pointers: check here
 	// what the slices of a BLAS call would check.
-	if lda < max(1, k) || ldb < max(1, k) || ldc < n ||
+	if m < 0 || n < 0 || k < 0 || lda < max(1, k) || ldb < max(1, k) || ldc < n ||
 		len(a) < (m-1)*lda+k || len(b) < (n-1)*ldb+k || len(c) < (m-1)*ldc+n {
 		panic("sparse: gemmNT with slices or strides too short for the shape")
 	}
-	if !hasFMA {
+	// Below a whole tile in either direction every tile is an edge tile,
+	// and gonum's dot products are faster (measured: 50 x 1 x 200 takes
+	// 12 us here, 2 us in gonum).
+	if !hasFMA || m < gemmMR || n < gemmNR-2 {
 		gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}

@@ -131,10 +131,27 @@ func TestGemmNTShortSlices(t *testing.T) {
 		{"short b", full(m * k), full(n*k - 1), full(m * n), k, k, n},
 		{"short c", full(m * k), full(n * k), full(m*n - 1), k, k, n},
 		{"lda < k", full(m * k), full(n * k), full(m * n), k - 1, k, n},
+		{"ldb < k", full(m * k), full(n * k), full(m * n), k, k - 1, n},
 		{"ldc < n", full(m * k), full(n * k), full(m * n), k, k, n - 1},
 	} {
 		if !ok(c.a, c.b, c.cc, c.lda, c.ldb, c.ldc) {
 			t.Errorf("%s: no panic", c.name)
 		}
+	}
+}
+
+// TestGemmNTNegativeSizes: a negative dimension is a programming error,
+// refused as gonum refuses it, on both paths.
+func TestGemmNTNegativeSizes(t *testing.T) {
+	z := make([]float64, 100)
+	for _, s := range [][3]int{{7, 9, -3}, {-1, 9, 5}, {7, -2, 5}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("m, n, k = %v: no panic", s)
+				}
+			}()
+			gemmNT(s[0], s[1], s[2], 1, z, 5, z, 5, 0, z, 9)
+		}()
 	}
 }

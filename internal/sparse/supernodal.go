@@ -493,7 +493,7 @@ func (sn *supernodes) solveMany(y []float64, k int) { sn.solveK(y, k) }
 
 // Tuning of the solve, measured on 3-D block grids (BenchmarkSolveGrid).
 // Every choice depends on the matrix only, never on the number of threads,
-// so the bits of a solution are the same on any machine.
+// so the bits of a solution do not depend on the thread count.
 const (
 	// solveSplitMin is the number of entries of L's supernodes (val) from
 	// which the solve splits the tree into concurrent subtrees; below it
