@@ -37,13 +37,20 @@ func (m *manifold) mulQ(dst, x *sparse.Blocks) { m.q.MulBlocksParallel(dst, x, m
 // from N = X Q. These are the Lagrange multipliers of the Stiefel
 // constraints and the diagonal blocks of the certificate's Lambda.
 func (m *manifold) lambda(lam []float64, x, nq *sparse.Blocks) {
+	if c := poseChunks(m.n, m.threads); c == 1 {
+		m.lambdaRange(lam, x, nq, 0, m.n)
+	} else {
+		forChunks(m.n, c, func(_, lo, hi int) { m.lambdaRange(lam, x, nq, lo, hi) })
+	}
+}
+
+// lambdaRange is lambda on poses lo..hi-1.
+func (m *manifold) lambdaRange(lam []float64, x, nq *sparse.Blocks, lo, hi int) {
 	d, r, b := m.d, m.r, m.b
-	forPoses(m.n, m.threads, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			xi, ni := x.Block(i), nq.Block(i)
-			smalldense.SymAtB(lam[i*d*d:(i+1)*d*d], xi, ni, r, b, d)
-		}
-	})
+	for i := lo; i < hi; i++ {
+		xi, ni := x.Block(i), nq.Block(i)
+		smalldense.SymAtB(lam[i*d*d:(i+1)*d*d], xi, ni, r, b, d)
+	}
 }
 
 // traceLambda returns sum_i tr(Lambda_i), the dual bound of a certified point.
@@ -60,26 +67,33 @@ func (m *manifold) traceLambda(lam []float64) float64 {
 // proj sets dst to the orthogonal projection of v onto the tangent space at
 // x: V_Y - Y sym(Y^T V_Y) on the Stiefel part, p unchanged. dst may be v.
 func (m *manifold) proj(dst, x, v *sparse.Blocks) {
+	if c := poseChunks(m.n, m.threads); c == 1 {
+		m.projRange(dst, x, v, 0, m.n)
+	} else {
+		forChunks(m.n, c, func(_, lo, hi int) { m.projRange(dst, x, v, lo, hi) })
+	}
+}
+
+// projRange is proj on poses lo..hi-1.
+func (m *manifold) projRange(dst, x, v *sparse.Blocks, lo, hi int) {
 	d, r, b := m.d, m.r, m.b
-	forPoses(m.n, m.threads, func(lo, hi int) {
-		var sym [9]float64
-		for i := lo; i < hi; i++ {
-			xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
-			smalldense.SymAtB(sym[:], xi, vi, r, b, d)
-			for k := 0; k < r; k++ {
-				for c := 0; c < d; c++ {
-					s := vi[k*b+c]
-					for a := 0; a < d; a++ {
-						s -= xi[k*b+a] * sym[a*d+c]
-					}
-					di[k*b+c] = s
+	var sym [9]float64
+	for i := lo; i < hi; i++ {
+		xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
+		smalldense.SymAtB(sym[:], xi, vi, r, b, d)
+		for k := 0; k < r; k++ {
+			for c := 0; c < d; c++ {
+				s := vi[k*b+c]
+				for a := 0; a < d; a++ {
+					s -= xi[k*b+a] * sym[a*d+c]
 				}
-				if b > d {
-					di[k*b+d] = vi[k*b+d]
-				}
+				di[k*b+c] = s
+			}
+			if b > d {
+				di[k*b+d] = vi[k*b+d]
 			}
 		}
-	})
+	}
 }
 
 // gradient sets g to the Riemannian gradient 2 proj(X Q) given N = X Q and
@@ -99,55 +113,69 @@ func (m *manifold) gradient(g, x, nq *sparse.Blocks) (norm, euclid float64) {
 // using work for V Q.
 func (m *manifold) hess(dst, x, v *sparse.Blocks, lam []float64, work *sparse.Blocks) {
 	m.mulQ(work, v)
-	d, r, b := m.d, m.r, m.b
-	forPoses(m.n, m.threads, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			vi, wi := v.Block(i), work.Block(i)
-			l := lam[i*d*d : (i+1)*d*d]
-			for k := 0; k < r; k++ {
-				for c := 0; c < d; c++ {
-					s := 0.0
-					for a := 0; a < d; a++ {
-						s += vi[k*b+a] * l[a*d+c]
-					}
-					wi[k*b+c] -= s
-				}
-			}
-		}
-	})
+	if c := poseChunks(m.n, m.threads); c == 1 {
+		m.subLambda(v, work, lam, 0, m.n)
+	} else {
+		forChunks(m.n, c, func(_, lo, hi int) { m.subLambda(v, work, lam, lo, hi) })
+	}
 	m.proj(dst, x, work)
 	for k := range dst.Data {
 		dst.Data[k] *= 2
 	}
 }
 
+// subLambda sets work_i -= [V_Y,i Lambda_i, 0] on poses lo..hi-1.
+func (m *manifold) subLambda(v, work *sparse.Blocks, lam []float64, lo, hi int) {
+	d, r, b := m.d, m.r, m.b
+	for i := lo; i < hi; i++ {
+		vi, wi := v.Block(i), work.Block(i)
+		l := lam[i*d*d : (i+1)*d*d]
+		for k := 0; k < r; k++ {
+			for c := 0; c < d; c++ {
+				s := 0.0
+				for a := 0; a < d; a++ {
+					s += vi[k*b+a] * l[a*d+c]
+				}
+				wi[k*b+c] -= s
+			}
+		}
+	}
+}
+
 // retract sets dst = R_X(V): the polar factor of Y_i + V_Y,i on each
 // Stiefel part (the closest point of St(d, r)), p_i + V_p,i on the rest.
 func (m *manifold) retract(dst, x, v *sparse.Blocks) {
+	if c := poseChunks(m.n, m.threads); c == 1 {
+		m.retractRange(dst, x, v, 0, m.n)
+	} else {
+		forChunks(m.n, c, func(_, lo, hi int) { m.retractRange(dst, x, v, lo, hi) })
+	}
+}
+
+// retractRange is retract on poses lo..hi-1.
+func (m *manifold) retractRange(dst, x, v *sparse.Blocks, lo, hi int) {
 	d, r, b := m.d, m.r, m.b
-	forPoses(m.n, m.threads, func(lo, hi int) {
-		var hs, ys [64]float64 // ranks up to 21 in 3-D without allocating
-		h, y := hs[:], ys[:]
-		if r*d > len(hs) {
-			h, y = make([]float64, r*d), make([]float64, r*d)
-		}
-		h, y = h[:r*d], y[:r*d]
-		for i := lo; i < hi; i++ {
-			xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
-			for k := 0; k < r; k++ {
-				for c := 0; c < d; c++ {
-					h[k*d+c] = xi[k*b+c] + vi[k*b+c]
-				}
-				if b > d {
-					di[k*b+d] = xi[k*b+d] + vi[k*b+d]
-				}
+	var hs, ys [64]float64 // ranks up to 21 in 3-D without allocating
+	h, y := hs[:], ys[:]
+	if r*d > len(hs) {
+		h, y = make([]float64, r*d), make([]float64, r*d)
+	}
+	h, y = h[:r*d], y[:r*d]
+	for i := lo; i < hi; i++ {
+		xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
+		for k := 0; k < r; k++ {
+			for c := 0; c < d; c++ {
+				h[k*d+c] = xi[k*b+c] + vi[k*b+c]
 			}
-			smalldense.Polar(y, h, r, d)
-			for k := 0; k < r; k++ {
-				copy(di[k*b:k*b+d], y[k*d:(k+1)*d])
+			if b > d {
+				di[k*b+d] = xi[k*b+d] + vi[k*b+d]
 			}
 		}
-	})
+		smalldense.Polar(y, h, r, d)
+		for k := 0; k < r; k++ {
+			copy(di[k*b:k*b+d], y[k*d:(k+1)*d])
+		}
+	}
 }
 
 func inner(a, b *sparse.Blocks) float64 {
@@ -301,19 +329,27 @@ func (gg *gauge) remove(v *sparse.Blocks) {
 	}
 	rot(gg.b, gg.w, false) // Omega
 	x := gg.x
+	if c := poseChunks(x.N, gg.threads); c == 1 {
+		gg.removeRange(v, 0, x.N)
+	} else {
+		forChunks(x.N, c, func(_, lo, hi int) { gg.removeRange(v, lo, hi) })
+	}
+}
+
+// removeRange subtracts Omega X_i (Omega in gg.b) from v_i on poses lo..hi-1.
+func (gg *gauge) removeRange(v *sparse.Blocks, lo, hi int) {
+	r, x := gg.r, gg.x
 	bs := x.B
-	forPoses(x.N, gg.threads, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			xi, vi := x.Block(i), v.Block(i)
-			for p := 0; p < r; p++ {
-				for c := 0; c < bs; c++ {
-					s := 0.0
-					for q := 0; q < r; q++ {
-						s += gg.b[p*r+q] * xi[q*bs+c]
-					}
-					vi[p*bs+c] -= s
+	for i := lo; i < hi; i++ {
+		xi, vi := x.Block(i), v.Block(i)
+		for p := 0; p < r; p++ {
+			for c := 0; c < bs; c++ {
+				s := 0.0
+				for q := 0; q < r; q++ {
+					s += gg.b[p*r+q] * xi[q*bs+c]
 				}
+				vi[p*bs+c] -= s
 			}
 		}
-	})
+	}
 }

@@ -78,7 +78,7 @@ type hessianPrecond struct {
 	c, z  []float64 // coordinates (n k): right-hand side and solution
 
 	// The per-pose loops (completion, assembly, coordinates) run on up to
-	// poseChunks(n, threads) goroutines, each with its own scratch.
+	// poseChunks(n, threads) goroutines, each with its own scratch (chunks).
 	threads int
 	works   []*hpWork
 
@@ -110,14 +110,16 @@ type hpWork struct {
 	sij  [16]float64 // S_ij
 }
 
-// ensureWorks makes one scratch per range forPosesChunks will use (their
-// number follows GOMAXPROCS when threads is 0, so it is checked on each use).
-func (p *hessianPrecond) ensureWorks() {
+// chunks returns the number of ranges the per-pose loops split into now
+// (it follows GOMAXPROCS when threads is 0) and makes one scratch per range.
+func (p *hessianPrecond) chunks() int {
 	r, d, b := p.r, p.d, p.b
-	for len(p.works) < poseChunks(p.q.N, p.threads) {
+	c := poseChunks(p.q.N, p.threads)
+	for len(p.works) < c {
 		p.works = append(p.works, &hpWork{m: make([]float64, r*r), a: make([]float64, r*d),
 			e: make([]float64, r), hv: make([]float64, d*r), u: make([]float64, r*b)})
 	}
+	return c
 }
 
 // shiftLadder lists the diagonal shifts update tries, relative to the
@@ -193,7 +195,7 @@ func (p *hessianPrecond) setRank(r int) {
 	p.chol, p.rung = nil, 0
 	p.w = make([]float64, q.N*r*r)
 	p.works = p.works[:0]
-	p.ensureWorks()
+	p.chunks()
 	p.c = make([]float64, q.N*k)
 	p.z = make([]float64, q.N*k)
 	p.schol, p.srung = nil, 0
@@ -303,8 +305,8 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	if p.split {
 		p.commonComplement(x)
 	}
-	p.ensureWorks()
-	forPosesChunks(q.N, p.threads, func(t, lo, hi int) {
+	nc := p.chunks()
+	forChunks(q.N, nc, func(t, lo, hi int) {
 		wk := p.works[t]
 		for i := lo; i < hi; i++ {
 			if p.split {
@@ -314,7 +316,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 			}
 		}
 	})
-	forPosesChunks(q.N, p.threads, func(t, lo, hi int) {
+	forChunks(q.N, nc, func(t, lo, hi int) {
 		p.assemble(p.works[t], lam, lo, hi)
 	})
 	p.scale = p.h.MaxDiag()
@@ -579,10 +581,11 @@ func (p *hessianPrecond) completeCommon(wk *hpWork, w, y []float64) {
 // sc[(a-d)*n*b + i*b + col] = (W_i^T v_i)[a][col] for the complement rows
 // a >= d.
 func (p *hessianPrecond) coords(c, sc []float64, v *sparse.Blocks) {
-	p.ensureWorks()
-	forPosesChunks(v.N, p.threads, func(t, lo, hi int) {
-		p.coordsRange(p.works[t].u, c, sc, v, lo, hi)
-	})
+	if nc := p.chunks(); nc == 1 {
+		p.coordsRange(p.works[0].u, c, sc, v, 0, v.N)
+	} else {
+		forChunks(v.N, nc, func(t, lo, hi int) { p.coordsRange(p.works[t].u, c, sc, v, lo, hi) })
+	}
 }
 
 func (p *hessianPrecond) coordsRange(u, c, sc []float64, v *sparse.Blocks, lo, hi int) {
@@ -619,10 +622,11 @@ func (p *hessianPrecond) coordsRange(u, c, sc []float64, v *sparse.Blocks, lo, h
 // vector sets dst_i = W_i (sum_l z[i*k+l] A_l + the complement rows of sz),
 // the tangent vector with coordinates z (and sz).
 func (p *hessianPrecond) vector(dst *sparse.Blocks, z, sz []float64) {
-	p.ensureWorks()
-	forPosesChunks(dst.N, p.threads, func(t, lo, hi int) {
-		p.vectorRange(p.works[t].u, dst, z, sz, lo, hi)
-	})
+	if nc := p.chunks(); nc == 1 {
+		p.vectorRange(p.works[0].u, dst, z, sz, 0, dst.N)
+	} else {
+		forChunks(dst.N, nc, func(t, lo, hi int) { p.vectorRange(p.works[t].u, dst, z, sz, lo, hi) })
+	}
 }
 
 func (p *hessianPrecond) vectorRange(u []float64, dst *sparse.Blocks, z, sz []float64, lo, hi int) {

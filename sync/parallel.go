@@ -5,20 +5,13 @@ import (
 	stdsync "sync"
 )
 
-// parallelMinPoses is the number of poses below which forPoses runs on the
-// calling goroutine: a per-pose kernel here costs 50 to 500 ns, and
-// starting goroutines costs a few microseconds.
+// parallelMinPoses is the number of poses below which the per-pose loops
+// run on the calling goroutine: a per-pose kernel here costs 50 to 500 ns,
+// and starting goroutines costs a few microseconds.
 const parallelMinPoses = 2048
 
-// forPoses calls body on contiguous ranges covering [0, n), one per thread
-// (threads <= 0: GOMAXPROCS), concurrently. body must write only what
-// belongs to the poses of its range: then the result does not depend on
-// the split, and is bit for bit that of one call body(0, n).
-func forPoses(n, threads int, body func(lo, hi int)) {
-	forPosesChunks(n, threads, func(_, lo, hi int) { body(lo, hi) })
-}
-
-// poseChunks is the number of ranges forPoses splits n poses into.
+// poseChunks is the number of contiguous ranges a loop over n poses splits
+// into with threads threads (0: GOMAXPROCS): 1 below parallelMinPoses.
 func poseChunks(n, threads int) int {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -29,11 +22,18 @@ func poseChunks(n, threads int) int {
 	return min(threads, n/(parallelMinPoses/2))
 }
 
-// forPosesChunks is forPoses telling body the index t < poseChunks(n,
-// threads) of its range, for per-goroutine scratch.
-func forPosesChunks(n, threads int, body func(t, lo, hi int)) {
-	chunks := poseChunks(n, threads)
-	if chunks == 1 {
+// forChunks calls body(t, lo, hi) on chunks contiguous ranges covering
+// [0, n), concurrently; t < chunks indexes per-goroutine scratch. body must
+// write only what belongs to the poses of its range: then the result does
+// not depend on the split, and is bit for bit that of one call body(0, 0,
+// n).
+//
+// The per-pose loops call their kernel directly when poseChunks is 1 and
+// come here only otherwise: a function literal handed to goroutines is
+// allocated where it is created, and the loops run on every inner
+// iteration of the trust region.
+func forChunks(n, chunks int, body func(t, lo, hi int)) {
+	if chunks <= 1 {
 		body(0, 0, n)
 		return
 	}

@@ -7,19 +7,26 @@ import (
 	"testing"
 
 	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
 )
 
-// TestForPoses: every pose is visited exactly once, in contiguous ranges.
-func TestForPoses(t *testing.T) {
+// TestForChunks: every pose is visited exactly once, in contiguous ranges,
+// each with its own chunk index.
+func TestForChunks(t *testing.T) {
 	for _, n := range []int{0, 1, 100, parallelMinPoses - 1, parallelMinPoses, 3*parallelMinPoses + 7, 100000} {
 		for _, threads := range []int{0, 1, 2, 3, 8} {
 			seen := make([]int, n)
 			var mu stdsync.Mutex
 			calls := 0
-			forPoses(n, threads, func(lo, hi int) {
+			chunks := poseChunks(n, threads)
+			forChunks(n, chunks, func(c, lo, hi int) {
 				mu.Lock()
 				calls++
 				mu.Unlock()
+				if c < 0 || c >= chunks {
+					t.Errorf("chunk index %d of %d", c, chunks)
+				}
 				for i := lo; i < hi; i++ {
 					seen[i]++
 				}
@@ -29,8 +36,8 @@ func TestForPoses(t *testing.T) {
 					t.Fatalf("n=%d threads=%d: pose %d visited %d times", n, threads, i, c)
 				}
 			}
-			if n < parallelMinPoses && calls != 1 {
-				t.Errorf("n=%d threads=%d: %d calls below the parallel threshold", n, threads, calls)
+			if calls != chunks || n < parallelMinPoses && calls != 1 {
+				t.Errorf("n=%d threads=%d: %d calls for %d chunks", n, threads, calls, chunks)
 			}
 		}
 	}
@@ -67,6 +74,46 @@ func TestSolveThreadsSameBits(t *testing.T) {
 	for i := range a.Poses {
 		if a.Poses[i] != b.Poses[i] {
 			t.Fatalf("pose %d differs: %+v / %+v", i, a.Poses[i], b.Poses[i])
+		}
+	}
+}
+
+// TestPerPoseLoopsDoNotAllocate: on one thread the trust region's per-pose
+// loops, which run on every inner iteration, allocate nothing.
+func TestPerPoseLoopsDoNotAllocate(t *testing.T) {
+	g, _, err := datasets.Cube(6, 6, 6, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.1, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := g.Laplacian(posegraph.Poses)
+	d, r := g.D, g.D+1
+	m := newManifold(q, d, r, 1)
+	x := g.Lift(centered(g.Initial, d), posegraph.Poses, r)
+	perturbRows(x, d, 1)
+	nq, v, w, dst := m.newBlocks(), m.newBlocks(), m.newBlocks(), m.newBlocks()
+	m.mulQ(nq, x)
+	copyBlocks(v, nq)
+	lam := make([]float64, q.N*d*d)
+	gg := newGauge(r)
+	gg.threads = 1
+	gg.setPoint(x)
+	hp := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-9*q.MaxDiag())
+	hp.threads = 1
+	m.lambda(lam, x, nq)
+	// coords and vector need the bases update computes; whether the
+	// Hessian at this arbitrary point factors does not matter here.
+	hp.update(x, lam)
+	for name, f := range map[string]func(){
+		"lambda":  func() { m.lambda(lam, x, nq) },
+		"proj":    func() { m.proj(dst, x, v) },
+		"hess":    func() { m.hess(dst, x, v, lam, w) },
+		"retract": func() { m.retract(dst, x, v) },
+		"remove":  func() { gg.remove(v) },
+		"coords":  func() { hp.coords(hp.c, hp.sc, v) },
+		"vector":  func() { hp.vector(dst, hp.z, hp.sz) },
+	} {
+		if a := testing.AllocsPerRun(20, f); a != 0 {
+			t.Errorf("%s: %v allocations per call", name, a)
 		}
 	}
 }

@@ -45,7 +45,9 @@ type Options struct {
 	// MaxRank the last (0: 10).
 	Rank0, MaxRank int
 	// Rule, Threads and Seed go to the BCM phase; Threads also to the
-	// products with Q. Same seed and options give the same bits.
+	// products with Q and the trust region's per-pose loops (the sparse
+	// factorizations and their solves use GOMAXPROCS). Same seed and
+	// options give the same bits, whatever the number of threads.
 	Rule    bcm.Rule
 	Threads int
 	Seed    uint64

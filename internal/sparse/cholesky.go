@@ -548,7 +548,8 @@ func (c *Cholesky) Supernodes() int {
 // the k-th pivot). It aliases the factor's storage.
 func (c *Cholesky) Perm() []int { return c.perm }
 
-// Solve sets x = A^{-1} b. x and b may alias. It does not allocate. Like
+// Solve sets x = A^{-1} b. x and b may alias. After the first solve (which
+// builds the concurrent schedule) it does not allocate. Like
 // gonum's routines it panics on vectors shorter than the order, a
 // programming error.
 func (c *Cholesky) Solve(x, b []float64) {
@@ -604,7 +605,8 @@ func (c *Cholesky) solvePerm(y []float64) {
 }
 
 // SolveMany solves A X = B for nrhs right-hand sides stored column-major
-// (column k at b[k*n:(k+1)*n]). x and b may alias. It does not allocate.
+// (column k at b[k*n:(k+1)*n]). x and b may alias. After the first solve
+// with as many right-hand sides it does not allocate.
 func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 	n := c.n
 	if nrhs < 0 || len(x) < n*nrhs || len(b) < n*nrhs {

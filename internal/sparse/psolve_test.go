@@ -382,8 +382,11 @@ func TestSolveThreadsSameBits(t *testing.T) {
 	}
 }
 
-// TestSolveNoAlloc checks that repeated solves allocate nothing, on two
-// threads (starting the goroutines must not allocate either).
+// TestSolveNoAlloc checks that repeated solves allocate nothing once the
+// plan exists. testing.AllocsPerRun measures at GOMAXPROCS 1, so this is
+// the sequential path; on two threads the runtime may now and then
+// allocate a goroutine for a helper (the review counted 0 to 2 small
+// allocations over 400 solves).
 func TestSolveNoAlloc(t *testing.T) {
 	old := runtime.GOMAXPROCS(2)
 	defer runtime.GOMAXPROCS(old)

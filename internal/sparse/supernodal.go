@@ -937,7 +937,7 @@ const wideRow = 24
 // smallRect is the number of entries below which a narrow rectangle goes
 // through plain loops rather than Dgemv, whose checks and scatter cost
 // more than they save on the tiny supernodes of sparse 2-D problems.
-var smallRect = 256
+const smallRect = 256
 
 // rowsFwd does dst[idx[r-r0]] -= L[r, c0:c1] y[cols c0:c1] for rows r0 <=
 // r < r1 of supernode s (k interleaved right-hand sides). tmp (a value per
