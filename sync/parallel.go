@@ -6,9 +6,12 @@ import (
 )
 
 // parallelMinPoses is the number of poses below which the per-pose loops
-// run on the calling goroutine: a per-pose kernel here costs 50 to 500 ns,
-// and starting goroutines costs a few microseconds.
-const parallelMinPoses = 2048
+// run on the calling goroutine. A per-pose kernel costs 20 to 500 ns, and
+// handing half a loop to another core costs the wake-up of an idle one,
+// tens of microseconds on this kind of VM; paired runs of the benchmark
+// graphs (up to 10^4 poses) showed no gain from splitting, so only larger
+// graphs split. A variable so that tests can split small graphs.
+var parallelMinPoses = 16384
 
 // poseChunks is the number of contiguous ranges a loop over n poses splits
 // into with threads threads (0: GOMAXPROCS): 1 below parallelMinPoses.

@@ -54,6 +54,9 @@ func TestSolveThreadsSameBits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	old := parallelMinPoses
+	parallelMinPoses = 1024 // split this 2,744-pose graph
+	defer func() { parallelMinPoses = old }()
 	if g.N() < parallelMinPoses {
 		t.Fatalf("%d poses: below the parallel threshold %d", g.N(), parallelMinPoses)
 	}
