@@ -1047,58 +1047,51 @@ func transpose(dst, src []float64, r, c int) {
 
 // triFwd solves the diagonal triangle of columns [c0, c1) of supernode s
 // in place (forward). xbuf (w*k values) is scratch.
-func (sn *supernodes) triFwd(s, c0, c1 int, y, xbuf []float64) {
-	f, nc := sn.first[s], sn.first[s+1]-sn.first[s]
-	k := sn.plan.k
-	l := sn.val[sn.valPtr[s]+c0*nc+c0:]
-	x := y[(f+c0)*k : (f+c1)*k]
-	w := c1 - c0
-	if k == 1 {
-		triFwd1(l, nc, x)
-		return
-	}
-	if w >= wideRow {
-		xt := xbuf[:w*k]
-		transpose(xt, x, w, k)
-		for q := 0; q < k; q++ {
-			triFwd1(l, nc, xt[q*w:q*w+w])
-		}
-		transpose(x, xt, k, w)
-		return
-	}
-	for j := 0; j < w; j++ {
-		xj := x[j*k : j*k+k]
-		for c, v := range l[j*nc : j*nc+j] {
-			xc := x[c*k : c*k+k]
-			for t := range xj {
-				xj[t] -= v * xc[t]
-			}
-		}
-		d := l[j*nc+j]
-		for t := range xj {
-			xj[t] /= d
-		}
-	}
-}
+func (sn *supernodes) triFwd(s, c0, c1 int, y, xbuf []float64) { sn.tri(s, c0, c1, y, xbuf, false) }
 
 // triBwd is triFwd for the transposed triangle (backward).
-func (sn *supernodes) triBwd(s, c0, c1 int, y, xbuf []float64) {
+func (sn *supernodes) triBwd(s, c0, c1 int, y, xbuf []float64) { sn.tri(s, c0, c1, y, xbuf, true) }
+
+// tri is triFwd (backward false) and triBwd. One right-hand side, or each
+// of several on wide triangles (after a transpose), goes through triFwd1
+// or triBwd1; several on narrow triangles are solved together.
+func (sn *supernodes) tri(s, c0, c1 int, y, xbuf []float64, backward bool) {
 	f, nc := sn.first[s], sn.first[s+1]-sn.first[s]
 	k := sn.plan.k
 	l := sn.val[sn.valPtr[s]+c0*nc+c0:]
 	x := y[(f+c0)*k : (f+c1)*k]
 	w := c1 - c0
+	one := triFwd1
+	if backward {
+		one = triBwd1
+	}
 	if k == 1 {
-		triBwd1(l, nc, x)
+		one(l, nc, x)
 		return
 	}
 	if w >= wideRow {
 		xt := xbuf[:w*k]
 		transpose(xt, x, w, k)
 		for q := 0; q < k; q++ {
-			triBwd1(l, nc, xt[q*w:q*w+w])
+			one(l, nc, xt[q*w:q*w+w])
 		}
 		transpose(x, xt, k, w)
+		return
+	}
+	if !backward {
+		for j := 0; j < w; j++ {
+			xj := x[j*k : j*k+k]
+			for c, v := range l[j*nc : j*nc+j] {
+				xc := x[c*k : c*k+k]
+				for t := range xj {
+					xj[t] -= v * xc[t]
+				}
+			}
+			d := l[j*nc+j]
+			for t := range xj {
+				xj[t] /= d
+			}
+		}
 		return
 	}
 	for j := w - 1; j >= 0; j-- {
