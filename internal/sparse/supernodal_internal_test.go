@@ -7,22 +7,7 @@ import "testing"
 // grid is split into several tasks (so the concurrent path is exercised by
 // the external tests on it).
 func TestSplitTasks(t *testing.T) {
-	const k = 60
-	n := k * k
-	a := &CSC{N: n, ColPtr: make([]int, n+1)}
-	for j := 0; j < n; j++ {
-		a.RowIdx = append(a.RowIdx, j)
-		a.Val = append(a.Val, 5)
-		if (j+1)%k != 0 {
-			a.RowIdx = append(a.RowIdx, j+1)
-			a.Val = append(a.Val, -1)
-		}
-		if j+k < n {
-			a.RowIdx = append(a.RowIdx, j+k)
-			a.Val = append(a.Val, -1)
-		}
-		a.ColPtr[j+1] = len(a.RowIdx)
-	}
+	a := gridCSCInternal(60)
 	c, err := NewCholesky(a)
 	if err != nil {
 		t.Fatal(err)
