@@ -75,6 +75,12 @@ type Cholesky struct {
 
 	ok bool
 
+	// Modified factorization (FactorizeBlocksModified): pivots at or below
+	// the threshold and not below -limit are raised to at least floor
+	// (> 0) instead of failing, and raised counts them.
+	floor, limit float64
+	raised       int
+
 	// Work space.
 	ymany []float64
 	x     []float64
@@ -387,6 +393,7 @@ func (c *Cholesky) ereach(k int) int {
 // (Solve fills its output with NaN) until a successful Factorize.
 func (c *Cholesky) Factorize(a *CSC) error {
 	c.ok = false
+	c.raised = 0
 	if a == nil {
 		return errors.New("sparse: Factorize: nil matrix")
 	}
@@ -424,7 +431,39 @@ func (c *Cholesky) Factorize(a *CSC) error {
 // (the certificate's S + eta D, the trust region's Hessian) then keeps no
 // scalar copy of the matrix, which at a million poses saves gigabytes.
 func (c *Cholesky) FactorizeBlocks(m *BlockSym, shift float64) error {
+	return c.factorizeBlocks(m, shift, 0, 0)
+}
+
+// FactorizeBlocksModified is FactorizeBlocks for a matrix that may be
+// mildly indefinite, as a preconditioner wants it: a pivot at or below the
+// rejection threshold (see PivotTol) but not below -limit is raised to
+// max(|pivot|, floor) instead of failing. The factor is then that of
+// m + shift I + E, with E >= 0 diagonal (in pivot order) and nonzero only
+// at the raised pivots. It returns how many pivots were raised (0: the
+// factor is the one FactorizeBlocks makes, bit for bit). A pivot below
+// -limit, or NaN, fails with a *NotPositiveDefiniteError as in
+// FactorizeBlocks. floor and limit must be positive and finite.
+//
+// Raising only the failing pivots keeps the factor exact on the rest of
+// the spectrum, where a uniform shift large enough to make an indefinite
+// matrix factor blurs every small eigenvalue it passes (the Riemannian
+// Hessian near but not at a minimum: see sync's trust region). The limit
+// is the safeguard: an accepted tiny positive pivot makes the entries
+// below it, and then the later pivots, grow without bound, and such a
+// factor is worth nothing; the caller should then shift instead.
+func (c *Cholesky) FactorizeBlocksModified(m *BlockSym, shift, floor, limit float64) (raised int, err error) {
+	if !(floor > 0) || math.IsInf(floor, 0) || !(limit > 0) || math.IsInf(limit, 0) {
+		return 0, fmt.Errorf("sparse: FactorizeBlocksModified: floor %g and limit %g must be positive and finite", floor, limit)
+	}
+	err = c.factorizeBlocks(m, shift, floor, limit)
+	return c.raised, err
+}
+
+func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) error {
+	c.floor, c.limit = floor, limit
+	defer func() { c.floor, c.limit = 0, 0 }()
 	c.ok = false
+	c.raised = 0
 	if m == nil {
 		return errors.New("sparse: FactorizeBlocks: nil matrix")
 	}
@@ -512,7 +551,11 @@ func (c *Cholesky) numeric(thr float64) error {
 			c.cnext[i]++
 		}
 		if !(d > thr) || math.IsInf(d, 0) {
-			return &NotPositiveDefiniteError{Column: c.perm[k], Pivot: d}
+			if !raisable(d, c.floor, c.limit) {
+				return &NotPositiveDefiniteError{Column: c.perm[k], Pivot: d}
+			}
+			d = max(math.Abs(d), c.floor)
+			c.raised++
 		}
 		lx[c.cnext[k]] = math.Sqrt(d)
 		c.cnext[k]++

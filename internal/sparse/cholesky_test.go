@@ -748,3 +748,158 @@ func BenchmarkBlockAMDStar(b *testing.B) {
 		sparse.BlockAMD(q, 0)
 	}
 }
+
+// TestFactorizeBlocksModified checks the modified factorization against a
+// dense oracle: the same right-looking elimination on P (q + shift I) P^T,
+// raising each pivot at or below the threshold to max(|pivot|, floor), gives
+// the diagonal E; our factor must solve q + shift I + P^T E P (gonum's
+// Cholesky of it must exist) and report as many raised pivots. On a
+// positive definite matrix nothing is raised and the bits are those of
+// FactorizeBlocks.
+func TestFactorizeBlocksModified(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	accepted, refused := 0, 0
+	// The last case fills supernodes wider than one dense panel.
+	for ci, cc := range append(cholCases[:len(cholCases):len(cholCases)], cholCase{60, 3, 1, 0.6}) {
+		q, shift, anorm := shiftedPD(t, rng, cc, 0.1)
+		n := q.N * q.B
+		b := randVec(rng, n)
+		for ai, analyze := range []func(*sparse.CSC, []int) (*sparse.Cholesky, error){sparse.Analyze, sparse.AnalyzeSimplicial} {
+			perm := sparse.BlockAMD(q, 0)
+			plain, err := analyze(q.LowerCSC(0, 0), perm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mod, err := analyze(q.LowerCSC(0, 0), perm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := plain.FactorizeBlocks(q, shift); err != nil {
+				t.Fatal(err)
+			}
+			raised, err := mod.FactorizeBlocksModified(q, shift, anorm, anorm)
+			if err != nil || raised != 0 {
+				t.Fatalf("case %d/%d: positive definite: raised %d, err %v", ci, ai, raised, err)
+			}
+			x1, x2 := make([]float64, n), make([]float64, n)
+			plain.Solve(x1, b)
+			mod.Solve(x2, b)
+			for i := range x1 {
+				if x1[i] != x2[i] {
+					t.Fatalf("case %d/%d: entry %d: modified %v, plain %v", ci, ai, i, x2[i], x1[i])
+				}
+			}
+
+			// Indefinite: lambda_min(q + s I) is -0.1 anorm.
+			s, floor, limit := shift-0.2*anorm, 0.5*anorm, 10*anorm
+			raised, err = mod.FactorizeBlocksModified(q, s, floor, limit)
+			d := denseOf(q)
+			thr := 0.0
+			for i := 0; i < n; i++ {
+				d.SetSym(i, i, d.At(i, i)+s)
+				thr = math.Max(thr, math.Abs(d.At(i, i)))
+			}
+			thr *= sparse.PivotTol
+			e, ok := modifiedCholeskyE(d, mod.Perm(), thr, floor, limit)
+			if !ok {
+				// A pivot went below -limit: refused, as by the oracle.
+				if !sparse.IsNotPositiveDefinite(err) {
+					t.Fatalf("case %d/%d: the oracle's pivots pass the limit: err %v", ci, ai, err)
+				}
+				refused++
+				continue
+			}
+			if err != nil {
+				t.Fatalf("case %d/%d: indefinite: %v", ci, ai, err)
+			}
+			accepted++
+			wantRaised := 0
+			for k, v := range e {
+				if v != 0 {
+					wantRaised++
+					i := mod.Perm()[k]
+					d.SetSym(i, i, d.At(i, i)+v)
+				}
+			}
+			if wantRaised == 0 {
+				t.Fatalf("case %d/%d: the oracle raised no pivot of an indefinite matrix", ci, ai)
+			}
+			if raised != wantRaised {
+				t.Errorf("case %d/%d: raised %d pivots, oracle %d", ci, ai, raised, wantRaised)
+			}
+			var ch mat.Cholesky
+			if !ch.Factorize(d) {
+				t.Fatalf("case %d/%d: q + shift I + E is not positive definite", ci, ai)
+			}
+			want := mat.NewVecDense(n, nil)
+			if err := ch.SolveVecTo(want, mat.NewVecDense(n, b)); err != nil {
+				t.Fatal(err)
+			}
+			mod.Solve(x2, b)
+			for i := range x2 {
+				if math.Abs(x2[i]-want.AtVec(i)) > 1e-8*(1+vnorm(x2)) {
+					t.Fatalf("case %d/%d: entry %d: %v, dense %v", ci, ai, i, x2[i], want.AtVec(i))
+				}
+			}
+		}
+	}
+	if accepted == 0 || refused == 0 {
+		t.Errorf("%d factors accepted, %d refused: both paths must be tested", accepted, refused)
+	}
+	// A non-positive floor is refused; NaN still fails.
+	q := randBlockSym(rng, 10, 2, 0.3, 1)
+	c, err := sparse.Analyze(q.LowerCSC(0, 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		if _, err := c.FactorizeBlocksModified(q, 0, bad, 1); err == nil {
+			t.Errorf("floor %v accepted", bad)
+		}
+		if _, err := c.FactorizeBlocksModified(q, 0, 1, bad); err == nil {
+			t.Errorf("limit %v accepted", bad)
+		}
+	}
+	q.Val[0] = math.NaN()
+	if _, err := c.FactorizeBlocksModified(q, 0, 1, 1); !sparse.IsNotPositiveDefinite(err) {
+		t.Errorf("NaN entry: err %v, want not positive definite", err)
+	}
+}
+
+// modifiedCholeskyE runs the dense modified Cholesky on P a P^T (perm[k] =
+// the row of a eliminated k-th) and returns the amounts E[k] added to each
+// pivot (0 where none was), or false if a pivot falls below -limit.
+func modifiedCholeskyE(a *mat.SymDense, perm []int, thr, floor, limit float64) ([]float64, bool) {
+	n := len(perm)
+	l := mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			l.Set(i, j, a.At(perm[i], perm[j]))
+		}
+	}
+	e := make([]float64, n)
+	for j := 0; j < n; j++ {
+		dj := l.At(j, j)
+		for t := 0; t < j; t++ {
+			dj -= l.At(j, t) * l.At(j, t)
+		}
+		if !(dj > thr) {
+			if dj < -limit {
+				return nil, false
+			}
+			nd := math.Max(math.Abs(dj), floor)
+			e[j] = nd - dj
+			dj = nd
+		}
+		ljj := math.Sqrt(dj)
+		l.Set(j, j, ljj)
+		for i := j + 1; i < n; i++ {
+			s := l.At(i, j)
+			for t := 0; t < j; t++ {
+				s -= l.At(i, t) * l.At(j, t)
+			}
+			l.Set(i, j, s/ljj)
+		}
+	}
+	return e, true
+}

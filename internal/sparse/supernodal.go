@@ -209,6 +209,7 @@ const blasThreshold = 8192
 type snWork struct {
 	relMap []int
 	cbuf   []float64
+	raised int // pivots raised to the floor (FactorizeBlocksModified)
 }
 
 // factor computes the numeric supernodal factor of a. Independent subtrees
@@ -251,6 +252,15 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 	for len(sn.work) < max(threads, 1) {
 		sn.work = append(sn.work, &snWork{relMap: make([]int, c.n)})
 	}
+	for _, w := range sn.work {
+		w.raised = 0
+	}
+	defer func() {
+		c.raised = 0
+		for _, w := range sn.work {
+			c.raised += w.raised
+		}
+	}()
 	if len(sn.errs) < len(sn.tasks) {
 		sn.errs = make([]error, len(sn.tasks))
 		sn.deferred = make([][]int, len(sn.tasks))
@@ -382,7 +392,9 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		}
 		d = dnext
 	}
-	if j, piv := denseFactor(ls, nr, nc, thr); j >= 0 {
+	j, piv, raised := denseFactor(ls, nr, nc, thr, c.floor, c.limit)
+	w.raised += raised
+	if j >= 0 {
 		return &NotPositiveDefiniteError{Column: c.perm[f+j], Pivot: piv}
 	}
 	if nr > nc {
@@ -405,8 +417,11 @@ const (
 // algorithm: panels of panelWidth columns are factored by plain loops, the
 // rows below a panel by a triangular solve, and the trailing columns of the
 // supernode are updated by a rank-panelWidth product. It returns the local
-// column and the value of the first pivot not above thr, or -1.
-func denseFactor(l []float64, nr, nc int, thr float64) (int, float64) {
+// column and the value of the first pivot not above thr, or -1, and the
+// number of pivots raised: with floor > 0 a pivot not above thr and not
+// below -limit becomes max(|pivot|, floor) instead of failing (see
+// Cholesky.FactorizeBlocksModified).
+func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, pivot float64, raised int) {
 	impl := gonum.Implementation{}
 	for k := 0; k < nc; k += panelWidth {
 		kb := min(panelWidth, nc-k)
@@ -418,7 +433,11 @@ func denseFactor(l []float64, nr, nc int, thr float64) (int, float64) {
 				d -= v * v
 			}
 			if !(d > thr) || math.IsInf(d, 0) {
-				return j, d
+				if !raisable(d, floor, limit) {
+					return j, d, raised
+				}
+				d = max(math.Abs(d), floor)
+				raised++
 			}
 			d = math.Sqrt(d)
 			l[j*nc+j] = d
@@ -481,7 +500,14 @@ func denseFactor(l []float64, nr, nc int, thr float64) (int, float64) {
 			}
 		}
 	}
-	return -1, 0
+	return -1, 0, raised
+}
+
+// raisable reports whether a rejected pivot d may be raised: a modified
+// factorization is asked for (floor > 0) and d is not below -limit (NaN
+// fails too: the input or the elimination broke down).
+func raisable(d, floor, limit float64) bool {
+	return floor > 0 && d >= -limit
 }
 
 // solve overwrites y (in pivot order) with (L L^T)^{-1} y.
