@@ -84,8 +84,12 @@ type hessianPrecond struct {
 
 	scale float64 // largest diagonal entry of the Hessian at the last update
 	shift float64 // diagonal shift of the last successful factor (mu included)
-	x     *sparse.Blocks
-	rung  int // index in shiftLadder of the last successful shift
+	// raised is the number of pivots the last successful factor raised
+	// (see factorShifted): when nonzero, the factor is that of
+	// H + shift I + E, E >= 0 diagonal with that many nonzeros.
+	raised int
+	x      *sparse.Blocks
+	rung   int // index in shiftLadder of the last successful shift
 
 	// The split form at r > d: the complement part is preconditioned by
 	// 2 S (x) I_{r-d}, factored once per update on Q's pattern.
@@ -329,7 +333,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		}
 		p.chol = c
 	}
-	p.shift, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, len(shiftLadder)-1)
+	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, len(shiftLadder)-1, true)
 	if p.ok && p.split {
 		p.ok = p.factorS(lam)
 	}
@@ -445,18 +449,41 @@ const refactorFlopRatio = 20.0
 // first (near a minimum it is the exact Newton system); then, since
 // consecutive points need similar shifts, the ladder resumes one rung below
 // the last success, which saves most failed factorizations.
-func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, maxRung int) (float64, bool) {
+//
+// With modify, the unshifted attempt is a modified factorization
+// (sparse.Cholesky.FactorizeBlocksModified): pivots that fail but are not
+// below -1e-2 of the diagonal are raised to at least the first rung's
+// shift. A Hessian near a minimum but not yet positive definite thus
+// factors in one pass, exact but for a few raised pivots, where it took a
+// failed factorization and a shifted one; the shift also blurs every small
+// eigenvalue, which tCG pays for in iterations. On cubicle, torus3D and
+// tinyGrid3D the first step after BCM raises 1 to 3 pivots: cubicle's
+// first step went from a failed and a shifted factorization and 12 inner
+// iterations to one factorization and 2. A pivot below the limit means
+// strong indefiniteness or pivot growth (the first step on the synthetic
+// grids of 10^4 to 10^6 poses, where the failing pivot is 2 to 4 percent
+// of the diagonal below zero, though shifting by 1e-4 of it suffices),
+// and the ladder goes on as before. It returns the shift, the number of
+// raised pivots and whether a factor was made.
+func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, maxRung int, modify bool) (shift float64, raised int, ok bool) {
 	for t := 0; t <= maxRung; t++ {
 		if t == 1 {
 			t = max(*rung-1, 1)
 		}
-		shift := mu + shiftLadder[t]*scale
-		if chol.FactorizeBlocks(h, shift) == nil {
+		shift = mu + shiftLadder[t]*scale
+		var err error
+		raised = 0
+		if t == 0 && modify {
+			raised, err = chol.FactorizeBlocksModified(h, shift, shiftLadder[1]*scale, shiftLadder[len(shiftLadder)-1]*scale)
+		} else {
+			err = chol.FactorizeBlocks(h, shift)
+		}
+		if err == nil {
 			*rung = t
-			return shift, true
+			return shift, raised, true
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // factorS factors 2 S = 2 (Q - Lambda) (shifted as needed), the Hessian of
@@ -488,7 +515,7 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 	// 500 trust-region steps without converging where Q's factor, used
 	// until S factors unshifted, converges in 184 (51 s against 163 s).
 	var ok bool
-	p.sshift, ok = factorShifted(p.s, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0)
+	p.sshift, _, ok = factorShifted(p.s, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0, false)
 	return ok
 }
 
