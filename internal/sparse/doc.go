@@ -55,13 +55,24 @@
 // rectangles at the top are cut into chunks fixed by their size; the bits
 // again do not depend on the thread count. The solves are memory-bound, so
 // rows run through gonum's assembly dot and axpy kernels.
+// AnalyzeBlocks does the analysis of a BlockSym on its block graph, b^2
+// times less work than on the scalar matrix, with the same result to the
+// last array entry (the tests compare every one); FactorizeBlocks then
+// factors straight from the blocks, so no scalar copy of the matrix is
+// ever formed.
 // Factorize reuses the analysis for new values on the same pattern. A pivot
 // that is NaN or not above PivotTol (1e-13) times the largest diagonal entry
 // stops the factorization at once with a *NotPositiveDefiniteError and
 // leaves no usable factor: "S + eta I has a Cholesky factor" is the cheap
 // certificate test, and exactly singular matrices such as Q itself are
-// refused instead of yielding a factor built on rounding noise. AnalyzeSimplicial gives
-// the plain up-looking factorization, the reference the tests compare with.
+// refused instead of yielding a factor built on rounding noise.
+// FactorizeBlocksModified is the preconditioner's variant for a mildly
+// indefinite matrix: a failing pivot not below -limit is raised to
+// max(|pivot|, floor) and the factorization goes on, so one pass gives the
+// exact factor of A + E, E >= 0 diagonal on the raised pivots only; a
+// pivot below -limit (strong indefiniteness, or the growth that follows an
+// accepted tiny pivot) still fails. AnalyzeSimplicial gives the plain
+// up-looking factorization, the reference the tests compare with.
 //
 // # Iterative solvers
 //

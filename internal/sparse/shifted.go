@@ -22,7 +22,7 @@ func FactorShifted(q *BlockSym, tau0 float64, tries int) (*Cholesky, float64, er
 	if !(tau0 > 0) || math.IsInf(tau0, 0) || tries < 1 {
 		return nil, 0, fmt.Errorf("sparse: FactorShifted: bad first shift %g or tries %d", tau0, tries)
 	}
-	c, err := Analyze(q.LowerCSC(tau0, 0), BlockOrder(q, 0))
+	c, err := AnalyzeBlocks(q, BlockOrder(q, 0))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -63,12 +63,15 @@ func relaxOK(nc int, zfrac float64) bool {
 	return zfrac == 0 || nc <= 4 || (nc <= 16 && zfrac < 0.8) || (nc <= 48 && zfrac < 0.1) || zfrac < 0.05
 }
 
-func newSupernodes(c *Cholesky, a *CSC) *supernodes {
+// partitionSupernodes groups the columns of L into relaxed supernodes
+// from the elimination tree and the column counts alone (so that the
+// scalar and the block analysis, which compute those differently, agree):
+// column j+1 joins the current supernode f..j when it is the parent of j
+// (then the structure of every column of the merged supernode is inside
+// {f..j+1} plus the structure of column j+1) and relaxOK allows it.
+func partitionSupernodes(c *Cholesky) *supernodes {
 	n := c.n
 	sn := &supernodes{super: make([]int, n)}
-	// Partition: column j+1 joins the current supernode f..j when it is
-	// the parent of j (then the structure of every column of the merged
-	// supernode is inside {f..j+1} plus the structure of column j+1).
 	sn.first = append(sn.first, 0)
 	f, real := 0, 0
 	for j := 0; j < n; j++ {
@@ -91,6 +94,53 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 			sn.super[j] = s
 		}
 	}
+	return sn
+}
+
+// supernodeTree returns the supernodal elimination tree: sparent[s] (-1
+// for a root) and the children of each supernode as linked lists (chead,
+// cnext), children in increasing order.
+func supernodeTree(c *Cholesky, sn *supernodes) (sparent, chead, cnext []int) {
+	ns := len(sn.first) - 1
+	sparent = make([]int, ns)
+	chead = make([]int, ns)
+	cnext = make([]int, ns)
+	for s := range chead {
+		chead[s] = -1
+	}
+	for s := ns - 1; s >= 0; s-- {
+		sparent[s] = -1
+		if p := c.parent[sn.first[s+1]-1]; p != -1 {
+			sparent[s] = sn.super[p]
+			cnext[s] = chead[sparent[s]]
+			chead[sparent[s]] = s
+		}
+	}
+	return sparent, chead, cnext
+}
+
+// finish computes the sizes that follow from the row structures and
+// prepares the factorization's schedule and work space.
+func (sn *supernodes) finish(sparent, chead, cnext []int) {
+	ns := len(sn.first) - 1
+	sn.stored = 0
+	for s := 0; s < ns; s++ {
+		nc := sn.first[s+1] - sn.first[s]
+		nr := sn.rowPtr[s+1] - sn.rowPtr[s]
+		sn.stored += nc*(nc+1)/2 + (nr-nc)*nc
+	}
+	// val is allocated by the first factorization, so that Analyze alone
+	// (to compare orderings by Flops, say) stays cheap.
+	sn.splitTasks(chead, cnext, sparent)
+	sn.head = make([]int, ns)
+	sn.next = make([]int, ns)
+	sn.dpos = make([]int, ns)
+}
+
+func newSupernodes(c *Cholesky, a *CSC) *supernodes {
+	n := c.n
+	sn := partitionSupernodes(c)
+	ns := len(sn.first) - 1
 	// Lower triangle of C by columns: the transpose of C's upper pattern
 	// (needed only while the structures and vmap are built).
 	lp := make([]int, n+1)
@@ -114,23 +164,10 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 			cmap[p] = q
 		}
 	}
-	// Children lists of the supernodal tree, then row structures from the
-	// leaves up: the rows of s below its columns are those of A's columns
-	// and of its children's structures that lie below s.
-	sparent := make([]int, ns)
-	chead := make([]int, ns)
-	cnext := make([]int, ns)
-	for s := range chead {
-		chead[s] = -1
-	}
-	for s := ns - 1; s >= 0; s-- {
-		sparent[s] = -1
-		if p := c.parent[sn.first[s+1]-1]; p != -1 {
-			sparent[s] = sn.super[p]
-			cnext[s] = chead[sparent[s]]
-			chead[sparent[s]] = s
-		}
-	}
+	// Row structures from the leaves up: the rows of s below its columns
+	// are those of A's columns and of its children's structures that lie
+	// below s.
+	sparent, chead, cnext := supernodeTree(c, sn)
 	mark := make([]int, n)
 	for i := range mark {
 		mark[i] = -1
@@ -186,18 +223,7 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 	for p, q := range sn.vmap {
 		sn.vmap[p] = li[cmap[q]]
 	}
-	sn.stored = 0
-	for s := 0; s < ns; s++ {
-		nc := sn.first[s+1] - sn.first[s]
-		nr := sn.rowPtr[s+1] - sn.rowPtr[s]
-		sn.stored += nc*(nc+1)/2 + (nr-nc)*nc
-	}
-	// val is allocated by the first factorization, so that Analyze alone
-	// (to compare orderings by Flops, say) stays cheap.
-	sn.splitTasks(chead, cnext, sparent)
-	sn.head = make([]int, ns)
-	sn.next = make([]int, ns)
-	sn.dpos = make([]int, ns)
+	sn.finish(sparent, chead, cnext)
 	return sn
 }
 
