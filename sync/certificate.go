@@ -146,7 +146,7 @@ func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	for try := 0; try < 3; try, eta = try+1, eta*10 {
 		c.buildShifted(eta)
 		if c.chol == nil {
-			chol, err := sparse.Analyze(c.sh.LowerCSC(0, 0), c.perm)
+			chol, err := sparse.AnalyzeBlocks(c.sh, c.perm)
 			if err != nil {
 				return cert, fmt.Errorf("certificate: analysing S: %w", err)
 			}

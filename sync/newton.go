@@ -325,7 +325,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	})
 	p.scale = p.h.MaxDiag()
 	if p.chol == nil {
-		c, err := sparse.Analyze(p.h.LowerCSC(p.mu, 0), p.perm)
+		c, err := sparse.AnalyzeBlocks(p.h, p.perm)
 		if err != nil {
 			p.ok = false
 			p.failed++
@@ -503,7 +503,7 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 		}
 	}
 	if p.schol == nil {
-		c, err := sparse.Analyze(p.s.LowerCSC(p.mu, 0), p.qper)
+		c, err := sparse.AnalyzeBlocks(p.s, p.qper)
 		if err != nil {
 			return false
 		}

@@ -171,7 +171,10 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 			return nil, qFactorErr
 		}
 		if pchol == nil {
-			c, err := sparse.NewCholeskyPerm(q.LowerCSC(1e-9*scale, 0), perm)
+			c, err := sparse.AnalyzeBlocks(q, perm)
+			if err == nil {
+				err = c.FactorizeBlocks(q, 1e-9*scale)
+			}
 			if err != nil {
 				// Remembered: the row solver would otherwise retry on
 				// every inner iteration.
