@@ -2,6 +2,7 @@ package sparse
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 )
 
@@ -16,8 +17,11 @@ import (
 //
 // perm must keep each block's scalars together and in their order
 // (perm[k*b+t] = perm[k*b] + t, perm[k*b] a multiple of b), as BlockOrder,
-// BlockAMD and NestedDissection return. For any other perm, nil included
-// (AMD), AnalyzeBlocks calls Analyze on the scalar matrix.
+// BlockAMD and NestedDissection return, and m's block pattern must be
+// symmetric with sorted rows, as BlockBuilder makes it. For any other perm
+// (nil included: AMD) or pattern, AnalyzeBlocks calls Analyze on the
+// scalar matrix. Unlike Analyze, it does not read m's values, so it does
+// not refuse non-finite ones; FactorizeBlocks does.
 //
 // Why the block analysis is exact: with whole dense diagonal blocks and
 // blocks kept together in order, the scalar elimination tree is the block
@@ -29,6 +33,9 @@ import (
 func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 	if m == nil {
 		return nil, errors.New("sparse: AnalyzeBlocks: nil matrix")
+	}
+	if err := blockShapeErr(m); err != nil {
+		return nil, fmt.Errorf("sparse: AnalyzeBlocks: %w", err)
 	}
 	if perm == nil || !blockSymOK(m) || !blockPermOK(perm, m.B, m.N) {
 		return Analyze(m.LowerCSC(0, 0), perm)
@@ -273,38 +280,51 @@ func blockPermOK(perm []int, b, nb int) bool {
 	return true
 }
 
-// blockSymOK reports whether m's block pattern is what the block analysis
-// assumes: row pointers and column indices in range, every diagonal block
-// stored, no block twice in a row, and the pattern symmetric ((i, j)
-// stored iff (j, i) is). LowerCSC reads only the upper blocks, so for any
-// other m the scalar analysis is the reference and AnalyzeBlocks defers to
-// it.
-func blockSymOK(m *BlockSym) bool {
+// blockShapeErr reports what makes m unreadable as a block matrix: sizes,
+// row pointers or column indices out of range.
+func blockShapeErr(m *BlockSym) error {
 	nb := m.N
-	if nb < 0 || m.B <= 0 || len(m.RowPtr) != nb+1 || m.RowPtr[0] != 0 {
-		return false
+	if nb < 0 || m.B <= 0 {
+		return fmt.Errorf("block matrix of %d blocks of size %d", nb, m.B)
+	}
+	if len(m.RowPtr) != nb+1 || m.RowPtr[0] != 0 {
+		return fmt.Errorf("%d row pointers for %d block rows", len(m.RowPtr), nb)
 	}
 	for i := 0; i < nb; i++ {
 		if m.RowPtr[i+1] < m.RowPtr[i] {
-			return false
+			return fmt.Errorf("row pointers decrease at block row %d", i)
 		}
 	}
-	if nnz := m.RowPtr[nb]; len(m.ColIdx) < nnz || len(m.Val) < nnz*m.B*m.B {
-		return false
+	nnz := m.RowPtr[nb]
+	if len(m.ColIdx) < nnz || len(m.Val) < nnz*m.B*m.B {
+		return fmt.Errorf("%d blocks but %d column indices and %d values", nnz, len(m.ColIdx), len(m.Val))
 	}
+	for k, j := range m.ColIdx[:nnz] {
+		if j < 0 || j >= nb {
+			return fmt.Errorf("column index %d at position %d out of range", j, k)
+		}
+	}
+	return nil
+}
+
+// blockSymOK reports whether m's block pattern (shape already checked) is
+// what the block analysis assumes: every row sorted, without repeats and
+// with its diagonal block, and the pattern symmetric ((i, j) stored iff
+// (j, i) is). LowerCSC reads only the upper blocks, so for any other m the
+// scalar analysis is the reference and AnalyzeBlocks defers to it.
+func blockSymOK(m *BlockSym) bool {
+	nb := m.N
+	nnz := m.RowPtr[nb]
 	// The transpose's rows (tptr, tidx) by counting; then row i of m and
 	// row i of its transpose must hold the same set.
 	tptr := make([]int, nb+1)
-	for _, j := range m.ColIdx[:m.RowPtr[nb]] {
-		if j < 0 || j >= nb {
-			return false
-		}
+	for _, j := range m.ColIdx[:nnz] {
 		tptr[j+1]++
 	}
 	for i := 0; i < nb; i++ {
 		tptr[i+1] += tptr[i]
 	}
-	tidx := make([]int, m.RowPtr[nb])
+	tidx := make([]int, nnz)
 	next := append([]int(nil), tptr[:nb]...)
 	for i := 0; i < nb; i++ {
 		for _, j := range m.ColIdx[m.RowPtr[i]:m.RowPtr[i+1]] {
@@ -322,9 +342,9 @@ func blockSymOK(m *BlockSym) bool {
 			return false
 		}
 		diag := false
-		for _, j := range row {
-			if mark[j] == i {
-				return false // twice in one row
+		for t, j := range row {
+			if t > 0 && j <= row[t-1] {
+				return false // unsorted or repeated
 			}
 			mark[j] = i
 			diag = diag || j == i

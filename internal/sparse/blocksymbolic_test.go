@@ -2,7 +2,9 @@ package sparse
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -177,20 +179,113 @@ func TestAnalyzeBlocksFallback(t *testing.T) {
 	if _, err := AnalyzeBlocks(nil, nil); err == nil {
 		t.Error("nil matrix accepted")
 	}
-	// An unsymmetric pattern: block (0, j) dropped from row 0 only.
-	u := &BlockSym{N: q.N, B: q.B, RowPtr: append([]int(nil), q.RowPtr...), ColIdx: append([]int(nil), q.ColIdx...),
-		Val: append([]float64(nil), q.Val...), Diag: append([]int(nil), q.Diag...)}
-	if blockSymOK(u) != true {
-		t.Fatal("the builder's matrix is not accepted")
-	}
-	for k := u.RowPtr[0]; k < u.RowPtr[1]; k++ {
-		if u.ColIdx[k] != 0 {
-			u.ColIdx[k] = 0 // now block (0, 0) twice
-			break
+	// Patterns the block analysis does not assume go to the scalar one:
+	// unsymmetric ((0, 1) stored, (1, 0) not) and an unsorted row.
+	unsym := &BlockSym{N: 2, B: 1, RowPtr: []int{0, 2, 3}, ColIdx: []int{0, 1, 1}, Val: []float64{4, 1, 4}, Diag: []int{0, 2}}
+	unsorted := &BlockSym{N: 2, B: 1, RowPtr: []int{0, 2, 4}, ColIdx: []int{1, 0, 0, 1}, Val: []float64{1, 4, 1, 4}, Diag: []int{1, 3}}
+	for _, m := range []*BlockSym{unsym, unsorted} {
+		if blockSymOK(m) {
+			t.Errorf("pattern %v accepted", m.ColIdx)
+		}
+		perm := []int{1, 0}
+		want, errWant := Analyze(m.LowerCSC(0, 0), perm)
+		got, err := AnalyzeBlocks(m, perm)
+		if (err == nil) != (errWant == nil) {
+			t.Fatalf("pattern %v: AnalyzeBlocks %v, Analyze %v", m.ColIdx, err, errWant)
+		}
+		if err == nil {
+			sameSymbolic(t, got, want)
 		}
 	}
-	if blockSymOK(u) {
-		t.Error("a row with a block twice passes")
+	if !blockSymOK(q) {
+		t.Error("the builder's matrix is refused")
+	}
+	// Malformed shapes are errors, not panics.
+	for name, m := range map[string]*BlockSym{
+		"negative order":   {N: -1, B: 1, RowPtr: []int{0}},
+		"short row ptr":    {N: 2, B: 1, RowPtr: []int{0, 1}, ColIdx: []int{0}, Val: []float64{1}},
+		"short values":     {N: 1, B: 2, RowPtr: []int{0, 1}, ColIdx: []int{0}, Val: []float64{1}},
+		"column too large": {N: 1, B: 1, RowPtr: []int{0, 1}, ColIdx: []int{3}, Val: []float64{1}},
+		"decreasing":       {N: 2, B: 1, RowPtr: []int{0, 2, 1}, ColIdx: []int{0, 1}, Val: []float64{1, 1}},
+	} {
+		if _, err := AnalyzeBlocks(m, nil); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestFactorizeBlocksModifiedThreads checks that the modified
+// factorization's count and bits do not depend on the thread count, on a
+// matrix split into several concurrent tasks, whether it succeeds or
+// fails (a failure reports no count: tasks stop at arbitrary points).
+func TestFactorizeBlocksModifiedThreads(t *testing.T) {
+	// Four disjoint grids: independent subtrees for the parallel phase.
+	g := gridBlockSym(9, 3)
+	bb := NewBlockBuilder(4*g.N, g.B)
+	for c := 0; c < 4; c++ {
+		for i := 0; i < g.N; i++ {
+			for k := g.RowPtr[i]; k < g.RowPtr[i+1]; k++ {
+				if j := g.ColIdx[k]; j == i {
+					bb.AddDiag(c*g.N+i, g.Block(k))
+				} else if j > i {
+					bb.AddOff(c*g.N+i, c*g.N+j, g.Block(k))
+				}
+			}
+		}
+	}
+	q := bb.Build()
+	// Two negative diagonal entries per grid: pivots of about -7 there.
+	for c := 0; c < 4; c++ {
+		for _, i := range []int{c*g.N + 100, c*g.N + 500} {
+			q.Block(q.Diag[i])[0] = -7
+		}
+	}
+	c, err := AnalyzeBlocks(q, NestedDissection(q, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.sn.tasks) < 4 {
+		t.Fatalf("%d tasks: the test needs a parallel factorization", len(c.sn.tasks))
+	}
+	n := q.N * q.B
+	rhs := make([]float64, n)
+	for i := range rhs {
+		rhs[i] = float64(i%7) - 3
+	}
+	// The limits 1e3 and 1e-3 make the modified factorization pass and
+	// fail.
+	for _, limit := range []float64{1e3, 1e-3} {
+		var raised0 int
+		var err0 error
+		var x0 []float64
+		for _, procs := range []int{1, 2, 4} {
+			old := runtime.GOMAXPROCS(procs)
+			raised, err := c.FactorizeBlocksModified(q, 0, 0.5, limit)
+			runtime.GOMAXPROCS(old)
+			x := make([]float64, n)
+			c.Solve(x, rhs)
+			if procs == 1 {
+				raised0, err0, x0 = raised, err, x
+				switch {
+				case limit > 1 && (err != nil || raised == 0):
+					t.Fatalf("limit %g: raised %d, err %v: want a modified factor", limit, raised, err)
+				case limit < 1 && !IsNotPositiveDefinite(err):
+					t.Fatalf("limit %g: err %v, want not positive definite", limit, err)
+				}
+				continue
+			}
+			if raised != raised0 || (err == nil) != (err0 == nil) {
+				t.Errorf("limit %g, %d threads: raised %d err %v; 1 thread: %d, %v", limit, procs, raised, err, raised0, err0)
+			}
+			if err != nil && raised != 0 {
+				t.Errorf("limit %g: a failure reported %d raised pivots", limit, raised)
+			}
+			for i := range x {
+				if x[i] != x0[i] && !(math.IsNaN(x[i]) && math.IsNaN(x0[i])) {
+					t.Fatalf("limit %g, %d threads: solve differs at %d", limit, procs, i)
+				}
+			}
+		}
 	}
 }
 

@@ -408,6 +408,9 @@ func (c *Cholesky) Factorize(a *CSC) error {
 		thr = math.Max(thr, math.Abs(a.Val[a.ColPtr[j]]))
 	}
 	thr *= PivotTol
+	if math.IsInf(thr, 0) || math.IsNaN(thr) {
+		c.floor = 0 // every pivot would fail the threshold: nothing to raise
+	}
 	var err error
 	if c.simplicial {
 		for p, q := range c.amap {
@@ -439,10 +442,13 @@ func (c *Cholesky) FactorizeBlocks(m *BlockSym, shift float64) error {
 // rejection threshold (see PivotTol) but not below -limit is raised to
 // max(|pivot|, floor) instead of failing. The factor is then that of
 // m + shift I + E, with E >= 0 diagonal (in pivot order) and nonzero only
-// at the raised pivots. It returns how many pivots were raised (0: the
-// factor is the one FactorizeBlocks makes, bit for bit). A pivot below
-// -limit, or NaN, fails with a *NotPositiveDefiniteError as in
-// FactorizeBlocks. floor and limit must be positive and finite.
+// at the raised pivots. It returns how many pivots were changed (0: the
+// factor is the one FactorizeBlocks makes, bit for bit; the count, like
+// the factor, does not depend on the number of threads). A pivot below
+// -limit, NaN or infinite, or an infinite diagonal entry, fails with a
+// *NotPositiveDefiniteError as in FactorizeBlocks, and then the count is
+// 0. floor and limit must be positive and finite; otherwise nothing is
+// factored, and the factor is unusable as after any failure.
 //
 // Raising only the failing pivots keeps the factor exact on the rest of
 // the spectrum, where a uniform shift large enough to make an indefinite
@@ -453,10 +459,16 @@ func (c *Cholesky) FactorizeBlocks(m *BlockSym, shift float64) error {
 // factor is worth nothing; the caller should then shift instead.
 func (c *Cholesky) FactorizeBlocksModified(m *BlockSym, shift, floor, limit float64) (raised int, err error) {
 	if !(floor > 0) || math.IsInf(floor, 0) || !(limit > 0) || math.IsInf(limit, 0) {
+		c.ok, c.raised = false, 0
 		return 0, fmt.Errorf("sparse: FactorizeBlocksModified: floor %g and limit %g must be positive and finite", floor, limit)
 	}
-	err = c.factorizeBlocks(m, shift, floor, limit)
-	return c.raised, err
+	if err := c.factorizeBlocks(m, shift, floor, limit); err != nil {
+		// Parallel tasks stop at arbitrary points after a failure: a
+		// partial count would depend on the schedule.
+		c.raised = 0
+		return 0, err
+	}
+	return c.raised, nil
 }
 
 func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) error {
@@ -511,6 +523,9 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 	if p != c.aNNZ || h != c.aHash {
 		return fmt.Errorf("sparse: FactorizeBlocks: matrix of order %d with %d lower entries does not match the analysed pattern", c.n, p)
 	}
+	if math.IsInf(thr, 0) || math.IsNaN(thr) {
+		c.floor = 0 // every pivot would fail the threshold: nothing to raise
+	}
 	if err := sn.factorAssembled(c, thr*PivotTol); err != nil {
 		return err
 	}
@@ -554,8 +569,10 @@ func (c *Cholesky) numeric(thr float64) error {
 			if !raisable(d, c.floor, c.limit) {
 				return &NotPositiveDefiniteError{Column: c.perm[k], Pivot: d}
 			}
-			d = max(math.Abs(d), c.floor)
-			c.raised++
+			if nd := max(math.Abs(d), c.floor); nd != d {
+				d = nd
+				c.raised++
+			}
 		}
 		lx[c.cnext[k]] = math.Sqrt(d)
 		c.cnext[k]++

@@ -860,6 +860,31 @@ func TestFactorizeBlocksModified(t *testing.T) {
 			t.Errorf("limit %v accepted", bad)
 		}
 	}
+	// A refused argument leaves no usable factor, as any failure does.
+	if err := c.FactorizeBlocks(q, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.FactorizeBlocksModified(q, 100, 0, 1); err == nil {
+		t.Fatal("floor 0 accepted")
+	}
+	x := make([]float64, q.N*q.B)
+	c.Solve(x, randVec(rng, len(x)))
+	if !math.IsNaN(x[0]) {
+		t.Error("Solve after a refused FactorizeBlocksModified gave a number")
+	}
+	// An infinite diagonal entry fails, as in FactorizeBlocks, on both
+	// factorizations.
+	for _, analyze := range []func(*sparse.CSC, []int) (*sparse.Cholesky, error){sparse.Analyze, sparse.AnalyzeSimplicial} {
+		qi := randBlockSym(rng, 10, 2, 0.3, 1)
+		ci, err := analyze(qi.LowerCSC(0, 0), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qi.Block(qi.Diag[3])[0] = math.Inf(1)
+		if raised, err := ci.FactorizeBlocksModified(qi, 0, 1, 1); !sparse.IsNotPositiveDefinite(err) || raised != 0 {
+			t.Errorf("infinite diagonal: raised %d, err %v", raised, err)
+		}
+	}
 	q.Val[0] = math.NaN()
 	if _, err := c.FactorizeBlocksModified(q, 0, 1, 1); !sparse.IsNotPositiveDefinite(err) {
 		t.Errorf("NaN entry: err %v, want not positive definite", err)

@@ -55,11 +55,11 @@
 // rectangles at the top are cut into chunks fixed by their size; the bits
 // again do not depend on the thread count. The solves are memory-bound, so
 // rows run through gonum's assembly dot and axpy kernels.
-// AnalyzeBlocks does the analysis of a BlockSym on its block graph, b^2
-// times less work than on the scalar matrix, with the same result to the
-// last array entry (the tests compare every one); FactorizeBlocks then
-// factors straight from the blocks, so no scalar copy of the matrix is
-// ever formed.
+// AnalyzeBlocks does the analysis of a BlockSym on its block graph, about
+// b^2 times less work than on the scalar matrix, with the same ordering,
+// column counts, supernodes, row structures and value map (the tests
+// compare each of these arrays); FactorizeBlocks then factors straight
+// from the blocks, so no scalar copy of the matrix is ever formed.
 // Factorize reuses the analysis for new values on the same pattern. A pivot
 // that is NaN or not above PivotTol (1e-13) times the largest diagonal entry
 // stops the factorization at once with a *NotPositiveDefiniteError and

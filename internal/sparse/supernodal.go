@@ -462,8 +462,10 @@ func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, p
 				if !raisable(d, floor, limit) {
 					return j, d, raised
 				}
-				d = max(math.Abs(d), floor)
-				raised++
+				if nd := max(math.Abs(d), floor); nd != d {
+					d = nd
+					raised++
+				}
 			}
 			d = math.Sqrt(d)
 			l[j*nc+j] = d
@@ -530,10 +532,10 @@ func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, p
 }
 
 // raisable reports whether a rejected pivot d may be raised: a modified
-// factorization is asked for (floor > 0) and d is not below -limit (NaN
-// fails too: the input or the elimination broke down).
+// factorization is asked for (floor > 0) and d is finite and not below
+// -limit (NaN and Inf mean the input or the elimination broke down).
 func raisable(d, floor, limit float64) bool {
-	return floor > 0 && d >= -limit
+	return floor > 0 && d >= -limit && !math.IsInf(d, 0)
 }
 
 // solve overwrites y (in pivot order) with (L L^T)^{-1} y.
