@@ -45,7 +45,7 @@ func newtonCases(t *testing.T) []newtonCase {
 				t.Fatal(err)
 			}
 			if rr.RelGrad > 1e-10 {
-				t.Fatalf("%v d=%d: no critical point (relative gradient %g)", prob, d, rr.RelGrad)
+				t.Fatalf("%v d=%d: no critical point (relative gradient %g, %+v)", prob, d, rr.RelGrad, rr)
 			}
 			rng := rand.New(rand.NewPCG(uint64(d), 5))
 			for r := d; r <= d+3; r++ {
