@@ -9,7 +9,9 @@
 // with truncated conjugate gradients then brings the point to the accuracy a
 // certificate needs. Its preconditioner is a sparse Cholesky factor of the
 // Riemannian Hessian itself, assembled in an orthonormal tangent basis, so
-// each step is a Newton step.
+// each step is a Newton step. Where the Hessian is not yet positive
+// definite, a modified factorization raises the few failing pivots, or, if
+// they fail badly, the smallest diagonal shift that factors is used.
 //
 // The certificate (DESIGN.md section 5) forms Lambda_i = sym(Y_i^T (XQ)_i)
 // and S = Q - Lambda. If S + eta D_Y (a shift on the rotation coordinates

@@ -53,7 +53,18 @@ type Options struct {
 	Seed    uint64
 	// BCMTol is the relative gradient norm at which BCM hands over to the
 	// trust-region finish (0: 1e-3); BCMMaxSweeps bounds its sweeps
-	// (0: 50). Negative BCMMaxSweeps skips BCM.
+	// (0: 5). Negative BCMMaxSweeps skips BCM.
+	//
+	// BCM makes cheap early progress, but its progress per sweep only
+	// shrinks, while the trust region, whose steps are Newton steps (the
+	// exact Hessian preconditions them), needs only a few more steps from
+	// an earlier point. Over the 13 benchmark graphs (chordal start,
+	// `bcmsync bench --raw-quaternions --repeat 5`, geometric mean of the
+	// time ratio to the C++ peer) 50 sweeps gave 0.545, 20 0.476, 10
+	// 0.453-0.498, 5 0.423-0.444, 2 0.445 and none 0.438; from random
+	// starts 5 sweeps certified the same graphs as 50, mostly faster. On
+	// the 10^5-pose grid the total did not change (14.4 s with 50, 14.5 s
+	// with none).
 	BCMTol       float64
 	BCMMaxSweeps int
 	// BCMDecreaseTol hands over to the trust region when a BCM sweep
@@ -101,7 +112,7 @@ func (o *Options) setDefaults(d int) {
 		o.BCMDecreaseTol = 1e-5
 	}
 	if o.BCMMaxSweeps == 0 {
-		o.BCMMaxSweeps = 50
+		o.BCMMaxSweeps = 5
 	}
 	if o.GradTol == 0 {
 		o.GradTol = 1e-9

@@ -57,7 +57,7 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6)")
 	fs.Float64Var(&f.bcmTol, "bcm-tol", 0, "relative gradient norm at which BCM hands over to the trust region (0: 1e-3)")
 	fs.Float64Var(&f.bcmDecrease, "bcm-decrease", 0, "hand over to the trust region when a BCM sweep lowers F by less than this fraction (0: 1e-5)")
-	fs.IntVar(&f.bcmSweeps, "bcm-sweeps", 0, "maximum BCM sweeps per rank (0: 50; negative: skip BCM)")
+	fs.IntVar(&f.bcmSweeps, "bcm-sweeps", 0, "maximum BCM sweeps per rank (0: 5; negative: skip BCM)")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this long (e.g. 30s; 0: no limit)")
 	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only (translations ignored)")
 	fs.BoolVar(&f.largest, "largest-component", false, "solve the largest connected component of a disconnected graph")
