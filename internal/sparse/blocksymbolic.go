@@ -165,7 +165,7 @@ func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 	// or in a block of that block's structure, found by binary search
 	// once per block of A and supernode.
 	h := uint64(hashSeed)
-	vmap := make([]int, 0, lowerCSCEntries(m))
+	vmap := make([]int, 0, lowerCSCEntries(m, 0))
 	for j := 0; j < nb; j++ {
 		pj := c.pinv[j*b] / b
 		for cc := 0; cc < b; cc++ {
@@ -242,10 +242,10 @@ func blockEtree(xadj, adj, order, pos []int) []int {
 	return parent
 }
 
-// lowerCSCEntries is the number of entries of m.LowerCSC(0, 0).
-func lowerCSCEntries(m *BlockSym) int {
+// lowerCSCEntries is the number of entries of m.LowerCSC(shift, drop).
+func lowerCSCEntries(m *BlockSym, drop int) int {
 	b, nnz := m.B, 0
-	for j := 0; j < m.N; j++ {
+	for j := drop; j < m.N; j++ {
 		for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
 			switch i := m.ColIdx[k]; {
 			case i == j:

@@ -81,15 +81,7 @@ func TestAnalyzeBlocks(t *testing.T) {
 				if !blockPermOK(perm, q.B, q.N) || !blockSymOK(q) {
 					t.Fatal("the case would not take the block path")
 				}
-				want, err := Analyze(q.LowerCSC(0, 0), perm)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := AnalyzeBlocks(q, perm)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sameSymbolic(t, got, want)
+				got, want := analyzeBoth(t, q, perm)
 				n := q.N * q.B
 				rhs := make([]float64, n)
 				for i := range rhs {
@@ -117,6 +109,22 @@ func TestAnalyzeBlocks(t *testing.T) {
 			})
 		}
 	}
+}
+
+// analyzeBoth runs the block and the scalar analysis of q under perm and
+// checks that they agree (sameSymbolic).
+func analyzeBoth(t *testing.T, q *BlockSym, perm []int) (got, want *Cholesky) {
+	t.Helper()
+	want, err := Analyze(q.LowerCSC(0, 0), perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = AnalyzeBlocks(q, perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSymbolic(t, got, want)
+	return got, want
 }
 
 func sameSymbolic(t *testing.T, got, want *Cholesky) {
@@ -161,15 +169,7 @@ func TestAnalyzeBlocksFallback(t *testing.T) {
 	swapped := expandBlockOrder(rng.Perm(q.N), q.B)
 	swapped[0], swapped[1] = swapped[1], swapped[0]
 	for _, perm := range [][]int{nil, scalarPerm, swapped} {
-		want, err := Analyze(q.LowerCSC(0, 0), perm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := AnalyzeBlocks(q, perm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameSymbolic(t, got, want)
+		analyzeBoth(t, q, perm)
 	}
 	for _, perm := range [][]int{make([]int, n), make([]int, n-1), append(make([]int, n-1), n)} {
 		if _, err := AnalyzeBlocks(q, perm); err == nil {

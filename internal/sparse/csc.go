@@ -21,17 +21,7 @@ func (m *BlockSym) LowerCSC(shift float64, drop int) *CSC {
 	// Sized exactly first: at a million poses the Hessian's CSC has 10^8
 	// entries, and growing it by appends cost more than the symbolic
 	// factorization that reads it.
-	nnz := 0
-	for j := drop; j < m.N; j++ {
-		for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
-			switch i := m.ColIdx[k]; {
-			case i == j:
-				nnz += b * (b + 1) / 2
-			case i > j:
-				nnz += b * b
-			}
-		}
-	}
+	nnz := lowerCSCEntries(m, drop)
 	c := &CSC{N: n, ColPtr: make([]int, n+1), RowIdx: make([]int, 0, nnz), Val: make([]float64, 0, nnz)}
 	// Column j*b+cc of the lower triangle is row j*b+cc of the upper one:
 	// by symmetry it holds blocks (j, i) with i >= j, read from row j.

@@ -117,26 +117,8 @@ func blockColCounts(xadj, adj, order []int) []int {
 	n := len(order)
 	// pos[i] is the place of block i in the order.
 	pos := make([]int, n)
-	for k, i := range order {
-		pos[i] = k
-	}
-	// Elimination tree of the permuted block graph (Liu, path
-	// compression).
-	parent := make([]int, n)
+	parent := blockEtree(xadj, adj, order, pos)
 	anc := make([]int, n)
-	for k := 0; k < n; k++ {
-		parent[k], anc[k] = -1, -1
-		for _, u := range adj[xadj[order[k]]:xadj[order[k]+1]] {
-			for i := pos[u]; i != -1 && i < k; {
-				next := anc[i]
-				anc[i] = k
-				if next == -1 {
-					parent[i] = k
-				}
-				i = next
-			}
-		}
-	}
 	post := postorder(parent)
 	// Column counts: each column j starts with delta 1 if it is a leaf of
 	// the tree, and every row subtree's leaves add to delta and its
