@@ -20,8 +20,8 @@ import (
 // BlockAMD and NestedDissection return, and m's block pattern must be
 // symmetric with sorted rows, as BlockBuilder makes it. For any other perm
 // (nil included: AMD) or pattern, AnalyzeBlocks calls Analyze on the
-// scalar matrix. Unlike Analyze, it does not read m's values, so it does
-// not refuse non-finite ones; FactorizeBlocks does.
+// scalar matrix. On the block path it does not read m's values, so unlike
+// Analyze it does not refuse non-finite ones; FactorizeBlocks does.
 //
 // Why the block analysis is exact: with whole dense diagonal blocks and
 // blocks kept together in order, the scalar elimination tree is the block

@@ -234,12 +234,16 @@ func TestFactorizeBlocksModifiedThreads(t *testing.T) {
 		}
 	}
 	q := bb.Build()
-	// Two negative diagonal entries per grid: pivots of about -7 there.
+	// Two negative diagonal entries per grid: pivots of about -7 there,
+	// raised under either limit below.
 	for c := 0; c < 4; c++ {
 		for _, i := range []int{c*g.N + 100, c*g.N + 500} {
 			q.Block(q.Diag[i])[0] = -7
 		}
 	}
+	// And in the last grid a pivot of about -50, which the smaller limit
+	// refuses after other pivots have been raised.
+	strong := q.Block(q.Diag[3*g.N+300])
 	c, err := AnalyzeBlocks(q, NestedDissection(q, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -252,9 +256,12 @@ func TestFactorizeBlocksModifiedThreads(t *testing.T) {
 	for i := range rhs {
 		rhs[i] = float64(i%7) - 3
 	}
-	// The limits 1e3 and 1e-3 make the modified factorization pass and
-	// fail.
-	for _, limit := range []float64{1e3, 1e-3} {
+	// The limits 1e3 and 10 make the modified factorization pass and fail.
+	for _, limit := range []float64{1e3, 10} {
+		strong[0] = 7
+		if limit < 1e3 {
+			strong[0] = -50
+		}
 		var raised0 int
 		var err0 error
 		var x0 []float64
@@ -267,10 +274,10 @@ func TestFactorizeBlocksModifiedThreads(t *testing.T) {
 			if procs == 1 {
 				raised0, err0, x0 = raised, err, x
 				switch {
-				case limit > 1 && (err != nil || raised == 0):
+				case limit == 1e3 && (err != nil || raised == 0):
 					t.Fatalf("limit %g: raised %d, err %v: want a modified factor", limit, raised, err)
-				case limit < 1 && !IsNotPositiveDefinite(err):
-					t.Fatalf("limit %g: err %v, want not positive definite", limit, err)
+				case limit < 1e3 && (!IsNotPositiveDefinite(err) || raised != 0):
+					t.Fatalf("limit %g: raised %d, err %v, want not positive definite and 0", limit, raised, err)
 				}
 				continue
 			}

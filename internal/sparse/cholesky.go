@@ -75,9 +75,9 @@ type Cholesky struct {
 
 	ok bool
 
-	// Modified factorization (FactorizeBlocksModified): pivots at or below
-	// the threshold and not below -limit are raised to at least floor
-	// (> 0) instead of failing, and raised counts them.
+	// Modified factorization (FactorizeBlocksModified): finite pivots at or
+	// below the threshold and not below -limit become max(|pivot|, floor)
+	// (floor > 0) instead of failing, and raised counts those that change.
 	floor, limit float64
 	raised       int
 
@@ -442,9 +442,13 @@ func (c *Cholesky) FactorizeBlocks(m *BlockSym, shift float64) error {
 // rejection threshold (see PivotTol) but not below -limit is raised to
 // max(|pivot|, floor) instead of failing. The factor is then that of
 // m + shift I + E, with E >= 0 diagonal (in pivot order) and nonzero only
-// at the raised pivots. It returns how many pivots were changed (0: the
-// factor is the one FactorizeBlocks makes, bit for bit; the count, like
-// the factor, does not depend on the number of threads). A pivot below
+// at the raised pivots. It returns how many pivots were changed (the
+// count, like the factor, does not depend on the number of threads). 0
+// means the factor is that of m + shift I exactly, bit for bit the one
+// FactorizeBlocks makes when that succeeds; FactorizeBlocks would refuse
+// a pivot in (floor, threshold], which this keeps as it is, so a caller
+// that wants "raised == 0" to mean positive definite passes a floor above
+// PivotTol times the largest diagonal entry. A pivot below
 // -limit, NaN or infinite, or an infinite diagonal entry, fails with a
 // *NotPositiveDefiniteError as in FactorizeBlocks, and then the count is
 // 0. floor and limit must be positive and finite; otherwise nothing is
@@ -478,6 +482,9 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 	c.raised = 0
 	if m == nil {
 		return errors.New("sparse: FactorizeBlocks: nil matrix")
+	}
+	if err := blockShapeErr(m); err != nil {
+		return fmt.Errorf("sparse: FactorizeBlocks: %w", err)
 	}
 	b := m.B
 	if m.N*b != c.n {

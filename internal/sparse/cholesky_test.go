@@ -379,6 +379,14 @@ func TestFactorizeBlocks(t *testing.T) {
 	if err := c.FactorizeBlocks(nil, 1); err == nil {
 		t.Error("FactorizeBlocks accepted nil")
 	}
+	// A malformed matrix of the analysed order is an error, not a panic.
+	short := &sparse.BlockSym{N: q1.N, B: q1.B, RowPtr: q1.RowPtr[:5], ColIdx: q1.ColIdx, Val: q1.Val, Diag: q1.Diag}
+	if err := c.FactorizeBlocks(short, 100); err == nil {
+		t.Error("FactorizeBlocks accepted too few row pointers")
+	}
+	if _, err := c.FactorizeBlocksModified(short, 100, 1, 1); err == nil {
+		t.Error("FactorizeBlocksModified accepted too few row pointers")
+	}
 }
 
 // TestBlockAMDStar checks the dense-node rule on a star: the hub is
@@ -880,14 +888,52 @@ func TestFactorizeBlocksModified(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		qi.Block(qi.Diag[3])[0] = math.Inf(1)
-		if raised, err := ci.FactorizeBlocksModified(qi, 0, 1, 1); !sparse.IsNotPositiveDefinite(err) || raised != 0 {
-			t.Errorf("infinite diagonal: raised %d, err %v", raised, err)
+		// Shifted by 100 it factors (the control), so a failure below
+		// comes from the bad entry, not from a finite negative pivot.
+		if _, err := ci.FactorizeBlocksModified(qi, 100, 1, 1); err != nil {
+			t.Fatalf("control: %v", err)
+		}
+		for _, bad := range []float64{math.Inf(1), math.Inf(-1), math.NaN()} {
+			q2 := &sparse.BlockSym{N: qi.N, B: qi.B, RowPtr: qi.RowPtr, ColIdx: qi.ColIdx, Diag: qi.Diag,
+				Val: append([]float64(nil), qi.Val...)}
+			q2.Block(q2.Diag[3])[0] = bad
+			if raised, err := ci.FactorizeBlocksModified(q2, 100, 1, 1); !sparse.IsNotPositiveDefinite(err) || raised != 0 {
+				t.Errorf("diagonal entry %v: raised %d, err %v", bad, raised, err)
+			}
+			q2.Block(q2.Diag[3])[0] = qi.Block(qi.Diag[3])[0]
+			blk := q2.Block(q2.Diag[3]) // an off-diagonal entry of the diagonal block
+			blk[1], blk[q2.B] = bad, bad
+			if _, err := ci.FactorizeBlocksModified(q2, 100, 1, 1); !sparse.IsNotPositiveDefinite(err) {
+				t.Errorf("entry %v: err %v, want not positive definite", bad, err)
+			}
 		}
 	}
-	q.Val[0] = math.NaN()
-	if _, err := c.FactorizeBlocksModified(q, 0, 1, 1); !sparse.IsNotPositiveDefinite(err) {
-		t.Errorf("NaN entry: err %v, want not positive definite", err)
+}
+
+// TestFactorizeBlocksModifiedCount checks that only pivots that change are
+// counted: a pivot in (floor, threshold] is kept as it is.
+func TestFactorizeBlocksModifiedCount(t *testing.T) {
+	bb := sparse.NewBlockBuilder(2, 1)
+	bb.AddDiag(0, []float64{1})
+	bb.AddDiag(1, []float64{1e-14}) // below PivotTol * 1
+	q := bb.Build()
+	for _, analyze := range []func(*sparse.CSC, []int) (*sparse.Cholesky, error){sparse.Analyze, sparse.AnalyzeSimplicial} {
+		c, err := analyze(q.LowerCSC(0, 0), []int{0, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FactorizeBlocks(q, 0); !sparse.IsNotPositiveDefinite(err) {
+			t.Fatalf("FactorizeBlocks: err %v, want not positive definite", err)
+		}
+		for _, tc := range []struct {
+			floor float64
+			want  int
+		}{{1e-15, 0}, {1e-12, 1}} {
+			raised, err := c.FactorizeBlocksModified(q, 0, tc.floor, 1)
+			if err != nil || raised != tc.want {
+				t.Errorf("floor %g: raised %d, err %v; want %d", tc.floor, raised, err, tc.want)
+			}
+		}
 	}
 }
 

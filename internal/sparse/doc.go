@@ -67,7 +67,7 @@
 // certificate test, and exactly singular matrices such as Q itself are
 // refused instead of yielding a factor built on rounding noise.
 // FactorizeBlocksModified is the preconditioner's variant for a mildly
-// indefinite matrix: a failing pivot not below -limit is raised to
+// indefinite matrix: a failing finite pivot not below -limit is raised to
 // max(|pivot|, floor) and the factorization goes on, so one pass gives the
 // exact factor of A + E, E >= 0 diagonal on the raised pivots only; a
 // pivot below -limit (strong indefiniteness, or the growth that follows an

@@ -235,7 +235,7 @@ const blasThreshold = 8192
 type snWork struct {
 	relMap []int
 	cbuf   []float64
-	raised int // pivots raised to the floor (FactorizeBlocksModified)
+	raised int // pivots changed by FactorizeBlocksModified
 }
 
 // factor computes the numeric supernodal factor of a. Independent subtrees
@@ -444,9 +444,9 @@ const (
 // rows below a panel by a triangular solve, and the trailing columns of the
 // supernode are updated by a rank-panelWidth product. It returns the local
 // column and the value of the first pivot not above thr, or -1, and the
-// number of pivots raised: with floor > 0 a pivot not above thr and not
-// below -limit becomes max(|pivot|, floor) instead of failing (see
-// Cholesky.FactorizeBlocksModified).
+// number of pivots changed: with floor > 0 a finite pivot not above thr
+// and not below -limit becomes max(|pivot|, floor) instead of failing
+// (see Cholesky.FactorizeBlocksModified).
 func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, pivot float64, raised int) {
 	impl := gonum.Implementation{}
 	for k := 0; k < nc; k += panelWidth {
