@@ -469,19 +469,20 @@ const refactorFlopRatio = 20.0
 // With modify, the unshifted attempt is a modified factorization
 // (sparse.Cholesky.FactorizeBlocksModified): pivots that fail but are not
 // below -1e-2 of the largest diagonal entry are raised to at least
-// raiseFloor of it. A Hessian near a minimum but not yet positive definite thus
-// factors in one pass, exact but for a few raised pivots, where it took a
-// failed factorization and a shifted one; the shift also blurs every small
-// eigenvalue, which tCG pays for in iterations. After BCM's five sweeps
-// the first Hessian of cubicle, parking-garage and tinyGrid3D factors with
-// 1 to 3 raised pivots (after 50 sweeps: cubicle, torus3D and tinyGrid3D;
-// cubicle's first step then went from a failed and a shifted
-// factorization and 12 inner iterations to one factorization and 2). A pivot below the limit means
-// strong indefiniteness or pivot growth (the first step on the synthetic
-// grids of 10^4 and 10^5 poses, where the failing pivot is 2 to 4 percent
-// of the largest diagonal entry below zero, though shifting by 1e-5 of it
-// suffices), and the ladder goes on as before. It returns the shift, the
-// number of raised pivots and whether a factor was made.
+// raiseFloor of it. A Hessian near a minimum but not yet positive definite
+// thus factors in one pass, exact but for a few raised pivots, where it
+// took a failed factorization and a shifted one; the shift also blurs
+// every small eigenvalue, which tCG pays for in iterations. After BCM's
+// five sweeps the first Hessian of cubicle, parking-garage and tinyGrid3D
+// factors with 1 to 3 raised pivots (after 50 sweeps: cubicle, torus3D
+// and tinyGrid3D; cubicle's first step then went from a failed and a
+// shifted factorization and 12 inner iterations to one factorization and
+// 2). A pivot below the limit means strong indefiniteness or pivot growth
+// (the first step on the synthetic grids of 10^4 and 10^5 poses, where
+// the failing pivot is 2 to 4 percent of the largest diagonal entry below
+// zero, though shifting by 1e-5 of it suffices), and the ladder goes on
+// as before. It returns the shift, the number of raised pivots and
+// whether a factor was made.
 func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, maxRung int, modify bool) (shift float64, raised int, ok bool) {
 	for t := 0; t <= maxRung; t++ {
 		if t == 1 {

@@ -448,8 +448,8 @@ func (c *Cholesky) FactorizeBlocks(m *BlockSym, shift float64) error {
 // FactorizeBlocks makes when that succeeds; FactorizeBlocks would refuse
 // a pivot in (floor, threshold], which this keeps as it is, so a caller
 // that wants "raised == 0" to mean positive definite passes a floor above
-// PivotTol times the largest diagonal entry. A pivot below
-// -limit, NaN or infinite, or an infinite diagonal entry, fails with a
+// PivotTol times the largest diagonal entry. A pivot below -limit, NaN or
+// infinite, or an infinite diagonal entry, fails with a
 // *NotPositiveDefiniteError as in FactorizeBlocks, and then the count is
 // 0. floor and limit must be positive and finite; otherwise nothing is
 // factored, and the factor is unusable as after any failure.
