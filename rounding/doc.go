@@ -35,5 +35,10 @@
 //
 // Nothing here forms a dense matrix of the problem's size: the linear
 // systems are sparse (O(n + m) nonzeros before fill) and everything else is
-// a pass over the poses or edges with d x d or r x r dense work.
+// a pass over the poses or edges with d x d or r x r dense work. Each
+// system orders itself for fill unless the caller passes an elimination
+// order of the pose graph (ChordalOrdered, ChordalRotationsOrdered,
+// RecoverTranslationsOrdered), as sync.Solve does with the one it computes
+// for Q: on a million-pose 3-D graph one nested-dissection ordering takes
+// seconds, and the translation system's own AMD fills far more.
 package rounding

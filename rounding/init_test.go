@@ -261,3 +261,88 @@ func TestSinglePose(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderedVariants checks that an elimination order given from outside
+// (as sync.Solve passes Q's) changes nothing but rounding: ChordalOrdered,
+// ChordalRotationsOrdered and RecoverTranslationsOrdered agree with their
+// self-ordering forms, with the anchor at pose 0 or elsewhere, and refuse
+// orders that are not permutations of the poses.
+func TestOrderedVariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, d := range []int{2, 3} {
+		for _, anchor := range []int{0, 17} {
+			n := 60
+			g, _ := randomGraph(rng, d, n, 80, 0.1, 0.2)
+			if anchor != 0 {
+				g.Fixed = []int{anchor}
+			}
+			identity := make([]int, n)
+			for i := range identity {
+				identity[i] = i
+			}
+			for _, order := range [][]int{rng.Perm(n), identity} {
+				same := func(name string, got, want []posegraph.Pose) {
+					t.Helper()
+					for i := range want {
+						for k := 0; k < d*d; k++ {
+							if math.Abs(got[i].R[k]-want[i].R[k]) > 1e-9 {
+								t.Fatalf("%s d=%d anchor %d: pose %d R differs: %v, %v", name, d, anchor, i, got[i].R, want[i].R)
+							}
+						}
+						for k := 0; k < d; k++ {
+							if math.Abs(got[i].T[k]-want[i].T[k]) > 1e-9*(1+math.Abs(want[i].T[k])) {
+								t.Fatalf("%s d=%d anchor %d: pose %d T differs: %v, %v", name, d, anchor, i, got[i].T, want[i].T)
+							}
+						}
+					}
+				}
+				want, err := Chordal(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := ChordalOrdered(g, order)
+				if err != nil {
+					t.Fatal(err)
+				}
+				same("chordal", got, want)
+				wantR, err := ChordalRotations(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotR, err := ChordalRotationsOrdered(g, order)
+				if err != nil {
+					t.Fatal(err)
+				}
+				same("chordal rotations", gotR, wantR)
+				a, b := append([]posegraph.Pose(nil), want...), append([]posegraph.Pose(nil), want...)
+				for i := range a {
+					a[i].T, b[i].T = [3]float64{}, [3]float64{}
+				}
+				if err := RecoverTranslations(g, a); err != nil {
+					t.Fatal(err)
+				}
+				if err := RecoverTranslationsOrdered(g, b, order); err != nil {
+					t.Fatal(err)
+				}
+				same("translations", b, a)
+			}
+			dup := rng.Perm(n)
+			dup[1] = dup[0]
+			for name, bad := range map[string][]int{"short": identity[:n-1], "repeated": dup, "out of range": append(identity[:n-1:n-1], n)} {
+				if _, err := ChordalOrdered(g, bad); err == nil {
+					t.Errorf("ChordalOrdered: %s order accepted", name)
+				}
+				if _, err := ChordalRotationsOrdered(g, bad); err == nil {
+					t.Errorf("ChordalRotationsOrdered: %s order accepted", name)
+				}
+				poses := make([]posegraph.Pose, n)
+				for i := range poses {
+					poses[i].R = RandomRotation(rng, d)
+				}
+				if err := RecoverTranslationsOrdered(g, poses, bad); err == nil {
+					t.Errorf("RecoverTranslationsOrdered: %s order accepted", name)
+				}
+			}
+		}
+	}
+}

@@ -27,6 +27,43 @@ func RecoverTranslations(g *posegraph.Graph, poses []posegraph.Pose) error {
 	return recoverTranslations(g, poses, nil)
 }
 
+// RecoverTranslationsOrdered is RecoverTranslations with a fill-reducing
+// elimination order of the pose graph (order[k] = the pose eliminated
+// k-th), as ChordalOrdered takes it; nil means the factorization's own
+// AMD, which on a large 3-D graph makes a much denser factor than nested
+// dissection.
+func RecoverTranslationsOrdered(g *posegraph.Graph, poses []posegraph.Pose, order []int) error {
+	if order == nil {
+		return recoverTranslations(g, poses, nil)
+	}
+	red, err := reducedOrder(order, g.N(), g.Anchor())
+	if err != nil {
+		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
+	}
+	return recoverTranslations(g, poses, red)
+}
+
+// reducedOrder turns an elimination order of the n poses into one of the
+// n-1 poses other than drop, numbered as reduced numbers them (the
+// anchored systems' unknowns).
+func reducedOrder(order []int, n, drop int) ([]int, error) {
+	if len(order) != n {
+		return nil, fmt.Errorf("elimination order of %d poses for %d", len(order), n)
+	}
+	seen := make([]bool, n)
+	red := make([]int, 0, max(n-1, 0))
+	for _, i := range order {
+		if i < 0 || i >= n || seen[i] {
+			return nil, fmt.Errorf("elimination order is not a permutation of the %d poses (entry %d)", n, i)
+		}
+		seen[i] = true
+		if i != drop {
+			red = append(red, reduced(i, drop))
+		}
+	}
+	return red, nil
+}
+
 // recoverTranslations is RecoverTranslations with an optional elimination
 // order for the reduced Laplacian (nil: the factorization's own AMD).
 func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int) error {
