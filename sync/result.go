@@ -63,7 +63,9 @@ type Level struct {
 	CertifySeconds float64 `json:"certify_seconds"`
 }
 
-// Timings are wall-clock seconds per stage.
+// Timings are wall-clock seconds per stage. Init includes building Q and
+// its fill-reducing order, which the chordal initialization and every
+// later factorization share.
 type Timings struct {
 	Parse    float64 `json:"parse"`
 	Init     float64 `json:"init"`
