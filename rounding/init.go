@@ -43,7 +43,7 @@ func ChordalOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose, error) {
 		red = nil
 	}
 	if order != nil {
-		if red, err = reducedOrder(order, g.N(), g.Anchor()); err != nil {
+		if red, err = translationOrder(g, order); err != nil {
 			return nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
 		}
 	}
@@ -120,6 +120,14 @@ func chordalRelaxed(g *posegraph.Graph, all []int) ([][9]float64, []int, error) 
 	if err := g.Validate(); err != nil {
 		return nil, nil, err
 	}
+	// A given order is checked even when there is nothing to solve.
+	var givenPerm []int
+	if all != nil {
+		var err error
+		if givenPerm, err = chordalPerm(all, n, d); err != nil {
+			return nil, nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
+		}
+	}
 	out := make([][9]float64, n)
 	for a := 0; a < d; a++ {
 		out[0][a*d+a] = 1
@@ -146,20 +154,9 @@ func chordalRelaxed(g *posegraph.Graph, all []int) ([][9]float64, []int, error) 
 		}
 	}
 	z := make([]float64, m*d)
-	var perm []int
-	if all == nil {
+	perm := givenPerm
+	if perm == nil {
 		perm = sparse.BlockOrder(q, 1)
-	} else {
-		red, err := reducedOrder(all, n, 0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
-		}
-		perm = make([]int, 0, m)
-		for _, i := range red {
-			for c := 0; c < d; c++ {
-				perm = append(perm, i*d+c)
-			}
-		}
 	}
 	if err := solveSPD(a, perm, z, b, d); err != nil {
 		return nil, nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)

@@ -3,10 +3,12 @@ package rounding
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -259,6 +261,18 @@ func TestSinglePose(t *testing.T) {
 				t.Fatalf("%s d=%d: got %v, want the identity", name, d, poses)
 			}
 		}
+		// With nothing to solve, a given order is still checked.
+		for _, bad := range [][]int{{5}, {-1}, {0, 1}, {}} {
+			if _, err := ChordalOrdered(g, bad); err == nil {
+				t.Errorf("ChordalOrdered: order %v accepted for one pose", bad)
+			}
+			if _, err := ChordalRotationsOrdered(g, bad); err == nil {
+				t.Errorf("ChordalRotationsOrdered: order %v accepted for one pose", bad)
+			}
+		}
+		if _, err := ChordalRotationsOrdered(g, []int{0}); err != nil {
+			t.Errorf("ChordalRotationsOrdered: order [0]: %v", err)
+		}
 	}
 }
 
@@ -343,6 +357,64 @@ func TestOrderedVariants(t *testing.T) {
 					t.Errorf("RecoverTranslationsOrdered: %s order accepted", name)
 				}
 			}
+		}
+	}
+}
+
+func TestReducedOrder(t *testing.T) {
+	got, err := reducedOrder([]int{3, 0, 4, 2, 1}, 5, 2)
+	if err != nil || !slices.Equal(got, []int{2, 0, 3, 1}) {
+		t.Fatalf("reducedOrder = %v, %v; want [2 0 3 1]", got, err)
+	}
+	for _, bad := range [][]int{{0, 1}, {0, 1, 1}, {0, 1, 3}, {-1, 0, 1}} {
+		if _, err := reducedOrder(bad, 3, 0); err == nil {
+			t.Errorf("order %v accepted for 3 poses", bad)
+		}
+	}
+}
+
+// TestGivenOrderIsUsed checks the numbering of a given order where it
+// matters, by fill: on a path whose poses are labelled in random order, the
+// path order eliminates with no fill at all, and any misnumbering (the
+// wrong anchor dropped, reversed or shifted indices) makes some. Both
+// anchored systems are checked, with the translation anchor at an end of
+// the numbering and in the middle of the path.
+func TestGivenOrderIsUsed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, d := range []int{2, 3} {
+		n := 40
+		g, _ := randomGraph(rng, d, n, 0, 0.1, 0.2) // the chain 0-1-...-(n-1)
+		pi := rng.Perm(n)
+		for k := range g.Edges {
+			g.Edges[k].I, g.Edges[k].J = pi[g.Edges[k].I], pi[g.Edges[k].J]
+		}
+		for _, anchor := range []int{0, pi[n/2]} {
+			g.Fixed = []int{anchor}
+			lap := laplacianCSC(g, g.Anchor())
+			red, err := translationOrder(g, pi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := sparse.Analyze(lap, red)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.NNZ() != lap.ColPtr[lap.N] {
+				t.Errorf("d=%d anchor %d: translation factor has %d nonzeros, the path %d", d, anchor, c.NNZ(), lap.ColPtr[lap.N])
+			}
+		}
+		q := g.Laplacian(posegraph.Rotations)
+		a := q.LowerCSC(0, 1)
+		perm, err := chordalPerm(pi, n, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := sparse.Analyze(a, perm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.NNZ() != a.ColPtr[a.N] {
+			t.Errorf("d=%d: chordal factor has %d nonzeros, the path %d", d, c.NNZ(), a.ColPtr[a.N])
 		}
 	}
 }

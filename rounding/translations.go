@@ -36,11 +36,34 @@ func RecoverTranslationsOrdered(g *posegraph.Graph, poses []posegraph.Pose, orde
 	if order == nil {
 		return recoverTranslations(g, poses, nil)
 	}
-	red, err := reducedOrder(order, g.N(), g.Anchor())
+	red, err := translationOrder(g, order)
 	if err != nil {
 		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
 	}
 	return recoverTranslations(g, poses, red)
+}
+
+// translationOrder is the elimination order of the translation system
+// (laplacianCSC(g, g.Anchor())) that an order of all poses gives.
+func translationOrder(g *posegraph.Graph, order []int) ([]int, error) {
+	return reducedOrder(order, g.N(), g.Anchor())
+}
+
+// chordalPerm is the scalar permutation of the chordal system (the
+// rotation Laplacian less pose 0, d scalars per pose) that an order of all
+// n poses gives.
+func chordalPerm(order []int, n, d int) ([]int, error) {
+	red, err := reducedOrder(order, n, 0)
+	if err != nil {
+		return nil, err
+	}
+	perm := make([]int, 0, len(red)*d)
+	for _, i := range red {
+		for c := 0; c < d; c++ {
+			perm = append(perm, i*d+c)
+		}
+	}
+	return perm, nil
 }
 
 // reducedOrder turns an elimination order of the n poses into one of the
