@@ -2,6 +2,7 @@ package sparse
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -25,17 +26,29 @@ type BlockSym struct {
 
 // BlockBuilder accumulates blocks (i, j) and (j, i) before they are packed
 // into a BlockSym. Adding to the same block twice sums the contributions.
+//
+// Blocks are found through their row: a short row is scanned, a row longer
+// than rowScanMax (a hub pose) is looked up in a map. A map for every block
+// made building the connection Laplacian of a million-pose graph take 4 s,
+// most of it hashing.
 type BlockBuilder struct {
-	n, b  int
-	index map[[2]int]int
-	keys  [][2]int
-	vals  []float64
+	n, b int
+	rows [][]builderSlot // the blocks of each row, in the order they came
+	big  map[[2]int]int  // slots of the rows longer than rowScanMax
+	keys [][2]int        // slot -> (i, j)
+	vals []float64       // slot k's block at vals[k*b*b:]
 }
+
+type builderSlot struct{ col, slot int }
+
+// rowScanMax is the row length up to which slot scans the row.
+const rowScanMax = 32
 
 // NewBlockBuilder returns a builder for an n x n block matrix of b x b blocks.
 // Every diagonal block is created, zero until added to.
 func NewBlockBuilder(n, b int) *BlockBuilder {
-	bb := &BlockBuilder{n: n, b: b, index: make(map[[2]int]int, 3*n)}
+	bb := &BlockBuilder{n: n, b: b, rows: make([][]builderSlot, n),
+		keys: make([][2]int, 0, 3*n), vals: make([]float64, 0, 3*n*b*b)}
 	for i := 0; i < n; i++ {
 		bb.slot(i, i)
 	}
@@ -43,14 +56,32 @@ func NewBlockBuilder(n, b int) *BlockBuilder {
 }
 
 func (bb *BlockBuilder) slot(i, j int) []float64 {
-	k, ok := bb.index[[2]int{i, j}]
-	if !ok {
-		k = len(bb.keys)
-		bb.index[[2]int{i, j}] = k
-		bb.keys = append(bb.keys, [2]int{i, j})
-		bb.vals = append(bb.vals, make([]float64, bb.b*bb.b)...)
-	}
 	bs := bb.b * bb.b
+	row := bb.rows[i]
+	if len(row) <= rowScanMax {
+		for _, e := range row {
+			if e.col == j {
+				return bb.vals[e.slot*bs : (e.slot+1)*bs]
+			}
+		}
+	} else if k, ok := bb.big[[2]int{i, j}]; ok {
+		return bb.vals[k*bs : (k+1)*bs]
+	}
+	k := len(bb.keys)
+	bb.keys = append(bb.keys, [2]int{i, j})
+	bb.vals = append(bb.vals, make([]float64, bs)...)
+	bb.rows[i] = append(row, builderSlot{j, k})
+	if len(bb.rows[i]) == rowScanMax+1 {
+		// The row outgrew scanning: index all of it.
+		if bb.big == nil {
+			bb.big = make(map[[2]int]int)
+		}
+		for _, e := range bb.rows[i] {
+			bb.big[[2]int{i, e.col}] = e.slot
+		}
+	} else if len(bb.rows[i]) > rowScanMax+1 {
+		bb.big[[2]int{i, j}] = k
+	}
 	return bb.vals[k*bs : (k+1)*bs]
 }
 
@@ -80,38 +111,29 @@ func (bb *BlockBuilder) AddOff(i, j int, m []float64) {
 	}
 }
 
-// Build packs the accumulated blocks.
+// Build packs the accumulated blocks, each row's blocks by increasing
+// column.
 func (bb *BlockBuilder) Build() *BlockSym {
-	order := make([]int, len(bb.keys))
-	for k := range order {
-		order[k] = k
-	}
-	sort.Slice(order, func(a, c int) bool {
-		ka, kc := bb.keys[order[a]], bb.keys[order[c]]
-		if ka[0] != kc[0] {
-			return ka[0] < kc[0]
-		}
-		return ka[1] < kc[1]
-	})
 	bs := bb.b * bb.b
 	m := &BlockSym{
 		N: bb.n, B: bb.b,
 		RowPtr: make([]int, bb.n+1),
-		ColIdx: make([]int, len(order)),
-		Val:    make([]float64, len(order)*bs),
+		ColIdx: make([]int, len(bb.keys)),
+		Val:    make([]float64, len(bb.keys)*bs),
 		Diag:   make([]int, bb.n),
 	}
-	for p, k := range order {
-		key := bb.keys[k]
-		m.RowPtr[key[0]+1]++
-		m.ColIdx[p] = key[1]
-		copy(m.Val[p*bs:(p+1)*bs], bb.vals[k*bs:(k+1)*bs])
-		if key[0] == key[1] {
-			m.Diag[key[0]] = p
+	p := 0
+	for i, row := range bb.rows {
+		slices.SortFunc(row, func(x, y builderSlot) int { return x.col - y.col })
+		for _, e := range row {
+			m.ColIdx[p] = e.col
+			copy(m.Val[p*bs:(p+1)*bs], bb.vals[e.slot*bs:(e.slot+1)*bs])
+			if e.col == i {
+				m.Diag[i] = p
+			}
+			p++
 		}
-	}
-	for i := 0; i < bb.n; i++ {
-		m.RowPtr[i+1] += m.RowPtr[i]
+		m.RowPtr[i+1] = p
 	}
 	return m
 }

@@ -1,0 +1,88 @@
+package sparse
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestBlockBuilderMatchesMap checks BlockBuilder against a plain map of
+// blocks summed in the same order: rows sorted by column, every diagonal
+// block present, sums bit for bit, with short rows (scanned) and hub rows
+// longer than rowScanMax (indexed), repeated additions included.
+func TestBlockBuilderMatchesMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for _, b := range []int{1, 3, 4} {
+		n := 200
+		bb := NewBlockBuilder(n, b)
+		ref := map[[2]int][]float64{}
+		add := func(i, j int, m []float64) {
+			if ref[[2]int{i, j}] == nil {
+				ref[[2]int{i, j}] = make([]float64, b*b)
+			}
+			for k, v := range m {
+				ref[[2]int{i, j}][k] += v
+			}
+		}
+		for i := 0; i < n; i++ {
+			ref[[2]int{i, i}] = make([]float64, b*b)
+		}
+		m := make([]float64, b*b)
+		mt := make([]float64, b*b)
+		for it := 0; it < 3000; it++ {
+			for k := range m {
+				m[k] = rng.NormFloat64()
+			}
+			i, j := rng.IntN(n), rng.IntN(n)
+			if it%3 == 0 {
+				i = 7 // a hub: its row far outgrows rowScanMax
+			}
+			if i == j {
+				bb.AddDiag(i, m)
+				add(i, i, m)
+				continue
+			}
+			bb.AddOff(i, j, m)
+			add(i, j, m)
+			for r := 0; r < b; r++ {
+				for c := 0; c < b; c++ {
+					mt[c*b+r] = m[r*b+c]
+				}
+			}
+			add(j, i, mt)
+		}
+		q := bb.Build()
+		if len(q.ColIdx) != len(ref) {
+			t.Fatalf("b=%d: %d blocks, want %d", b, len(q.ColIdx), len(ref))
+		}
+		if q.RowPtr[8]-q.RowPtr[7] <= rowScanMax {
+			t.Fatalf("b=%d: the hub row has only %d blocks", b, q.RowPtr[8]-q.RowPtr[7])
+		}
+		for i := 0; i < n; i++ {
+			row := q.ColIdx[q.RowPtr[i]:q.RowPtr[i+1]]
+			if !slices.IsSorted(row) {
+				t.Fatalf("b=%d: row %d not sorted: %v", b, i, row)
+			}
+			if q.ColIdx[q.Diag[i]] != i {
+				t.Fatalf("b=%d: Diag[%d] points at column %d", b, i, q.ColIdx[q.Diag[i]])
+			}
+			for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
+				want := ref[[2]int{i, q.ColIdx[k]}]
+				if want == nil || !slices.Equal(q.Block(k), want) {
+					t.Fatalf("b=%d: block (%d, %d) = %v, want %v", b, i, q.ColIdx[k], q.Block(k), want)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkBlockBuilder(b *testing.B) {
+	for _, side := range []int{20, 46} {
+		b.Run(fmt.Sprintf("grid%d^3/b=4", side), func(b *testing.B) {
+			for b.Loop() {
+				gridBlockSym(side, 4)
+			}
+		})
+	}
+}
