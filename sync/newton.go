@@ -2,6 +2,7 @@ package sync
 
 import (
 	"math"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -103,6 +104,12 @@ type hessianPrecond struct {
 
 	ok     bool
 	failed int // assemblies that were not positive definite even when shifted
+
+	// Totals over the solve, for the trust region's step records:
+	// numeric factorizations attempted (failed ones included) and the
+	// seconds spent in update.
+	factorizations int
+	updateSeconds  float64
 }
 
 // hpWork is one goroutine's scratch for the per-pose loops.
@@ -307,6 +314,8 @@ func (p *hessianPrecond) complete(wk *hpWork, w, y []float64) {
 // its largest diagonal entry (see factorShifted), S unshifted; if not, the
 // caller falls back to Q.
 func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
+	start := time.Now()
+	defer func() { p.updateSeconds += time.Since(start).Seconds() }()
 	if x.R != p.r || p.basis == nil {
 		p.setRank(x.R)
 	}
@@ -341,7 +350,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		}
 		p.chol = c
 	}
-	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, len(shiftLadder)-1, true)
+	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, len(shiftLadder)-1, true, &p.factorizations)
 	if p.ok && p.split {
 		p.ok = p.factorS(lam)
 	}
@@ -482,12 +491,14 @@ const refactorFlopRatio = 20.0
 // the failing pivot is 2 to 4 percent of the largest diagonal entry below
 // zero, though shifting by 1e-5 of it suffices), and the ladder goes on
 // as before. It returns the shift, the number of raised pivots and
-// whether a factor was made.
-func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, maxRung int, modify bool) (shift float64, raised int, ok bool) {
+// whether a factor was made, and adds the factorizations it attempted to
+// *attempts.
+func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, maxRung int, modify bool, attempts *int) (shift float64, raised int, ok bool) {
 	for t := 0; t <= maxRung; t++ {
 		if t == 1 {
 			t = max(*rung-1, 1)
 		}
+		*attempts++
 		shift = mu + shiftLadder[t]*scale
 		var err error
 		raised = 0
@@ -533,7 +544,7 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 	// 500 trust-region steps without converging where Q's factor, used
 	// until S factors unshifted, converges in 184 (51 s against 163 s).
 	var ok bool
-	p.sshift, _, ok = factorShifted(p.s, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0, false)
+	p.sshift, _, ok = factorShifted(p.s, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0, false, &p.factorizations)
 	return ok
 }
 

@@ -38,6 +38,23 @@ type Record struct {
 	F        float64 `json:"f"`
 	GradNorm float64 `json:"grad_norm"`
 	RelGrad  float64 `json:"rel_grad_norm"`
+	// The trust-region step that led to this point (rtr records after a
+	// level's first): Inner is its tCG iterations, Factorizations the
+	// numeric Cholesky factorizations it attempted (failed attempts on the
+	// shift ladder included; 0 when the previous factor was reused) and
+	// FactorSeconds their time with the Hessian's assembly. When it made a
+	// Hessian factor, Shift is that factor's diagonal shift relative to the
+	// Hessian's largest diagonal entry and Raised the pivots the modified
+	// factorization raised. Precond names the preconditioner tCG used:
+	// "hessian", "q" (Q + sigma I, when the Hessian did not factor) or
+	// "none". Accepted reports whether the step was taken.
+	Inner          int     `json:"inner,omitempty"`
+	Factorizations int     `json:"factorizations,omitempty"`
+	FactorSeconds  float64 `json:"factor_seconds,omitempty"`
+	Shift          float64 `json:"shift,omitempty"`
+	Raised         int     `json:"raised,omitempty"`
+	Precond        string  `json:"precond,omitempty"`
+	Accepted       bool    `json:"accepted,omitempty"`
 }
 
 // Level summarizes one rung of the Riemannian staircase.

@@ -24,8 +24,21 @@ type rtrOptions struct {
 	MaxIter   int     // outer iterations
 	MaxInner  int     // tCG iterations per outer iteration
 	Deadline  time.Time
-	OnRecord  func(iter int, f, gradNorm, relGrad float64)
+	OnRecord  func(iter int, st rtrStep)
 	Precision float64 // relative change of F below which a step counts as no progress
+}
+
+// rtrStep is what OnRecord learns of iteration iter: the point (F and the
+// gradient) and, for iter > 0, the step that led to it (see Record).
+type rtrStep struct {
+	F, GradNorm, RelGrad float64
+	Inner                int
+	Factorizations       int
+	FactorSeconds        float64
+	Shift                float64 // relative to the Hessian's largest diagonal entry
+	Raised               int
+	Precond              string
+	Accepted             bool
 }
 
 type rtrResult struct {
@@ -117,16 +130,26 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		m.removeShift(v)
 		gg.remove(v)
 	}
+	var step rtrStep // the statistics of the step being taken
 	precond := func(dst, v *sparse.Blocks) {
 		if pending {
+			f0, s0 := hp.factorizations, hp.updateSeconds
 			useHessian, pending = hp.update(x, lam), false
+			step.Factorizations += hp.factorizations - f0
+			step.FactorSeconds += hp.updateSeconds - s0
+			if useHessian && hp.scale > 0 {
+				step.Shift, step.Raised = (hp.shift-hp.mu)/hp.scale, hp.raised
+			}
 		}
 		switch {
 		case useHessian:
+			step.Precond = "hessian"
 			hp.apply(dst, v)
 		case pre != nil:
+			step.Precond = "q"
 			pre.apply(dst, v)
 		default:
+			step.Precond = "none"
 			copyBlocks(dst, v)
 			return
 		}
@@ -163,8 +186,10 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	for it := 0; ; it++ {
 		out = rtrResult{F: f, GradNorm: gnorm, RelGrad: rel(), Iterations: it, InnerIterations: out.InnerIterations}
 		if opts.OnRecord != nil {
-			opts.OnRecord(it, f, gnorm, rel())
+			step.F, step.GradNorm, step.RelGrad = f, gnorm, rel()
+			opts.OnRecord(it, step)
 		}
+		step = rtrStep{}
 		switch {
 		case rel() <= opts.GradTol:
 			out.Stop = "gradient"
@@ -249,6 +274,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			dPd = zr + beta*beta*dPd
 		}
 		out.InnerIterations += inner1
+		step.Inner = inner1
 		refactor = hp == nil || inner1 > hp.refactorAfter()
 
 		m.retract(xnew, x, eta)
@@ -278,6 +304,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			} else {
 				stall = 0
 			}
+			step.Accepted = true
 			x, xnew = xnew, x
 			nq, nqNew = nqNew, nq
 			// Track F through the accurate decrease: re-evaluating

@@ -112,8 +112,23 @@ func BenchmarkScalingGrid3D(b *testing.B) {
 				b.ReportMetric(float64(rss)/1e6, "maxRSS-MB")
 				b.ReportMetric(float64(factorNNZ(g))/float64(g.N()), "L-nnz/n")
 				b.Logf("n=%d m=%d: %s at rank %d, F %.12g, timings %+v", g.N(), g.M(), res.Status, res.Rank, res.Objective, res.Timings)
+				logSteps(b, res)
 			})
 		}
+	}
+}
+
+// logSteps logs the last solve's trust-region steps (see sync.Record), to
+// show where the optimize stage's time goes: the tCG iterations and the
+// Hessian factorizations of each step.
+func logSteps(b *testing.B, res *bsync.Result) {
+	prev := 0.0
+	for _, h := range res.History {
+		if h.Phase == "rtr" {
+			b.Logf("rank %d step %2d: %4.1f s, %3d inner, %d factorizations in %5.2f s (shift %.0e, %d raised, %s), accepted %v, rel grad %.2e",
+				h.Rank, h.Iter, h.Seconds-prev, h.Inner, h.Factorizations, h.FactorSeconds, h.Shift, h.Raised, h.Precond, h.Accepted, h.RelGrad)
+		}
+		prev = h.Seconds
 	}
 }
 

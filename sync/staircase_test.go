@@ -73,3 +73,62 @@ func TestRoundingNotTightIsReported(t *testing.T) {
 		t.Errorf("bounds inconsistent: F(rounded)=%g relaxation=%g dual=%g gap=%g", res.Objective, res.RelaxationObjective, res.DualBound, res.SuboptimalityBound)
 	}
 }
+
+// The trust-region records account for every step: per level their tCG
+// iterations add up to the level's, accepted steps are those that moved F,
+// and each step that made a preconditioner says which and at what cost.
+// The saddle instance covers rank d and the split form above it.
+func TestStepRecordsAddUp(t *testing.T) {
+	for _, c := range []struct {
+		d    int
+		seed uint64
+	}{{2, 4}, {3, 1}} {
+		g, _ := noisyGraph(c.d, 12, 14, 1.0, 0.3, c.seed)
+		res, err := Solve(context.Background(), g, Options{Problem: posegraph.Rotations, Init: InitRandom, Seed: c.seed, MaxRank: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lv := range res.Levels {
+			inner, steps, factored := 0, 0, 0
+			var prev *Record
+			for k := range res.History {
+				h := &res.History[k]
+				if h.Rank != lv.Rank {
+					continue
+				}
+				if h.Phase == "rtr" {
+					steps++
+					inner += h.Inner
+					if h.Inner < 1 {
+						t.Errorf("d=%d rank %d iter %d: a step with %d inner iterations", c.d, lv.Rank, h.Iter, h.Inner)
+					}
+					switch h.Precond {
+					case "hessian":
+						if h.Factorizations > 0 && (h.Shift < 0 || h.Shift > shiftLadder[len(shiftLadder)-1] || h.Raised < 0) {
+							t.Errorf("d=%d rank %d iter %d: shift %g, raised %d", c.d, lv.Rank, h.Iter, h.Shift, h.Raised)
+						}
+					case "q", "none":
+					default:
+						t.Errorf("d=%d rank %d iter %d: preconditioner %q", c.d, lv.Rank, h.Iter, h.Precond)
+					}
+					if h.Factorizations > 0 {
+						factored++
+					}
+					if h.FactorSeconds < 0 || (h.Factorizations == 0) != (h.FactorSeconds == 0) {
+						t.Errorf("d=%d rank %d iter %d: %d factorizations in %g s", c.d, lv.Rank, h.Iter, h.Factorizations, h.FactorSeconds)
+					}
+					if prev != nil && h.Accepted == (h.F == prev.F) {
+						t.Errorf("d=%d rank %d iter %d: accepted %v but F %g -> %g", c.d, lv.Rank, h.Iter, h.Accepted, prev.F, h.F)
+					}
+				}
+				prev = h
+			}
+			if inner != lv.RTRInner || steps != lv.RTRIterations {
+				t.Errorf("d=%d rank %d: records count %d steps and %d inner iterations, the level %d and %d", c.d, lv.Rank, steps, inner, lv.RTRIterations, lv.RTRInner)
+			}
+			if lv.RTRIterations > 0 && factored == 0 {
+				t.Errorf("d=%d rank %d: %d steps and no factorization", c.d, lv.Rank, lv.RTRIterations)
+			}
+		}
+	}
+}

@@ -55,6 +55,24 @@ func TestSolveOutputs(t *testing.T) {
 	if h := m["history"].([]any); len(h) < 2 {
 		t.Errorf("history has %d records", len(h))
 	}
+	// Trust-region records say what each step cost, under stable keys.
+	steps := 0
+	for _, r := range m["history"].([]any) {
+		rec := r.(map[string]any)
+		if rec["phase"] != "rtr" {
+			continue
+		}
+		steps++
+		if in, ok := rec["inner"].(float64); !ok || in < 1 {
+			t.Errorf("trust-region record without tCG iterations: %v", rec)
+		}
+		if rec["precond"] != "hessian" && rec["precond"] != "q" && rec["precond"] != "none" {
+			t.Errorf("trust-region record with preconditioner %v", rec["precond"])
+		}
+	}
+	if steps == 0 {
+		t.Error("history has no trust-region record")
+	}
 	// The optimized graph reads back with the same structure and its
 	// poses attain the reported objective.
 	g, err := g2o.ReadFile(out, g2o.ReadOptions{})
