@@ -25,8 +25,12 @@
 //
 // Rounding projects the final point onto SO(d)^n, recovers the
 // translations exactly, and expresses the answer in the input's gauge
-// (package rounding). Result reports every quantity of the proof, the
-// history of each staircase level and the time spent in each stage.
+// (package rounding). When the final point's bound leaves more than the
+// allowed gap (its translations are only as accurate as the last step),
+// the rounded estimate, with exactly optimal translations, is certified
+// as well. Result reports every quantity of the proof, the history of
+// each staircase level and of each trust-region step (tCG iterations and
+// factorizations), and the time spent in each stage.
 //
 // The package name shadows the standard library's sync; this package does
 // not need it, and callers that need both import one under another name.
