@@ -39,15 +39,22 @@ type Record struct {
 	GradNorm float64 `json:"grad_norm"`
 	RelGrad  float64 `json:"rel_grad_norm"`
 	// The trust-region step that led to this point (rtr records after a
-	// level's first): Inner is its tCG iterations, Factorizations the
-	// numeric Cholesky factorizations it attempted (failed attempts on the
-	// shift ladder included; 0 when the previous factor was reused) and
-	// FactorSeconds their time with the Hessian's assembly. When it made a
-	// Hessian factor, Shift is that factor's diagonal shift relative to the
-	// Hessian's largest diagonal entry and Raised the pivots the modified
-	// factorization raised. Precond names the preconditioner tCG used:
-	// "hessian", "q" (Q + sigma I, when the Hessian did not factor) or
-	// "none". Accepted reports whether the step was taken.
+	// level's first; a record without a step has them zero, and in JSON
+	// a zero or false field is left out): Inner is its tCG iterations,
+	// Factorizations the numeric Cholesky factorizations it attempted, of
+	// the Hessian (failed rungs of the shift ladder included, and S's in
+	// the split form above rank d) or of Q + sigma I, 0 when the factor in
+	// use was kept from an earlier step. FactorSeconds is the time of the
+	// preconditioner's update: the factorizations with the Hessian's
+	// assembly and, after a rank change, its symbolic analysis. Precond
+	// names the preconditioner tCG used: "hessian", "q" (Q + sigma I, when
+	// the Hessian, or S, did not factor) or "none" (Q did not factor
+	// either). When the step made the Hessian factor it used, Shift is that
+	// factor's diagonal shift relative to the Hessian's largest diagonal
+	// entry and Raised the pivots the modified factorization raised.
+	// Accepted reports whether the step was taken. A factorization made
+	// at the last point, when tCG found no step to take there, is in no
+	// record.
 	Inner          int     `json:"inner,omitempty"`
 	Factorizations int     `json:"factorizations,omitempty"`
 	FactorSeconds  float64 `json:"factor_seconds,omitempty"`

@@ -48,29 +48,48 @@ type rtrResult struct {
 	Stop                 string
 }
 
-// rowSolver applies (Q + sigma I)^{-1} to every row of a block matrix. The
-// factor is made on first use: at rank d the Hessian's factor serves, and
-// most solves never need this one.
+// lazyFactor makes a factor on first use and keeps it, or its error, for
+// every later call: at rank d the Hessian's factor serves, and most solves
+// never need Q's; once refused, the row solver would otherwise retry on
+// every inner iteration. It counts the attempt and its time for the trust
+// region's step records.
+type lazyFactor struct {
+	make     func() (*sparse.Cholesky, error)
+	chol     *sparse.Cholesky
+	err      error
+	attempts int
+	seconds  float64
+}
+
+func (l *lazyFactor) get() (*sparse.Cholesky, error) {
+	if l.chol == nil && l.err == nil {
+		start := time.Now()
+		l.chol, l.err = l.make()
+		l.attempts++
+		l.seconds += time.Since(start).Seconds()
+	}
+	return l.chol, l.err
+}
+
+// rowSolver applies (Q + sigma I)^{-1} to every row of a block matrix,
+// with the factor made on first use.
 type rowSolver struct {
-	factor  func() (*sparse.Cholesky, error)
-	chol    *sparse.Cholesky
+	factor  *lazyFactor
 	rhs, in []float64
 }
 
-func newRowSolver(factor func() (*sparse.Cholesky, error), r, dim int) *rowSolver {
+func newRowSolver(factor *lazyFactor, r, dim int) *rowSolver {
 	return &rowSolver{factor: factor, rhs: make([]float64, r*dim), in: make([]float64, r*dim)}
 }
 
-// apply sets dst = V (Q + sigma I)^{-1}; without a factor (it failed) it
-// copies v, leaving CG unpreconditioned.
-func (s *rowSolver) apply(dst, v *sparse.Blocks) {
-	if s.chol == nil {
-		c, err := s.factor()
-		if err != nil {
-			copyBlocks(dst, v)
-			return
-		}
-		s.chol = c
+// apply sets dst = V (Q + sigma I)^{-1} and reports whether it had a
+// factor; without one (it was refused) it copies v, leaving CG
+// unpreconditioned.
+func (s *rowSolver) apply(dst, v *sparse.Blocks) bool {
+	chol, err := s.factor.get()
+	if err != nil {
+		copyBlocks(dst, v)
+		return false
 	}
 	r, b := v.R, v.B
 	dim := v.N * b
@@ -80,13 +99,14 @@ func (s *rowSolver) apply(dst, v *sparse.Blocks) {
 			copy(s.in[a*dim+i*b:a*dim+(i+1)*b], vi[a*b:(a+1)*b])
 		}
 	}
-	s.chol.SolveMany(s.rhs, s.in, r)
+	chol.SolveMany(s.rhs, s.in, r)
 	for i := 0; i < v.N; i++ {
 		di := dst.Block(i)
 		for a := 0; a < r; a++ {
 			copy(di[a*b:(a+1)*b], s.rhs[a*dim+i*b:a*dim+(i+1)*b])
 		}
 	}
+	return true
 }
 
 // rtr runs the trust region from x (updated in place).
@@ -137,8 +157,8 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			useHessian, pending = hp.update(x, lam), false
 			step.Factorizations += hp.factorizations - f0
 			step.FactorSeconds += hp.updateSeconds - s0
-			if useHessian && hp.scale > 0 {
-				step.Shift, step.Raised = (hp.shift-hp.mu)/hp.scale, hp.raised
+			if useHessian {
+				step.Shift, step.Raised = shiftLadder[hp.rung], hp.raised
 			}
 		}
 		switch {
@@ -146,8 +166,16 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			step.Precond = "hessian"
 			hp.apply(dst, v)
 		case pre != nil:
+			f0, s0 := pre.factor.attempts, pre.factor.seconds
 			step.Precond = "q"
-			pre.apply(dst, v)
+			if !pre.apply(dst, v) {
+				step.Precond = "none"
+			}
+			step.Factorizations += pre.factor.attempts - f0
+			step.FactorSeconds += pre.factor.seconds - s0
+			if step.Precond == "none" {
+				return
+			}
 		default:
 			step.Precond = "none"
 			copyBlocks(dst, v)

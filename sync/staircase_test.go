@@ -2,6 +2,8 @@ package sync
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -75,10 +77,14 @@ func TestRoundingNotTightIsReported(t *testing.T) {
 }
 
 // The trust-region records account for every step: per level their tCG
-// iterations add up to the level's, accepted steps are those that moved F,
-// and each step that made a preconditioner says which and at what cost.
-// The saddle instance covers rank d and the split form above it.
+// iterations add up to the level's; a level's first step makes its
+// preconditioner and a step after a rejected one keeps it; a rejected step
+// leaves F; above rank d the split form factors H and S; and each step
+// names a preconditioner and what it cost. The saddle instances climb from
+// rank d, where the d = 3 Hessian factors with raised pivots, to the
+// split form, where S does not factor at first and Q's factor serves.
 func TestStepRecordsAddUp(t *testing.T) {
+	raised, split, onQ := 0, 0, 0
 	for _, c := range []struct {
 		d    int
 		seed uint64
@@ -89,7 +95,7 @@ func TestStepRecordsAddUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, lv := range res.Levels {
-			inner, steps, factored := 0, 0, 0
+			inner, steps := 0, 0
 			var prev *Record
 			for k := range res.History {
 				h := &res.History[k]
@@ -97,28 +103,47 @@ func TestStepRecordsAddUp(t *testing.T) {
 					continue
 				}
 				if h.Phase == "rtr" {
+					where := fmt.Sprintf("d=%d rank %d iter %d", c.d, lv.Rank, h.Iter)
 					steps++
 					inner += h.Inner
 					if h.Inner < 1 {
-						t.Errorf("d=%d rank %d iter %d: a step with %d inner iterations", c.d, lv.Rank, h.Iter, h.Inner)
+						t.Errorf("%s: a step with %d inner iterations", where, h.Inner)
+					}
+					first := prev == nil || prev.Phase != "rtr"
+					switch {
+					case first && h.Factorizations < 1:
+						t.Errorf("%s: the level's first step made no factor", where)
+					case !first && !prev.Accepted && h.Factorizations != 0:
+						t.Errorf("%s: %d factorizations after a rejected step, at the same point", where, h.Factorizations)
+					}
+					if !first && !h.Accepted && h.F != prev.F {
+						t.Errorf("%s: rejected, but F %g -> %g", where, prev.F, h.F)
 					}
 					switch h.Precond {
 					case "hessian":
-						if h.Factorizations > 0 && (h.Shift < 0 || h.Shift > shiftLadder[len(shiftLadder)-1] || h.Raised < 0) {
-							t.Errorf("d=%d rank %d iter %d: shift %g, raised %d", c.d, lv.Rank, h.Iter, h.Shift, h.Raised)
+						if h.Factorizations > 0 && !slices.Contains(shiftLadder, h.Shift) {
+							t.Errorf("%s: shift %g is not on the ladder", where, h.Shift)
 						}
-					case "q", "none":
+					case "q":
+						onQ++
+						if h.Shift != 0 || h.Raised != 0 {
+							t.Errorf("%s: Q's factor with shift %g and %d raised pivots", where, h.Shift, h.Raised)
+						}
 					default:
-						t.Errorf("d=%d rank %d iter %d: preconditioner %q", c.d, lv.Rank, h.Iter, h.Precond)
+						t.Errorf("%s: preconditioner %q", where, h.Precond)
 					}
-					if h.Factorizations > 0 {
-						factored++
+					if h.Raised > 0 {
+						raised++
+					}
+					if lv.Rank > c.d && h.Precond == "hessian" && h.Factorizations > 0 {
+						// The split form factors H and then S.
+						split++
+						if h.Factorizations < 2 {
+							t.Errorf("%s: the split form made its preconditioner in %d factorizations", where, h.Factorizations)
+						}
 					}
 					if h.FactorSeconds < 0 || (h.Factorizations == 0) != (h.FactorSeconds == 0) {
-						t.Errorf("d=%d rank %d iter %d: %d factorizations in %g s", c.d, lv.Rank, h.Iter, h.Factorizations, h.FactorSeconds)
-					}
-					if prev != nil && h.Accepted == (h.F == prev.F) {
-						t.Errorf("d=%d rank %d iter %d: accepted %v but F %g -> %g", c.d, lv.Rank, h.Iter, h.Accepted, prev.F, h.F)
+						t.Errorf("%s: %d factorizations in %g s", where, h.Factorizations, h.FactorSeconds)
 					}
 				}
 				prev = h
@@ -126,9 +151,9 @@ func TestStepRecordsAddUp(t *testing.T) {
 			if inner != lv.RTRInner || steps != lv.RTRIterations {
 				t.Errorf("d=%d rank %d: records count %d steps and %d inner iterations, the level %d and %d", c.d, lv.Rank, steps, inner, lv.RTRIterations, lv.RTRInner)
 			}
-			if lv.RTRIterations > 0 && factored == 0 {
-				t.Errorf("d=%d rank %d: %d steps and no factorization", c.d, lv.Rank, lv.RTRIterations)
-			}
 		}
+	}
+	if raised == 0 || split == 0 || onQ == 0 {
+		t.Errorf("the instances should cover raised pivots (%d steps), the split form's factors (%d) and Q's factor (%d)", raised, split, onQ)
 	}
 }

@@ -288,37 +288,59 @@ func TestGaugeProjection(t *testing.T) {
 // (inaccurate translations) still ends certified through the estimate's
 // exactly optimal translations, and a converged one keeps the relaxation's
 // bound, which already met the tolerance, without a second factorization.
+// The saddle instances of TestStaircaseEscapesSaddle add levels above
+// rank d.
 func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
-	rescued, kept := 0, 0
+	type instance struct {
+		d    int
+		g    *posegraph.Graph
+		opts Options
+	}
+	var cases []instance
 	for _, d := range []int{2, 3} {
 		g, _ := noisyGraph(d, 200, 60, 0.05, 0.05, 3)
 		for _, tol := range []float64{1e-4, 1e-5, 1e-6, 0} {
-			res, err := Solve(context.Background(), g, Options{Seed: 1, GradTol: tol, BCMMaxSweeps: -1})
-			if err != nil {
-				t.Fatal(err)
+			cases = append(cases, instance{d, g, Options{Seed: 1, GradTol: tol, BCMMaxSweeps: -1}})
+		}
+	}
+	for _, c := range []struct {
+		d    int
+		seed uint64
+	}{{2, 4}, {3, 1}} {
+		g, _ := noisyGraph(c.d, 12, 14, 1.0, 0.3, c.seed)
+		cases = append(cases, instance{c.d, g, Options{Problem: posegraph.Rotations, Init: InitRandom, Seed: c.seed, MaxRank: 6}})
+	}
+	rescued, kept, above := 0, 0, 0
+	for _, c := range cases {
+		d, tol := c.d, c.opts.GradTol
+		res, err := Solve(context.Background(), c.g, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lv := res.Levels[len(res.Levels)-1]
+		if !lv.Certified {
+			continue
+		}
+		if res.Rank > d {
+			above++
+		}
+		relaxGap := res.Objective - lv.DualBound
+		switch {
+		case relaxGap > res.GapAllowed:
+			rescued++
+			if !res.Certified || res.DualBound <= lv.DualBound {
+				t.Errorf("d=%d tol %g: relaxation gap %g > allowed %g, and the estimate's bound %g (status %s) did not improve on it",
+					d, tol, relaxGap, res.GapAllowed, res.DualBound, res.Status)
 			}
-			lv := res.Levels[len(res.Levels)-1]
-			if !lv.Certified {
-				continue
-			}
-			relaxGap := res.Objective - lv.DualBound
-			switch {
-			case relaxGap > res.GapAllowed:
-				rescued++
-				if !res.Certified || res.DualBound <= lv.DualBound {
-					t.Errorf("d=%d tol %g: relaxation gap %g > allowed %g, and the estimate's bound %g (status %s) did not improve on it",
-						d, tol, relaxGap, res.GapAllowed, res.DualBound, res.Status)
-				}
-			default:
-				kept++
-				if !res.Certified || res.DualBound != lv.DualBound {
-					t.Errorf("d=%d tol %g: relaxation gap %g within %g, but status %s and bound %g instead of the relaxation's %g",
-						d, tol, relaxGap, res.GapAllowed, res.Status, res.DualBound, lv.DualBound)
-				}
+		default:
+			kept++
+			if !res.Certified || res.DualBound != lv.DualBound {
+				t.Errorf("d=%d tol %g: relaxation gap %g within %g, but status %s and bound %g instead of the relaxation's %g",
+					d, tol, relaxGap, res.GapAllowed, res.Status, res.DualBound, lv.DualBound)
 			}
 		}
 	}
-	if rescued == 0 || kept == 0 {
-		t.Fatalf("the instances should cover both cases: %d rescued by the estimate, %d kept the relaxation's bound", rescued, kept)
+	if rescued == 0 || kept == 0 || above == 0 {
+		t.Fatalf("the instances should cover both cases and a rank above d: %d rescued by the estimate, %d kept the relaxation's bound, %d above rank d", rescued, kept, above)
 	}
 }

@@ -55,7 +55,9 @@ func TestSolveOutputs(t *testing.T) {
 	if h := m["history"].([]any); len(h) < 2 {
 		t.Errorf("history has %d records", len(h))
 	}
-	// Trust-region records say what each step cost, under stable keys.
+	// Trust-region records say what each step cost, under stable keys
+	// (zero and false fields are left out; a step has at least one inner
+	// iteration and a preconditioner).
 	steps := 0
 	for _, r := range m["history"].([]any) {
 		rec := r.(map[string]any)
