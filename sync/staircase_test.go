@@ -9,18 +9,34 @@ import (
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
+// saddle is a rotation graph with heavy noise whose random start at rank d
+// ends at a saddle (see TestStaircaseEscapesSaddle).
+type saddle struct {
+	d    int
+	seed uint64
+}
+
+// saddleInstances were found by searching seeds; they are fixed so the
+// tests are deterministic.
+func saddleInstances() []saddle { return []saddle{{2, 4}, {3, 1}} }
+
+func (c saddle) graph() *posegraph.Graph {
+	g, _ := noisyGraph(c.d, 12, 14, 1.0, 0.3, c.seed)
+	return g
+}
+
+func (c saddle) options() Options {
+	return Options{Problem: posegraph.Rotations, Init: InitRandom, Seed: c.seed, MaxRank: 6}
+}
+
 // With heavy rotation noise and a random start at rank d, the first level
 // ends at a critical point that is not a global minimum: the certificate
 // fails, the staircase escapes along the negative eigenvector to rank d+1
-// and beyond, and certifies there. The instances were found by searching
-// seeds; they are fixed so the test is deterministic.
+// and beyond, and certifies there.
 func TestStaircaseEscapesSaddle(t *testing.T) {
-	for _, c := range []struct {
-		d    int
-		seed uint64
-	}{{2, 4}, {3, 1}} {
-		g, _ := noisyGraph(c.d, 12, 14, 1.0, 0.3, c.seed)
-		res, err := Solve(context.Background(), g, Options{Problem: posegraph.Rotations, Init: InitRandom, Seed: c.seed, MaxRank: 6})
+	for _, c := range saddleInstances() {
+		g := c.graph()
+		res, err := Solve(context.Background(), g, c.options())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,12 +101,9 @@ func TestRoundingNotTightIsReported(t *testing.T) {
 // split form, where S does not factor at first and Q's factor serves.
 func TestStepRecordsAddUp(t *testing.T) {
 	raised, split, onQ := 0, 0, 0
-	for _, c := range []struct {
-		d    int
-		seed uint64
-	}{{2, 4}, {3, 1}} {
-		g, _ := noisyGraph(c.d, 12, 14, 1.0, 0.3, c.seed)
-		res, err := Solve(context.Background(), g, Options{Problem: posegraph.Rotations, Init: InitRandom, Seed: c.seed, MaxRank: 6})
+	for _, c := range saddleInstances() {
+		g := c.graph()
+		res, err := Solve(context.Background(), g, c.options())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -303,12 +303,8 @@ func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
 			cases = append(cases, instance{d, g, Options{Seed: 1, GradTol: tol, BCMMaxSweeps: -1}})
 		}
 	}
-	for _, c := range []struct {
-		d    int
-		seed uint64
-	}{{2, 4}, {3, 1}} {
-		g, _ := noisyGraph(c.d, 12, 14, 1.0, 0.3, c.seed)
-		cases = append(cases, instance{c.d, g, Options{Problem: posegraph.Rotations, Init: InitRandom, Seed: c.seed, MaxRank: 6}})
+	for _, c := range saddleInstances() {
+		cases = append(cases, instance{c.d, c.graph(), c.options()})
 	}
 	rescued, kept, above := 0, 0, 0
 	for _, c := range cases {
