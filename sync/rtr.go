@@ -54,7 +54,7 @@ type rtrResult struct {
 // every inner iteration. It counts the attempt and its time for the trust
 // region's step records.
 type lazyFactor struct {
-	make     func() (*sparse.Cholesky, error)
+	build    func() (*sparse.Cholesky, error)
 	chol     *sparse.Cholesky
 	err      error
 	attempts int
@@ -64,7 +64,7 @@ type lazyFactor struct {
 func (l *lazyFactor) get() (*sparse.Cholesky, error) {
 	if l.chol == nil && l.err == nil {
 		start := time.Now()
-		l.chol, l.err = l.make()
+		l.chol, l.err = l.build()
 		l.attempts++
 		l.seconds += time.Since(start).Seconds()
 	}

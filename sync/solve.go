@@ -182,7 +182,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// A Cholesky factor of Q + sigma I preconditions the trust region's
 	// inner CG and the eigensolver. sigma only lifts Q's null space (the
 	// common translation), so it is tiny next to the weights.
-	qFactor := &lazyFactor{make: func() (*sparse.Cholesky, error) {
+	qFactor := &lazyFactor{build: func() (*sparse.Cholesky, error) {
 		c, err := sparse.AnalyzeBlocks(q, perm)
 		if err == nil {
 			err = c.FactorizeBlocks(q, 1e-9*scale)
