@@ -20,25 +20,15 @@ import (
 
 // rtrOptions controls the finishing phase.
 type rtrOptions struct {
-	GradTol   float64 // stop when ||grad|| / ||2 X Q|| <= GradTol
-	MaxIter   int     // outer iterations
-	MaxInner  int     // tCG iterations per outer iteration
-	Deadline  time.Time
-	OnRecord  func(iter int, st rtrStep)
+	GradTol  float64 // stop when ||grad|| / ||2 X Q|| <= GradTol
+	MaxIter  int     // outer iterations
+	MaxInner int     // tCG iterations per outer iteration
+	Deadline time.Time
+	// OnRecord receives iteration iter's point (F and the gradient) and,
+	// for iter > 0, the statistics of the step that led to it (see
+	// Record); the caller fills in the rest.
+	OnRecord  func(iter int, rec Record)
 	Precision float64 // relative change of F below which a step counts as no progress
-}
-
-// rtrStep is what OnRecord learns of iteration iter: the point (F and the
-// gradient) and, for iter > 0, the step that led to it (see Record).
-type rtrStep struct {
-	F, GradNorm, RelGrad float64
-	Inner                int
-	Factorizations       int
-	FactorSeconds        float64
-	Shift                float64 // relative to the Hessian's largest diagonal entry
-	Raised               int
-	Precond              string
-	Accepted             bool
 }
 
 type rtrResult struct {
@@ -150,13 +140,23 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		m.removeShift(v)
 		gg.remove(v)
 	}
-	var step rtrStep // the statistics of the step being taken
+	var step Record // the statistics of the step being taken
+	// factorTotals counts the factorizations made so far (the Hessian's
+	// and Q's) and their seconds; a record's share is the difference
+	// from the last record's totals.
+	factorTotals := func() (n int, secs float64) {
+		if hp != nil {
+			n, secs = hp.factorizations, hp.updateSeconds
+		}
+		if pre != nil {
+			n, secs = n+pre.factor.attempts, secs+pre.factor.seconds
+		}
+		return n, secs
+	}
+	lastFactors, lastSeconds := factorTotals()
 	precond := func(dst, v *sparse.Blocks) {
 		if pending {
-			f0, s0 := hp.factorizations, hp.updateSeconds
 			useHessian, pending = hp.update(x, lam), false
-			step.Factorizations += hp.factorizations - f0
-			step.FactorSeconds += hp.updateSeconds - s0
 			if useHessian {
 				step.Shift, step.Raised = shiftLadder[hp.rung], hp.raised
 			}
@@ -166,14 +166,9 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			step.Precond = "hessian"
 			hp.apply(dst, v)
 		case pre != nil:
-			f0, s0 := pre.factor.attempts, pre.factor.seconds
 			step.Precond = "q"
 			if !pre.apply(dst, v) {
 				step.Precond = "none"
-			}
-			step.Factorizations += pre.factor.attempts - f0
-			step.FactorSeconds += pre.factor.seconds - s0
-			if step.Precond == "none" {
 				return
 			}
 		default:
@@ -215,9 +210,12 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		out = rtrResult{F: f, GradNorm: gnorm, RelGrad: rel(), Iterations: it, InnerIterations: out.InnerIterations}
 		if opts.OnRecord != nil {
 			step.F, step.GradNorm, step.RelGrad = f, gnorm, rel()
+			n, secs := factorTotals()
+			step.Factorizations, step.FactorSeconds = n-lastFactors, secs-lastSeconds
+			lastFactors, lastSeconds = n, secs
 			opts.OnRecord(it, step)
 		}
-		step = rtrStep{}
+		step = Record{}
 		switch {
 		case rel() <= opts.GradTol:
 			out.Stop = "gradient"

@@ -393,14 +393,12 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 	pre := newRowSolver(qFactor, r, q.Dim())
 	rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
 		GradTol: opts.GradTol, Deadline: deadline,
-		OnRecord: func(it int, st rtrStep) {
+		OnRecord: func(it int, rec Record) {
 			if it == 0 && opts.BCMMaxSweeps > 0 {
 				return // the same point as BCM's last record
 			}
-			emit(Record{Rank: r, Phase: "rtr", Iter: iters + it, Seconds: time.Since(start).Seconds(),
-				F: st.F, GradNorm: st.GradNorm, RelGrad: st.RelGrad,
-				Inner: st.Inner, Factorizations: st.Factorizations, FactorSeconds: st.FactorSeconds,
-				Shift: st.Shift, Raised: st.Raised, Precond: st.Precond, Accepted: st.Accepted})
+			rec.Rank, rec.Phase, rec.Iter, rec.Seconds = r, "rtr", iters+it, time.Since(start).Seconds()
+			emit(rec)
 		},
 	})
 	lv.RTRIterations, lv.RTRInner, lv.RTRStop = rr.Iterations, rr.InnerIterations, rr.Stop
