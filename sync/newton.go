@@ -91,6 +91,9 @@ type hessianPrecond struct {
 	raised int
 	x      *sparse.Blocks
 	rung   int // index in shiftLadder of the last successful shift
+	// resume makes the next update start the ladder at rung (see
+	// resumeShift); resumed says the current factor was made so.
+	resume, resumed bool
 
 	// The split form at r > d: the complement part is preconditioned by
 	// 2 S (x) I_{r-d}, factored once per update on Q's pattern.
@@ -211,7 +214,7 @@ func (p *hessianPrecond) setRank(r int) {
 	if len(p.qper) == 0 {
 		p.perm = nil // let the factorization order H itself
 	}
-	p.chol, p.rung = nil, 0
+	p.chol, p.rung, p.resume, p.resumed = nil, 0, false, false
 	p.w = make([]float64, q.N*r*r)
 	p.works = p.works[:0]
 	p.chunks()
@@ -350,7 +353,12 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		}
 		p.chol = c
 	}
-	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, len(shiftLadder)-1, true, &p.factorizations)
+	from := 0
+	if p.resume {
+		from = p.rung
+	}
+	p.resumed, p.resume = p.resume, false
+	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, from, len(shiftLadder)-1, true, &p.factorizations)
 	if p.ok && p.split {
 		p.ok = p.factorS(lam)
 	}
@@ -440,7 +448,7 @@ func (p *hessianPrecond) assemble(wk *hpWork, lam []float64, lo, hi int) {
 // benchmark graphs, where refactoring after 3 was tuned, and raises it to
 // tens on the 10^6-pose grids, whose factorizations cost hundreds of solves.
 func (p *hessianPrecond) refactorAfter() int {
-	const fresh = 3
+	const fresh = freshInner
 	if p.chol == nil {
 		return fresh
 	}
@@ -461,6 +469,49 @@ func (p *hessianPrecond) refactorAfter() int {
 // raising it to 1e-5 instead of 1e-4 of the diagonal left a small SE(3)
 // test graph stalled at a relative gradient of 1.3e-10.
 const raiseFloor = 1e-4
+
+// freshInner: see refactorAfter.
+const freshInner = 3
+
+// staleFactor decides when the trust region refactors the Hessian. A
+// factor is refactored when the inner iterations beyond a fresh factor's
+// (freshInner), summed over the steps since it was made, exceed the
+// budget refactorAfter() - freshInner. Summing matters where the budget is
+// large: on the 10^6-pose grid one factor served steps of 12, 11 and 25
+// inner iterations, each but the last under the threshold of 13; counting
+// the sum refactors after the second, and the steps that followed took 2,
+// 5 and 7 iterations (79 in the solve instead of 96, 200 s instead of
+// 234-240). On the benchmark graphs and the smaller grids no factor
+// serves two steps that each stay under the threshold and together exceed
+// it, and their paths are unchanged.
+type staleFactor struct{ excess int }
+
+// factored notes a new factorization.
+func (s *staleFactor) factored() { s.excess = 0 }
+
+// step adds a step's inner iterations and reports whether the next step
+// should refactor, given the threshold after (refactorAfter's value).
+func (s *staleFactor) step(inner, after int) bool {
+	s.excess += max(0, inner-freshInner)
+	return s.excess > after-freshInner
+}
+
+// resumeShift is the shift, relative to the largest diagonal entry, from
+// which a factor is refactored at the next accepted point whatever the
+// inner iterations, starting the ladder at the same rung (no modified
+// attempt, no lower rung: consecutive points need similar shifts), once;
+// the factor so made follows the usual rule. A shift that large blurs the
+// Hessian's low modes, and the step after it moves far: on the 10^6-pose
+// grid the first factor needs 1e-4 (0, 1e-5 and 3e-5 fail), and the next
+// step took 40 inner iterations with it (53 s) against 18 and one
+// factorization (33 to 39 s) with a fresh one at 1e-4; over the solve, 69
+// inner iterations and 6 factorizations of the Hessian instead of 79 and
+// 5 (183 and 216 s in two runs, against 200 s). Refactoring from the
+// bottom of the ladder instead repeated the failed attempts (8
+// factorizations, 282 s). Of the benchmark graphs only smallGrid3D's first
+// factor needs 1e-4 (9 inner iterations and 3 factorizations before, 5
+// and 4 now).
+const resumeShift = 1e-4
 
 // refactorFlopRatio: see refactorAfter.
 const refactorFlopRatio = 20.0
@@ -492,10 +543,11 @@ const refactorFlopRatio = 20.0
 // zero, though shifting by 1e-5 of it suffices), and the ladder goes on
 // as before. It returns the shift, the number of raised pivots and
 // whether a factor was made, and adds the factorizations it attempted to
-// *attempts.
-func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, maxRung int, modify bool, attempts *int) (shift float64, raised int, ok bool) {
-	for t := 0; t <= maxRung; t++ {
-		if t == 1 {
+// *attempts. With from > 0 the ladder starts at rung from instead, with
+// no modified attempt (see resumeShift).
+func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, from, maxRung int, modify bool, attempts *int) (shift float64, raised int, ok bool) {
+	for t := from; t <= maxRung; t++ {
+		if t == 1 && from == 0 {
 			t = max(*rung-1, 1)
 		}
 		*attempts++
@@ -544,7 +596,7 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 	// 500 trust-region steps without converging where Q's factor, used
 	// until S factors unshifted, converges in 184 (51 s against 163 s).
 	var ok bool
-	p.sshift, _, ok = factorShifted(p.s, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0, false, &p.factorizations)
+	p.sshift, _, ok = factorShifted(p.s, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0, 0, false, &p.factorizations)
 	return ok
 }
 

@@ -529,3 +529,78 @@ func BenchmarkHessianPrecond(b *testing.B) {
 		})
 	}
 }
+
+// TestStaleFactor checks the refactoring rule: one step alone refactors
+// when its inner iterations exceed refactorAfter, as the rule did before
+// it summed; steps under the threshold add their iterations beyond a
+// fresh factor's until the sum passes the budget; a factorization starts
+// the count anew.
+func TestStaleFactor(t *testing.T) {
+	for after := freshInner; after <= 20; after++ {
+		for inner := 0; inner <= 30; inner++ {
+			var s staleFactor
+			if got, want := s.step(inner, after), inner > after; got != want {
+				t.Errorf("after %d: one step of %d inner iterations refactors %t, want %t", after, inner, got, want)
+			}
+		}
+	}
+	// The 10^6-pose grid's steps, threshold 13 (budget 10).
+	var s staleFactor
+	for k, c := range []struct {
+		inner int
+		want  bool
+	}{{12, false}, {11, true}} {
+		if got := s.step(c.inner, 13); got != c.want {
+			t.Errorf("step %d (%d inner): refactor %t, want %t", k, c.inner, got, c.want)
+		}
+	}
+	s.factored()
+	for k, inner := range []int{2, 3, 1, 13} {
+		if s.step(inner, 13) {
+			t.Errorf("after the factorization, step %d (%d inner) refactors with an excess of %d", k, inner, s.excess)
+		}
+	}
+	if !s.step(4, 13) {
+		t.Errorf("an excess of %d does not refactor with a budget of 10", s.excess)
+	}
+}
+
+// TestFactorShiftedFrom checks where the shift ladder starts: at 0 it
+// tries the modified factorization first, which raises a pivot just below
+// zero; from a rung it skips that attempt and the rungs below, and climbs
+// until the matrix factors.
+func TestFactorShiftedFrom(t *testing.T) {
+	bb := sparse.NewBlockBuilder(3, 1)
+	for i, v := range []float64{1, 0.5, -5e-5} {
+		bb.AddDiag(i, []float64{v})
+	}
+	bb.AddOff(0, 1, []float64{0.1})
+	h := bb.Build()
+	chol, err := sparse.AnalyzeBlocks(h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := h.MaxDiag()
+	for _, c := range []struct {
+		from, rung           int
+		wantRung, wantRaised int
+		wantAttempts         int
+	}{
+		{from: 0, rung: 0, wantRung: 0, wantRaised: 1, wantAttempts: 1},
+		// 1e-5 leaves the last pivot negative, 1e-4 makes it positive.
+		{from: 1, rung: 0, wantRung: 2, wantRaised: 0, wantAttempts: 2},
+		{from: 2, rung: 2, wantRung: 2, wantRaised: 0, wantAttempts: 1},
+		{from: 3, rung: 3, wantRung: 3, wantRaised: 0, wantAttempts: 1},
+	} {
+		rung, attempts := c.rung, 0
+		shift, raised, ok := factorShifted(h, chol, 0, scale, &rung, c.from, len(shiftLadder)-1, true, &attempts)
+		if !ok || rung != c.wantRung || raised != c.wantRaised || attempts != c.wantAttempts {
+			t.Errorf("from %d: ok %t, rung %d, %d raised, %d attempts; want rung %d, %d raised, %d attempts",
+				c.from, ok, rung, raised, attempts, c.wantRung, c.wantRaised, c.wantAttempts)
+			continue
+		}
+		if want := shiftLadder[c.wantRung] * scale; shift != want {
+			t.Errorf("from %d: shift %g, want %g", c.from, shift, want)
+		}
+	}
+}

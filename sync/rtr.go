@@ -122,10 +122,12 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	// Near the minimum it changes little from step to step, and the factor
 	// from the previous point still preconditions tCG almost exactly, so it
 	// is kept while tCG converges in a few inner iterations (more on large
-	// graphs, where a factorization costs more: see refactorAfter).
+	// graphs, where a factorization costs more: see refactorAfter and
+	// staleFactor), unless it was shifted by resumeShift or more.
 	// The update is lazy (pending): the point that meets the tolerance
 	// never runs tCG, so it must not pay for a factorization.
 	useHessian, refactor, pending := false, true, false
+	var stale staleFactor
 	setPoint := func() {
 		m.lambda(lam, x, nq)
 		gg.setPoint(x)
@@ -157,6 +159,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	precond := func(dst, v *sparse.Blocks) {
 		if pending {
 			useHessian, pending = hp.update(x, lam), false
+			stale.factored()
 			if useHessian {
 				step.Shift, step.Raised = shiftLadder[hp.rung], hp.raised
 			}
@@ -301,7 +304,10 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		}
 		out.InnerIterations += inner1
 		step.Inner = inner1
-		refactor = hp == nil || inner1 > hp.refactorAfter()
+		refactor = hp == nil || stale.step(inner1, hp.refactorAfter())
+		if useHessian && !hp.resumed && shiftLadder[hp.rung] >= resumeShift {
+			refactor, hp.resume = true, true
+		}
 
 		m.retract(xnew, x, eta)
 		m.mulQ(nqNew, xnew)

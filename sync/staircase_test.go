@@ -3,9 +3,12 @@ package sync
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -100,7 +103,7 @@ func TestRoundingNotTightIsReported(t *testing.T) {
 // rank d, where the d = 3 Hessian factors with raised pivots, to the
 // split form, where S does not factor at first and Q's factor serves.
 func TestStepRecordsAddUp(t *testing.T) {
-	raised, split, onQ := 0, 0, 0
+	raised, split, onQ, resumes := 0, 0, 0, 0
 	for _, c := range saddleInstances() {
 		g := c.graph()
 		res, err := Solve(context.Background(), g, c.options())
@@ -110,6 +113,10 @@ func TestStepRecordsAddUp(t *testing.T) {
 		for _, lv := range res.Levels {
 			inner, steps := 0, 0
 			var prev *Record
+			// resumeDue: the last factor was shifted by resumeShift or
+			// more and not itself a resumed one, so the next accepted
+			// point refactors.
+			resumeDue, dueShift := false, 0.0
 			for k := range res.History {
 				h := &res.History[k]
 				if h.Rank != lv.Rank {
@@ -128,6 +135,16 @@ func TestStepRecordsAddUp(t *testing.T) {
 						t.Errorf("%s: the level's first step made no factor", where)
 					case !first && !prev.Accepted && h.Factorizations != 0:
 						t.Errorf("%s: %d factorizations after a rejected step, at the same point", where, h.Factorizations)
+					}
+					if !first && prev.Accepted && resumeDue {
+						resumes++
+						if h.Factorizations == 0 {
+							t.Errorf("%s: a factor shifted by %g served a second point", where, dueShift)
+						}
+					}
+					if h.Factorizations > 0 && h.Precond == "hessian" {
+						resumeDue = !(resumeDue && !first) && h.Shift >= resumeShift
+						dueShift = h.Shift
 					}
 					if !first && !h.Accepted && h.F != prev.F {
 						t.Errorf("%s: rejected, but F %g -> %g", where, prev.F, h.F)
@@ -166,7 +183,36 @@ func TestStepRecordsAddUp(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("resumed factors: %d", resumes)
 	if raised == 0 || split == 0 || onQ == 0 {
 		t.Errorf("the instances should cover raised pivots (%d steps), the split form's factors (%d) and Q's factor (%d)", raised, split, onQ)
+	}
+}
+
+// TestShiftedFactorServesOnePoint solves smallGrid3D, whose first Hessian
+// factors only shifted by 1e-4 of its diagonal (resumeShift): the next
+// accepted point must refactor, from that rung, whatever its inner
+// iterations.
+func TestShiftedFactorServesOnePoint(t *testing.T) {
+	dir := datasets.SuiteOrSkip(t)
+	g, err := g2o.ReadFile(filepath.Join(dir, "smallGrid3D.g2o"), g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Solve(context.Background(), g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []Record
+	for _, h := range res.History {
+		if h.Phase == "rtr" && h.Rank == res.Rank {
+			steps = append(steps, h)
+		}
+	}
+	if len(steps) < 2 || steps[0].Shift < resumeShift || !steps[0].Accepted {
+		t.Fatalf("the first step should factor shifted by at least %g and be accepted: %+v", resumeShift, steps)
+	}
+	if next := steps[1]; next.Factorizations < 1 || next.Shift < steps[0].Shift {
+		t.Errorf("after a factor shifted by %g, the next point made %d factorizations, shift %g", steps[0].Shift, next.Factorizations, next.Shift)
 	}
 }
