@@ -604,3 +604,28 @@ func TestFactorShiftedFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestTCGConverged checks truncated CG's stopping rule: far from the
+// optimum the residual must shrink by a tenth, nearer by the relative
+// gradient (superlinear), and never below a tenth of the outer tolerance,
+// which is where the last step on the 10^6-pose grid spent 10 iterations.
+func TestTCGConverged(t *testing.T) {
+	const enorm, tol = 1e4, 1e-9
+	for _, c := range []struct {
+		rel, shrink float64 // the gradient relative to enorm; rn / r0
+		want        bool
+	}{
+		{1e-1, 0.11, false}, {1e-1, 0.1, true}, // kappa
+		{1e-3, 2e-3, false}, {1e-3, 1e-3, true}, // rel
+		{1e-4, 2e-4, false}, {1e-4, 1e-4, true}, // rel, still above the floor
+		// From rel 1e-6 the floor (1e-10 relative) asks for 1e-4, less
+		// than the superlinear rule's 1e-6; from 7e-9, for 1.4e-2.
+		{1e-6, 1.1e-4, false}, {1e-6, 0.9e-4, true},
+		{7e-9, 0.015, false}, {7e-9, 0.014, true},
+	} {
+		r0 := c.rel * enorm
+		if got := tcgConverged(c.shrink*r0, r0, enorm, tol); got != c.want {
+			t.Errorf("rel %g, residual shrunk to %g: converged %t, want %t", c.rel, c.shrink, got, c.want)
+		}
+	}
+}

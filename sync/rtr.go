@@ -38,6 +38,20 @@ type rtrResult struct {
 	Stop                 string
 }
 
+// tcgConverged reports whether truncated CG may stop with residual norm
+// rn, started from the gradient's norm r0 at a point where ||2XQ|| is
+// enorm. The usual superlinear rule (theta 1, kappa 0.1) stops when the
+// residual has shrunk by min(rel, 0.1), rel = r0 / enorm being the
+// gradient relative to ||2XQ||, so that the rule does not depend on the
+// units of the weights. It also stops once the residual is a tenth of the
+// outer tolerance: the gradient at the new point is the residual plus
+// terms of second order in the step, so solving further buys nothing, and
+// near the optimum the superlinear rule would ask for rel^2.
+func tcgConverged(rn, r0, enorm, gradTol float64) bool {
+	const theta, kappa = 1.0, 0.1
+	return rn <= r0*math.Min(math.Pow(r0/enorm, theta), kappa) || rn <= 0.1*gradTol*enorm
+}
+
 // lazyFactor makes a factor on first use and keeps it, or its error, for
 // every later call: at rank d the Hessian's factor serves, and most solves
 // never need Q's; once refused, the row solver would otherwise retry on
@@ -262,7 +276,6 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			delta.Data[k] = -z.Data[k]
 		}
 		r0 := gnorm
-		theta, kappa := 1.0, 0.1
 		hitBoundary := false
 		inner1 := 0
 		for j := 0; j < opts.MaxInner; j++ {
@@ -284,12 +297,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			axpy(alpha, hdelta, heta)
 			axpy(alpha, hdelta, res)
 			m.proj(res, x, res)
-			// Stop when the residual has shrunk by min(relative gradient^theta,
-			// kappa): the usual superlinear rule, with the gradient measured
-			// relative to ||2XQ|| so that it does not depend on the units of
-			// the weights.
-			rn := math.Sqrt(inner(res, res))
-			if rn <= r0*math.Min(math.Pow(rel(), theta), kappa) {
+			if tcgConverged(math.Sqrt(inner(res, res)), r0, enorm, opts.GradTol) {
 				break
 			}
 			precond(z, res)
