@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -525,6 +526,40 @@ func BenchmarkHessianPrecond(b *testing.B) {
 		b.Run("rowsolver/"+name, func(b *testing.B) {
 			for b.Loop() {
 				rs.apply(dst, v)
+			}
+		})
+	}
+}
+
+// BenchmarkHessianUpdateGrid times the trust region's factorization of
+// the Riemannian Hessian at rank d (assembly included) on the scaling
+// grids of BenchmarkScalingGrid3D, at the ground truth, in the order Solve
+// uses. The 10^6-pose grid, whose factor takes gigabytes, runs only with
+// -bcmsync.large:
+//
+//	go test ./sync -run '^$' -bench HessianUpdateGrid -benchtime 3x
+func BenchmarkHessianUpdateGrid(b *testing.B) {
+	const d = 3
+	large := flag.Lookup("bcmsync.large")
+	for _, side := range []int{22, 46, 100} {
+		b.Run(fmt.Sprintf("n=%d", side*side*side), func(b *testing.B) {
+			if side > 50 && (large == nil || large.Value.String() != "true") {
+				b.Skip("10^6 poses take minutes and GBs; run with -bcmsync.large")
+			}
+			g, truth, err := datasets.Cube(side, side, side, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.05, Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			q := g.Laplacian(posegraph.Poses)
+			x := g.Lift(centered(truth, d), posegraph.Poses, d)
+			m := newManifold(q, d, d, 0)
+			lam := multipliers(m, x)
+			p := newHessianPrecond(q, d, sparse.BlockOrder(q, 0), 1e-9*q.MaxDiag())
+			p.update(x, lam) // the symbolic analysis, once as in a solve
+			for b.Loop() {
+				if !p.update(x, lam) {
+					b.Fatal("the Hessian at the ground truth does not factor")
+				}
 			}
 		})
 	}

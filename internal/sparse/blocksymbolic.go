@@ -158,58 +158,13 @@ func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 		}
 	}
 
-	// vmap and the pattern's hash, visiting A's entries in LowerCSC's
-	// order (as FactorizeBlocks does). Entry (row, col) of A lands in
-	// column lo = min of their pivots, in supernode s = super[lo], at
-	// row hi = max: among s's own columns or the rest of its last block,
-	// or in a block of that block's structure, found by binary search
-	// once per block of A and supernode.
-	h := uint64(hashSeed)
-	vmap := make([]int, 0, lowerCSCEntries(m, 0))
-	for j := 0; j < nb; j++ {
-		pj := c.pinv[j*b] / b
-		for cc := 0; cc < b; cc++ {
-			h = hashMix(h, colMarker(j*b+cc))
-			for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
-				i := m.ColIdx[k]
-				if i < j {
-					continue
-				}
-				pi := c.pinv[i*b] / b
-				a0 := 0
-				if i == j {
-					a0 = cc
-				}
-				lastS, base := -1, 0
-				for a := a0; a < b; a++ {
-					h = hashMix(h, i*b+a)
-					r, q := pi*b+a, pj*b+cc
-					lo, hi := min(r, q), max(r, q)
-					s := sn.super[lo]
-					f, l := sn.first[s], sn.first[s+1]-1
-					nc := l - f + 1
-					var row int
-					if hi < (l/b+1)*b {
-						row = hi - f // s's columns or the rest of l's block
-					} else {
-						if s != lastS {
-							lb, hb := l/b, hi/b
-							list := sidx[sptr[lb]:sptr[lb+1]]
-							x := sort.SearchInts(list, hb)
-							if x == len(list) || list[x] != hb {
-								panic("sparse: entry of A outside the structure of L")
-							}
-							lastS, base = s, (lb+1)*b-f+x*b-hb*b
-						}
-						row = base + hi
-					}
-					vmap = append(vmap, sn.valPtr[s]+row*nc+lo-f)
-				}
-			}
-		}
-	}
-	sn.vmap = vmap
-	c.aNNZ, c.aHash = len(vmap), h
+	// No vmap: FactorizeBlocks assembles each supernode from m itself
+	// (assembleNode), and Factorize on a CSC builds one on first use. The
+	// pattern's hash is the scalar one, so that Factorize accepts
+	// LowerCSC(., 0) of m; the block signature spares FactorizeBlocks the
+	// pass over every scalar entry that the hash costs.
+	c.aNNZ, c.aHash = lowerBlockHash(m)
+	c.bsig, c.bsigOK = blockSignature(m), true
 	sparent, shead, snext := supernodeTree(c, sn)
 	sn.finish(sparent, shead, snext)
 	c.sn = sn
@@ -243,6 +198,49 @@ func blockEtree(xadj, adj, order, pos []int) []int {
 }
 
 // lowerCSCEntries is the number of entries of m.LowerCSC(shift, drop).
+// lowerBlockHash returns the number of entries of m.LowerCSC(., 0) and
+// the hash of their pattern (patternHash of that CSC), visiting the
+// entries in LowerCSC's order without forming it.
+func lowerBlockHash(m *BlockSym) (nnz int, h uint64) {
+	b := m.B
+	h = hashSeed
+	for j := 0; j < m.N; j++ {
+		for cc := 0; cc < b; cc++ {
+			h = hashMix(h, colMarker(j*b+cc))
+			for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
+				i := m.ColIdx[k]
+				if i < j {
+					continue
+				}
+				a0 := 0
+				if i == j {
+					a0 = cc
+				}
+				for a := a0; a < b; a++ {
+					h = hashMix(h, i*b+a)
+				}
+				nnz += b - a0
+			}
+		}
+	}
+	return nnz, h
+}
+
+// blockSignature hashes m's block pattern (order, block size, row
+// pointers, column indices): equal signatures mean equal scalar patterns,
+// for a pass over the blocks instead of the b^2 times longer one over
+// their entries.
+func blockSignature(m *BlockSym) uint64 {
+	h := hashMix(hashMix(hashSeed, m.N), m.B)
+	for j := 0; j < m.N; j++ {
+		h = hashMix(h, colMarker(j))
+		for _, i := range m.ColIdx[m.RowPtr[j]:m.RowPtr[j+1]] {
+			h = hashMix(h, i)
+		}
+	}
+	return h
+}
+
 func lowerCSCEntries(m *BlockSym, drop int) int {
 	b, nnz := m.B, 0
 	for j := drop; j < m.N; j++ {

@@ -106,6 +106,10 @@ func TestAnalyzeBlocks(t *testing.T) {
 				if !slices.Equal(x1, x2) {
 					t.Fatal("the solves differ after Factorize")
 				}
+				// whose vmap, built on demand, is the scalar analysis's.
+				if want.sn != nil && !slices.Equal(got.sn.vmap, want.sn.vmap) {
+					t.Fatalf("vmap differs: block %v, scalar %v", head(got.sn.vmap), head(want.sn.vmap))
+				}
 			})
 		}
 	}
@@ -137,7 +141,7 @@ func sameSymbolic(t *testing.T, got, want *Cholesky) {
 		{"parent", got.parent, want.parent}, {"colCnt", got.colCnt, want.colCnt},
 		{"first", got.sn.first, want.sn.first}, {"super", got.sn.super, want.sn.super},
 		{"rowPtr", got.sn.rowPtr, want.sn.rowPtr}, {"rows", got.sn.rows, want.sn.rows},
-		{"valPtr", got.sn.valPtr, want.sn.valPtr}, {"vmap", got.sn.vmap, want.sn.vmap},
+		{"valPtr", got.sn.valPtr, want.sn.valPtr},
 		{"top", got.sn.top, want.sn.top},
 	}
 	for _, a := range ints {
@@ -347,4 +351,41 @@ func gridBlockSym(side, b int) *BlockSym {
 		}
 	}
 	return bb.Build()
+}
+
+// TestFactorizeBlocksPattern checks that FactorizeBlocks refuses a
+// matrix of another block pattern and the same order, whether the factor
+// was analysed on blocks (the block signature is set then), on the scalar
+// matrix (the first call checks the scalar hash), or has already factored
+// the right pattern, and that the refusal leaves it able to factor the
+// right one again.
+func TestFactorizeBlocksPattern(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	q := randomBlockSym(rng, 40, 3, 0.1, 1)
+	var other *BlockSym
+	for other == nil || slices.Equal(other.ColIdx, q.ColIdx) {
+		other = randomBlockSym(rng, 40, 3, 0.1, 1)
+	}
+	perm := BlockAMD(q, 0)
+	block, err := AnalyzeBlocks(q, perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scalar, err := Analyze(q.LowerCSC(0, 0), perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*Cholesky{"block analysis": block, "scalar analysis": scalar} {
+		if c.sn == nil {
+			t.Fatalf("%s: simplicial, the case tests the supernodal path", name)
+		}
+		for pass := 0; pass < 2; pass++ {
+			if err := c.FactorizeBlocks(other, 1); err == nil {
+				t.Errorf("%s, pass %d: FactorizeBlocks accepted another pattern", name, pass)
+			}
+			if err := c.FactorizeBlocks(q, 1); err != nil {
+				t.Errorf("%s, pass %d: FactorizeBlocks refused the analysed pattern: %v", name, pass, err)
+			}
+		}
+	}
 }

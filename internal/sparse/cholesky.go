@@ -54,6 +54,11 @@ type Cholesky struct {
 	// memory of large, thinly filled problems).
 	aNNZ  int
 	aHash uint64
+	// bsig is the block signature (blockSignature) of a BlockSym known
+	// to have that pattern, when bsigOK: FactorizeBlocks checks it
+	// instead of hashing every scalar entry.
+	bsig   uint64
+	bsigOK bool
 	// C = upper triangle of P A P^T by columns (its pattern drives the
 	// elimination tree and the row patterns of L). The supernodal factor
 	// drops ci and amap after the analysis.
@@ -418,7 +423,7 @@ func (c *Cholesky) Factorize(a *CSC) error {
 		}
 		err = c.numeric(thr)
 	} else {
-		err = c.sn.factor(c, a.Val, thr)
+		err = c.sn.factor(c, a, thr)
 	}
 	if err != nil {
 		return err
@@ -493,46 +498,33 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 	if c.simplicial {
 		return c.Factorize(m.LowerCSC(shift, 0))
 	}
-	sn := c.sn
-	sn.clearVal()
-	val, vmap := sn.val, sn.vmap
-	h := uint64(hashSeed)
-	p, thr := 0, 0.0
-	// The loops visit the entries in LowerCSC's order (see there).
-	for j := 0; j < m.N; j++ {
-		for cc := 0; cc < b; cc++ {
-			h = hashMix(h, colMarker(j*b+cc))
-			for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
-				i := m.ColIdx[k]
-				if i < j {
-					continue
-				}
-				blk := m.Block(k)
-				a0 := 0
-				if i == j {
-					a0 = cc
-				}
-				for a := a0; a < b; a++ {
-					v := blk[cc*b+a]
-					if i == j && a == cc {
-						v += shift
-						thr = math.Max(thr, math.Abs(v))
-					}
-					h = hashMix(h, i*b+a)
-					if p < len(vmap) {
-						val[vmap[p]] = v
-					}
-					p++
-				}
-			}
+	if !c.bsigOK || blockSignature(m) != c.bsig {
+		if nnz, h := lowerBlockHash(m); nnz != c.aNNZ || h != c.aHash {
+			return fmt.Errorf("sparse: FactorizeBlocks: matrix of order %d with %d lower entries does not match the analysed pattern", c.n, nnz)
 		}
+		c.bsig, c.bsigOK = blockSignature(m), true
 	}
-	if p != c.aNNZ || h != c.aHash {
-		return fmt.Errorf("sparse: FactorizeBlocks: matrix of order %d with %d lower entries does not match the analysed pattern", c.n, p)
+	thr := 0.0
+	for j := 0; j < m.N; j++ {
+		blk := m.Block(m.Diag[j])
+		for a := 0; a < b; a++ {
+			thr = math.Max(thr, math.Abs(blk[a*b+a]+shift))
+		}
 	}
 	if math.IsInf(thr, 0) || math.IsNaN(thr) {
 		c.floor = 0 // every pivot would fail the threshold: nothing to raise
 	}
+	// Each supernode is assembled from m where it is factored
+	// (assembleNode), by the goroutine that factors it and while its
+	// values are in cache: one scatter of A into the whole factor in A's
+	// order wrote to random places in gigabytes (a cache and TLB miss
+	// per entry, a second per factorization at a million poses).
+	sn := c.sn
+	if sn.val == nil {
+		sn.val = make([]float64, sn.valPtr[len(sn.first)-1])
+	}
+	sn.src, sn.shift = m, shift
+	defer func() { sn.src = nil }()
 	if err := sn.factorAssembled(c, thr*PivotTol); err != nil {
 		return err
 	}

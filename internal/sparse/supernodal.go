@@ -3,6 +3,7 @@ package sparse
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	stdsync "sync"
 	"sync/atomic"
@@ -36,9 +37,14 @@ type supernodes struct {
 	stored int
 
 	// vmap sends entry p of A (in the analysed CSC order) to its place in
-	// val: assembling A is one scatter, and no copy of A's pattern or
-	// values is kept (it would cost 24 bytes per entry of A).
+	// val: assembling A from a CSC is one scatter, and no copy of A's
+	// pattern or values is kept (it would cost 24 bytes per entry of A).
+	// The block analysis leaves it nil until a CSC is factored (ensureVmap).
 	vmap []int
+	// src and shift, while FactorizeBlocks runs: factorNode assembles
+	// supernode s from src + shift I itself (assembleNode).
+	src   *BlockSym
+	shift float64
 
 	// Independent subtrees [lo, hi) of supernodes, factored concurrently,
 	// and the remaining supernodes, factored after them in order.
@@ -245,8 +251,9 @@ type snWork struct {
 // supernode outside its subtree is queued per task and linked in task order
 // after the join, so the order of every sum, hence every bit of the
 // result, is the same on any number of threads.
-func (sn *supernodes) factor(c *Cholesky, aval []float64, thr float64) error {
-	sn.assemble(aval)
+func (sn *supernodes) factor(c *Cholesky, a *CSC, thr float64) error {
+	sn.ensureVmap(c, a)
+	sn.assemble(a.Val)
 	return sn.factorAssembled(c, thr)
 }
 
@@ -257,6 +264,65 @@ func (sn *supernodes) assemble(aval []float64) {
 	val := sn.val
 	for p, q := range sn.vmap {
 		val[q] = aval[p]
+	}
+}
+
+// ensureVmap builds vmap for a, whose pattern is the analysed one, when
+// the analysis did not (AnalyzeBlocks): entry (i, j) lands in column
+// lo = min of their pivots, at the row hi = max of supernode super[lo],
+// whose rows are increasing.
+func (sn *supernodes) ensureVmap(c *Cholesky, a *CSC) {
+	if sn.vmap != nil {
+		return
+	}
+	vmap := make([]int, len(a.RowIdx))
+	for j := 0; j < a.N; j++ {
+		pj := c.pinv[j]
+		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+			pi := c.pinv[a.RowIdx[p]]
+			lo, hi := min(pi, pj), max(pi, pj)
+			s := sn.super[lo]
+			f := sn.first[s]
+			nc := sn.first[s+1] - f
+			row, _ := slices.BinarySearch(sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], hi)
+			vmap[p] = sn.valPtr[s] + row*nc + lo - f
+		}
+	}
+	sn.vmap = vmap
+}
+
+// assembleNode sets supernode s's values ls to those of src + shift I in
+// its columns (src and shift as FactorizeBlocks set them). relMap holds
+// the local row of each of s's rows. Column q of L is scalar column
+// perm[q] of A, entry (j*b+cc) of block row j; A's pattern lies inside
+// L's, so every entry below the pivot has a row in s, and the blocks of a
+// row of src are contiguous: the reads stay near one another, and the
+// writes inside s.
+func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, relMap []int) {
+	clear(ls)
+	m := sn.src
+	b := m.B
+	f, l := sn.first[s], sn.first[s+1]-1
+	nc := l - f + 1
+	for q := f; q <= l; q++ {
+		j, cc := c.perm[q]/b, c.perm[q]%b
+		for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
+			i := m.ColIdx[k]
+			// Block (j, i) holds A[(j, cc), (i, a)] = A[(i, a), (j, cc)]
+			// in its row cc.
+			blk := m.Block(k)[cc*b : cc*b+b]
+			pi := c.pinv[i*b : i*b+b]
+			for a, v := range blk {
+				pr := pi[a]
+				if pr < q {
+					continue // above the diagonal: column pr holds it
+				}
+				if pr == q {
+					v += sn.shift
+				}
+				ls[relMap[pr]*nc+q-f] = v
+			}
+		}
 	}
 }
 
@@ -370,6 +436,9 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 	relMap := w.relMap
 	for r, i := range rows {
 		relMap[i] = r
+	}
+	if sn.src != nil {
+		sn.assembleNode(c, s, ls, relMap)
 	}
 	// Updates from descendants.
 	for d := sn.head[s]; d != -1; {
