@@ -73,6 +73,33 @@ func gemmNT(m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb i
 	wg.Wait()
 }
 
+// trsmRT sets the m x n row-major B = B L^{-T}, L the n x n lower
+// triangle of a: gonum's Dtrsm, with the rows of B split among goroutines
+// when there is enough work. Gonum runs it on one thread, and at the top
+// of a large factor's elimination tree, where a supernode's rows below
+// each panel are solved serially, the other core idled. Each row is
+// solved alone, by the same operations however the rows are split, so the
+// bits do not depend on the number of threads.
+func trsmRT(m, n int, a []float64, lda int, b []float64, ldb int) {
+	parts := min(runtime.GOMAXPROCS(0), max(1, m*n*n/gemmSplitFlops))
+	impl := gonum.Implementation{}
+	if parts <= 1 {
+		impl.Dtrsm(blas.Right, blas.Lower, blas.Trans, blas.NonUnit, m, n, 1, a, lda, b, ldb)
+		return
+	}
+	var wg stdsync.WaitGroup
+	for t := 1; t < parts; t++ {
+		lo, hi := m*t/parts, m*(t+1)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			impl.Dtrsm(blas.Right, blas.Lower, blas.Trans, blas.NonUnit, hi-lo, n, 1, a, lda, b[lo*ldb:], ldb)
+		}()
+	}
+	impl.Dtrsm(blas.Right, blas.Lower, blas.Trans, blas.NonUnit, m/parts, n, 1, a, lda, b, ldb)
+	wg.Wait()
+}
+
 const (
 	gemmMR = 6   // rows of the register tile
 	gemmNR = 8   // columns of the register tile

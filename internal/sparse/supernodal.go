@@ -517,7 +517,6 @@ const (
 // and not below -limit becomes max(|pivot|, floor) instead of failing
 // (see Cholesky.FactorizeBlocksModified).
 func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, pivot float64, raised int) {
-	impl := gonum.Implementation{}
 	for k := 0; k < nc; k += panelWidth {
 		kb := min(panelWidth, nc-k)
 		// Unblocked Cholesky of the panel's diagonal block.
@@ -553,7 +552,7 @@ func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, p
 		}
 		// Rows below the panel: B = B L_kk^{-T}.
 		if m*kb*kb >= blasThreshold {
-			impl.Dtrsm(blas.Right, blas.Lower, blas.Trans, blas.NonUnit, m, kb, 1, l[k*nc+k:], nc, l[(k+kb)*nc+k:], nc)
+			trsmRT(m, kb, l[k*nc+k:], nc, l[(k+kb)*nc+k:], nc)
 		} else {
 			for i := k + kb; i < nr; i++ {
 				ri := l[i*nc+k : i*nc+k+kb]
