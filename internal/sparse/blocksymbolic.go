@@ -197,7 +197,6 @@ func blockEtree(xadj, adj, order, pos []int) []int {
 	return parent
 }
 
-// lowerCSCEntries is the number of entries of m.LowerCSC(shift, drop).
 // lowerBlockHash returns the number of entries of m.LowerCSC(., 0) and
 // the hash of their pattern (patternHash of that CSC), visiting the
 // entries in LowerCSC's order without forming it.
@@ -241,6 +240,7 @@ func blockSignature(m *BlockSym) uint64 {
 	return h
 }
 
+// lowerCSCEntries is the number of entries of m.LowerCSC(shift, drop).
 func lowerCSCEntries(m *BlockSym, drop int) int {
 	b, nnz := m.B, 0
 	for j := drop; j < m.N; j++ {
