@@ -20,7 +20,8 @@ type manifold struct {
 	d, r, b, n int
 	threads    int
 
-	h, y []float64 // r x d scratch for one block
+	h, y  []float64 // r x d scratch for one block
+	parts []float64 // removeShift's partial sums, r per reduction range
 }
 
 func newManifold(q *sparse.BlockSym, d, r, threads int) *manifold {
@@ -210,15 +211,52 @@ func (m *manifold) removeShift(v *sparse.Blocks) {
 	if m.b == m.d {
 		return
 	}
-	d, r, b := m.d, m.r, m.b
-	for k := 0; k < r; k++ {
-		mean := 0.0
-		for i := 0; i < m.n; i++ {
-			mean += v.Data[i*r*b+k*b+d]
+	r := m.r
+	ranges := reduceRanges(m.n)
+	m.parts = growZero(m.parts, ranges*r)
+	if c := min(poseChunks(m.n, m.threads), ranges); c == 1 {
+		for t := 0; t < ranges; t++ {
+			m.shiftSums(m.parts[t*r:(t+1)*r], v, t)
 		}
-		mean /= float64(m.n)
-		for i := 0; i < m.n; i++ {
-			v.Data[i*r*b+k*b+d] -= mean
+	} else {
+		forChunks(ranges, c, func(_, lo, hi int) {
+			for t := lo; t < hi; t++ {
+				m.shiftSums(m.parts[t*r:(t+1)*r], v, t)
+			}
+		})
+	}
+	mean := m.h[:r] // r x d scratch, r <= r d
+	sumRanges(mean, m.parts, ranges)
+	for k := range mean {
+		mean[k] /= float64(m.n)
+	}
+	if c := poseChunks(m.n, m.threads); c == 1 {
+		m.subtractShift(v, mean, 0, m.n)
+	} else {
+		forChunks(m.n, c, func(_, lo, hi int) { m.subtractShift(v, mean, lo, hi) })
+	}
+}
+
+// shiftSums adds to sum[k] the translations of row k of v over the poses
+// of reduction range t (see reduceChunk).
+func (m *manifold) shiftSums(sum []float64, v *sparse.Blocks, t int) {
+	d, r, b := m.d, m.r, m.b
+	for i := t * reduceChunk; i < min((t+1)*reduceChunk, m.n); i++ {
+		vi := v.Block(i)
+		for k := 0; k < r; k++ {
+			sum[k] += vi[k*b+d]
+		}
+	}
+}
+
+// subtractShift subtracts mean[k] from the translations of row k of v on
+// poses lo..hi-1.
+func (m *manifold) subtractShift(v *sparse.Blocks, mean []float64, lo, hi int) {
+	d, r, b := m.d, m.r, m.b
+	for i := lo; i < hi; i++ {
+		vi := v.Block(i)
+		for k := 0; k < r; k++ {
+			vi[k*b+d] -= mean[k]
 		}
 	}
 }
@@ -235,6 +273,7 @@ type gauge struct {
 	u       []float64 // eigenvectors of G = X X^T, row-major r x r (column k is vector k)
 	ev      []float64 // eigenvalues of G
 	b, w    []float64 // r x r scratch
+	parts   []float64 // xxT's partial sums
 	x       *sparse.Blocks
 }
 
@@ -247,7 +286,7 @@ func (gg *gauge) setPoint(x *sparse.Blocks) {
 	r := gg.r
 	gg.x = x
 	g := mat.NewSymDense(r, nil)
-	xxT(gg.w, x, x)
+	xxT(gg.w, x, x, gg.threads, &gg.parts)
 	for a := 0; a < r; a++ {
 		for c := a; c < r; c++ {
 			g.SetSym(a, c, gg.w[a*r+c])
@@ -265,19 +304,42 @@ func (gg *gauge) setPoint(x *sparse.Blocks) {
 	}
 }
 
-// xxT sets out (r x r, row-major) = A B^T for block matrices of r rows.
-func xxT(out []float64, a, b *sparse.Blocks) {
-	r, bs := a.R, a.B
-	for k := range out[:r*r] {
-		out[k] = 0
+// xxT sets out (r x r, row-major) = A B^T for block matrices of r rows,
+// summed over the poses by reduction ranges (see reduceChunk) on up to
+// poseChunks(n, threads) goroutines; parts is the scratch for the
+// ranges' partial sums, grown as needed.
+func xxT(out []float64, a, b *sparse.Blocks, threads int, parts *[]float64) {
+	r, n := a.R, a.N
+	w := r * r
+	ranges := reduceRanges(n)
+	*parts = growZero(*parts, ranges*w)
+	p := *parts
+	if c := min(poseChunks(n, threads), ranges); c == 1 {
+		for t := 0; t < ranges; t++ {
+			xxTRange(p[t*w:(t+1)*w], a, b, t*reduceChunk, min((t+1)*reduceChunk, n))
+		}
+	} else {
+		forChunks(ranges, c, func(_, lo, hi int) {
+			for t := lo; t < hi; t++ {
+				xxTRange(p[t*w:(t+1)*w], a, b, t*reduceChunk, min((t+1)*reduceChunk, n))
+			}
+		})
 	}
-	for i := 0; i < a.N; i++ {
+	sumRanges(out[:w], p, ranges)
+}
+
+// xxTRange adds A_i B_i^T (r x r) to out for the poses lo..hi-1.
+func xxTRange(out []float64, a, b *sparse.Blocks, lo, hi int) {
+	r, bs := a.R, a.B
+	for i := lo; i < hi; i++ {
 		ai, bi := a.Block(i), b.Block(i)
 		for p := 0; p < r; p++ {
+			ap := ai[p*bs : (p+1)*bs]
 			for q := 0; q < r; q++ {
+				bq := bi[q*bs : (q+1)*bs]
 				s := 0.0
-				for c := 0; c < bs; c++ {
-					s += ai[p*bs+c] * bi[q*bs+c]
+				for c, v := range ap {
+					s += v * bq[c]
 				}
 				out[p*r+q] += s
 			}
@@ -290,7 +352,7 @@ func xxT(out []float64, a, b *sparse.Blocks) {
 // diagonal in G's eigenbasis.
 func (gg *gauge) remove(v *sparse.Blocks) {
 	r := gg.r
-	xxT(gg.w, v, gg.x) // v X^T
+	xxT(gg.w, v, gg.x, gg.threads, &gg.parts) // v X^T
 	for a := 0; a < r; a++ {
 		for c := 0; c < r; c++ {
 			gg.b[a*r+c] = gg.w[a*r+c] - gg.w[c*r+a] // 2 skew(v X^T)

@@ -51,3 +51,36 @@ func forChunks(n, chunks int, body func(t, lo, hi int)) {
 	body(0, 0, n/chunks)
 	wg.Wait()
 }
+
+// reduceChunk is the number of poses whose terms a parallel sum over poses
+// (xxT, removeShift) adds up on their own. The partial sums of consecutive
+// ranges of reduceChunk poses are then added in range order, so the result
+// has the same bits whatever the number of goroutines; below reduceChunk
+// poses there is one range, and the sum is the plain serial one.
+const reduceChunk = 8192
+
+// reduceRanges returns the number of ranges of reduceChunk poses that cover
+// n poses (at least 1).
+func reduceRanges(n int) int { return max(1, (n+reduceChunk-1)/reduceChunk) }
+
+// sumRanges sets out[k] to the sum over ranges c of parts[c*w+k], in range
+// order (w = len(out)).
+func sumRanges(out, parts []float64, ranges int) {
+	w := len(out)
+	copy(out, parts[:w])
+	for c := 1; c < ranges; c++ {
+		for k, v := range parts[c*w : (c+1)*w] {
+			out[k] += v
+		}
+	}
+}
+
+// growZero returns buf resized to n and zeroed, reusing its storage.
+func growZero(buf []float64, n int) []float64 {
+	if cap(buf) < n {
+		return make([]float64, n)
+	}
+	buf = buf[:n]
+	clear(buf)
+	return buf
+}

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"fmt"
 	"math"
 	stdsync "sync"
 	"testing"
@@ -112,11 +113,125 @@ func TestPerPoseLoopsDoNotAllocate(t *testing.T) {
 		"hess":    func() { m.hess(dst, x, v, lam, w) },
 		"retract": func() { m.retract(dst, x, v) },
 		"remove":  func() { gg.remove(v) },
+		"shift":   func() { m.removeShift(v) },
 		"coords":  func() { hp.coords(hp.c, hp.sc, v) },
 		"vector":  func() { hp.vector(dst, hp.z, hp.sz) },
 	} {
 		if a := testing.AllocsPerRun(20, f); a != 0 {
 			t.Errorf("%s: %v allocations per call", name, a)
 		}
+	}
+}
+
+// TestReductionsSameBits: xxT and removeShift sum over the poses by fixed
+// ranges (reduceChunk), so one, two or three goroutines give the same bits;
+// on one range the sum is the plain serial one; and both agree with a
+// straightforward sum to rounding.
+func TestReductionsSameBits(t *testing.T) {
+	const r, b, d = 4, 4, 3
+	for _, n := range []int{1, 100, reduceChunk, reduceChunk + 1, 3*reduceChunk + 17} {
+		a, c := sparse.NewBlocks(r, b, n), sparse.NewBlocks(r, b, n)
+		for k := range a.Data {
+			a.Data[k] = math.Sin(float64(k)*0.7) + 0.5
+			c.Data[k] = math.Cos(float64(k)*1.3) - 0.25
+		}
+		// Straightforward sums, pose by pose.
+		var want [r * r]float64
+		var mean [r]float64
+		for i := 0; i < n; i++ {
+			ai, ci := a.Block(i), c.Block(i)
+			for p := 0; p < r; p++ {
+				for q := 0; q < r; q++ {
+					for k := 0; k < b; k++ {
+						want[p*r+q] += ai[p*b+k] * ci[q*b+k]
+					}
+				}
+				mean[p] += ai[p*b+d] / float64(n)
+			}
+		}
+		var first []float64
+		var firstShift *sparse.Blocks
+		for _, threads := range []int{1, 2, 3} {
+			old := parallelMinPoses
+			parallelMinPoses = 1024
+			var parts []float64
+			out := make([]float64, r*r)
+			xxT(out, a, c, threads, &parts)
+			m := &manifold{d: d, r: r, b: b, n: n, threads: threads, h: make([]float64, r*d)}
+			v := sparse.NewBlocks(r, b, n)
+			copy(v.Data, a.Data)
+			m.removeShift(v)
+			parallelMinPoses = old
+			for k := range out {
+				if math.Abs(out[k]-want[k]) > 1e-12*float64(n) {
+					t.Errorf("n=%d threads=%d: xxT[%d] = %v, want %v", n, threads, k, out[k], want[k])
+				}
+			}
+			for i := 0; i < n; i++ {
+				for p := 0; p < r; p++ {
+					if got, w := v.Block(i)[p*b+d], a.Block(i)[p*b+d]-mean[p]; math.Abs(got-w) > 1e-12 {
+						t.Fatalf("n=%d threads=%d: pose %d row %d translation %v after removeShift, want %v", n, threads, i, p, got, w)
+					}
+				}
+			}
+			if first == nil {
+				first, firstShift = out, v
+				continue
+			}
+			for k := range out {
+				if math.Float64bits(out[k]) != math.Float64bits(first[k]) {
+					t.Errorf("n=%d: xxT[%d] = %v with %d threads, %v with 1", n, k, out[k], threads, first[k])
+				}
+			}
+			for k := range v.Data {
+				if math.Float64bits(v.Data[k]) != math.Float64bits(firstShift.Data[k]) {
+					t.Fatalf("n=%d: removeShift entry %d = %v with %d threads, %v with 1", n, k, v.Data[k], threads, firstShift.Data[k])
+				}
+			}
+		}
+		if n <= reduceChunk {
+			// One range: the serial sum, pose after pose.
+			var serial [r * r]float64
+			for i := 0; i < n; i++ {
+				ai, ci := a.Block(i), c.Block(i)
+				for p := 0; p < r; p++ {
+					for q := 0; q < r; q++ {
+						s := 0.0
+						for k := 0; k < b; k++ {
+							s += ai[p*b+k] * ci[q*b+k]
+						}
+						serial[p*r+q] += s
+					}
+				}
+			}
+			for k := range serial {
+				if math.Float64bits(serial[k]) != math.Float64bits(first[k]) {
+					t.Errorf("n=%d: xxT[%d] = %v, serial sum %v", n, k, first[k], serial[k])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkHorizontal measures the trust region's projection onto the
+// horizontal space (removeShift and the gauge removal, run on every inner
+// iteration) on the scaling grids' sizes, rank 3 with translations.
+func BenchmarkHorizontal(b *testing.B) {
+	const r, bs = 3, 4
+	for _, n := range []int{10648, 97336, 1000000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			x, v := sparse.NewBlocks(r, bs, n), sparse.NewBlocks(r, bs, n)
+			for k := range x.Data {
+				x.Data[k] = math.Sin(float64(k) * 0.7)
+				v.Data[k] = math.Cos(float64(k) * 1.3)
+			}
+			m := &manifold{d: r, r: r, b: bs, n: n, h: make([]float64, r*r)}
+			gg := newGauge(r)
+			gg.setPoint(x)
+			for b.Loop() {
+				m.removeShift(v)
+				gg.remove(v)
+			}
+		})
 	}
 }
