@@ -664,3 +664,41 @@ func TestTCGConverged(t *testing.T) {
 		}
 	}
 }
+
+// TestNextRadius checks the trust region's radius update: a poor step
+// leaves a region that excludes it, so the same tCG cannot run again at the
+// same point and return the same step, whether the step was on the boundary
+// or far inside; a good step on the boundary doubles the radius up to its
+// cap; any other step keeps it.
+func TestNextRadius(t *testing.T) {
+	const maxRadius = 100.0
+	for _, tc := range []struct {
+		radius, step, rho float64
+		boundary          bool
+	}{
+		{10, 10, -1, true},   // rejected on the boundary
+		{10, 0.5, -1, false}, // rejected far inside: a quarter of the radius still holds it
+		{10, 0.5, 0.2, false},
+		{10, 9, 0.1, false},
+	} {
+		got := nextRadius(tc.radius, maxRadius, tc.step, tc.rho, tc.boundary)
+		if !(got < tc.step) || !(got > 0) {
+			t.Errorf("radius %v, step %v, rho %v: next radius %v, want in (0, step)", tc.radius, tc.step, tc.rho, got)
+		}
+	}
+	for _, tc := range []struct {
+		radius, step, rho float64
+		boundary          bool
+		want              float64
+	}{
+		{10, 10, 0.9, true, 20},
+		{60, 60, 0.9, true, maxRadius},
+		{10, 3, 0.9, false, 10}, // interior: the radius did not bind
+		{10, 10, 0.5, true, 10},
+		{10, 3, 0.25, false, 10},
+	} {
+		if got := nextRadius(tc.radius, maxRadius, tc.step, tc.rho, tc.boundary); got != tc.want {
+			t.Errorf("radius %v, step %v, rho %v, boundary %v: next radius %v, want %v", tc.radius, tc.step, tc.rho, tc.boundary, got, tc.want)
+		}
+	}
+}

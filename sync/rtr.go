@@ -52,6 +52,25 @@ func tcgConverged(rn, r0, enorm, gradTol float64) bool {
 	return rn <= r0*math.Min(math.Pow(r0/enorm, theta), kappa) || rn <= 0.1*gradTol*enorm
 }
 
+// nextRadius returns the trust region's radius after a step of norm
+// stepNorm (in the preconditioner's metric, the one tCG bounds) whose
+// actual decrease is rho times the model's; hitBoundary says tCG stopped
+// on the boundary. A poor step (rho < 1/4) shrinks the region to a quarter
+// of the step, not of the radius: when tCG converged well inside the
+// region, a quarter of the radius may still contain the step, and a
+// rejected step would be recomputed unchanged at the same point, with the
+// same factor, at the full cost of its inner iterations. A good step on the
+// boundary doubles the radius, up to maxRadius; any other keeps it.
+func nextRadius(radius, maxRadius, stepNorm, rho float64, hitBoundary bool) float64 {
+	switch {
+	case rho < 0.25:
+		return math.Min(radius, stepNorm) / 4
+	case rho > 0.75 && hitBoundary:
+		return math.Min(2*radius, maxRadius)
+	}
+	return radius
+}
+
 // lazyFactor makes a factor on first use and keeps it, or its error, for
 // every later call: at rank d the Hessian's factor serves, and most solves
 // never need Q's; once refused, the row solver would otherwise retry on
@@ -333,11 +352,11 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		// rounding are not judged by noise.
 		reg := math.Max(1, math.Abs(f)) * 1e-15
 		rho := (decrease + reg) / (-model + reg)
-		if rho < 0.25 {
-			radius /= 4
-		} else if rho > 0.75 && hitBoundary {
-			radius = math.Min(2*radius, maxRadius)
+		stepNorm := math.Sqrt(ePe) // eta's norm in the preconditioner's metric
+		if hitBoundary {
+			stepNorm = radius
 		}
+		radius = nextRadius(radius, maxRadius, stepNorm, rho, hitBoundary)
 		if rho > 0.1 && decrease >= -reg {
 			if decrease/math.Max(1, math.Abs(f)) < 1e-16 {
 				stall++
