@@ -368,6 +368,28 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	return p.ok
 }
 
+// release drops what update built for the current rank (the Hessian, its
+// factors, the bases and coordinate buffers) and returns the bytes of
+// values it let go; the next update rebuilds them, at any rank. The
+// trust region is their only user, and a level's certificate and the
+// next rank (whose Hessian has another block size) need none of them.
+func (p *hessianPrecond) release() int64 {
+	var freed int64
+	if p.chol != nil {
+		freed += 8 * int64(p.chol.StoredNNZ())
+	}
+	if p.schol != nil {
+		freed += 8 * int64(p.schol.StoredNNZ())
+	}
+	if p.h != nil {
+		freed += 8 * int64(len(p.h.Val))
+	}
+	p.basis, p.h, p.chol, p.schol = nil, nil, nil, nil
+	p.w, p.c, p.z, p.sc, p.sz = nil, nil, nil, nil, nil
+	p.works, p.x = nil, nil
+	return freed
+}
+
 // assemble writes the Hessian's block rows lo..hi-1 (and, for each block
 // above the diagonal, its mirror image below: no other row writes that).
 func (p *hessianPrecond) assemble(wk *hpWork, lam []float64, lo, hi int) {

@@ -702,3 +702,56 @@ func TestNextRadius(t *testing.T) {
 		}
 	}
 }
+
+// TestHessianPrecondRelease: after release the next update rebuilds
+// everything, at the same rank or another, and the preconditioner then
+// applies exactly as a fresh one does; release reports the bytes of the
+// Hessian and its factors, and nothing once they are gone.
+func TestHessianPrecondRelease(t *testing.T) {
+	cases := newtonCases(t)
+	for k, tc := range cases {
+		if k+1 >= len(cases) || cases[k+1].q != tc.q {
+			continue
+		}
+		next := cases[k+1] // same graph, the next rank or point
+		used := newHessianPrecond(tc.q, tc.d, sparse.BlockAMD(tc.q, 0), 1e-12*tc.q.MaxDiag())
+		m := newManifold(tc.q, tc.d, tc.r, 1)
+		used.update(tc.x, multipliers(m, tc.x))
+		want := 8 * int64(len(used.h.Val)+used.chol.StoredNNZ())
+		if used.schol != nil {
+			want += 8 * int64(used.schol.StoredNNZ())
+		}
+		if got := used.release(); got != want {
+			t.Errorf("%s: release freed %d bytes, want %d", tc.name, got, want)
+		}
+		if got := used.release(); got != 0 {
+			t.Errorf("%s: a second release freed %d bytes", tc.name, got)
+		}
+		for _, pt := range []newtonCase{tc, next} {
+			fresh := newHessianPrecond(pt.q, pt.d, sparse.BlockAMD(pt.q, 0), 1e-12*pt.q.MaxDiag())
+			mp := newManifold(pt.q, pt.d, pt.r, 1)
+			lam := multipliers(mp, pt.x)
+			okUsed, okFresh := used.update(pt.x, lam), fresh.update(pt.x, lam)
+			if okUsed != okFresh {
+				t.Fatalf("%s after release: update %v, fresh %v", pt.name, okUsed, okFresh)
+			}
+			if !okFresh {
+				continue
+			}
+			v := mp.newBlocks()
+			for i := range v.Data {
+				v.Data[i] = math.Sin(float64(i) + 0.3)
+			}
+			mp.proj(v, pt.x, v)
+			a, b := mp.newBlocks(), mp.newBlocks()
+			used.apply(a, v)
+			fresh.apply(b, v)
+			for i := range a.Data {
+				if math.Float64bits(a.Data[i]) != math.Float64bits(b.Data[i]) {
+					t.Fatalf("%s after release: entry %d = %v, fresh %v", pt.name, i, a.Data[i], b.Data[i])
+				}
+			}
+			used.release()
+		}
+	}
+}

