@@ -121,10 +121,8 @@ func chordalRelaxed(g *posegraph.Graph, all []int) ([][9]float64, []int, error) 
 		return nil, nil, err
 	}
 	// A given order is checked even when there is nothing to solve.
-	var givenPerm []int
 	if all != nil {
-		var err error
-		if givenPerm, err = chordalPerm(all, n, d); err != nil {
+		if _, err := reducedOrder(all, n, 0); err != nil {
 			return nil, nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
 		}
 	}
@@ -135,45 +133,104 @@ func chordalRelaxed(g *posegraph.Graph, all []int) ([][9]float64, []int, error) 
 	if n == 1 {
 		return out, nil, nil
 	}
+	q, b := chordalSystem(g)
+	var perm []int
+	if all != nil {
+		perm = blockPerm(all, d)
+	} else {
+		perm = sparse.BlockOrder(q, 0)
+	}
+	c, err := sparse.AnalyzeBlocks(q, perm)
+	if err == nil {
+		err = c.FactorizeBlocks(q, 0)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
+	}
+	m := n * d
+	z := make([]float64, m*d)
+	c.SolveMany(z, b, d)
+	for i := 1; i < n; i++ {
+		for ra := 0; ra < d; ra++ {
+			for c := 0; c < d; c++ {
+				out[i][ra*d+c] = z[ra*m+i*d+c]
+			}
+		}
+	}
+	// The block order of the poses; without pose 0 it orders the
+	// translation system anchored there.
+	poses := make([]int, n)
+	for k := range poses {
+		poses[k] = perm[k*d] / d
+	}
+	red, err := reducedOrder(poses, n, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
+	}
+	return out, red, nil
+}
+
+// chordalSystem returns the chordal least squares' normal equations over
+// all n poses, grounded at pose 0: the rotation connection Laplacian with
+// pose 0's coupling blocks zeroed and its diagonal block s I, and the d
+// right-hand sides (column-major, n d x d) s I for pose 0 and -Q_j0 for
+// pose j. The solution is then R_0 = I and, for the other poses, exactly
+// that of the Laplacian with pose 0's row and column removed, since
+// nothing couples them to pose 0 any more. Keeping pose 0 keeps the pose
+// graph's block pattern, so the block analysis and factorization apply
+// (the scalar analysis of the reduced system took most of the
+// initialization's 10 s at a million poses) with an ordering of all the
+// poses. s is Q's largest diagonal entry, so that pose 0's pivots pass
+// the factorization's relative threshold whatever the weights' units.
+func chordalSystem(g *posegraph.Graph) (*sparse.BlockSym, []float64) {
+	n, d := g.N(), g.D
 	q := g.Laplacian(posegraph.Rotations)
-	a := q.LowerCSC(0, 1)
-	m := (n - 1) * d
-	// With R_0 = I fixed, the unknown Z = [R_1 ... R_{n-1}]^T solves
-	// Q_ff Z = -Q_f0, and Q_f0 = Q_0f^T is read from block row 0.
+	s := q.MaxDiag()
+	m := n * d
 	b := make([]float64, m*d)
+	for a := 0; a < d; a++ {
+		b[a*m+a] = s
+	}
+	// Q_j0 = Q_0j^T: entry (c, a) of Q_j0 is entry (a, c) of Q_0j.
 	for k := q.RowPtr[0]; k < q.RowPtr[1]; k++ {
 		j := q.ColIdx[k]
 		if j == 0 {
 			continue
 		}
-		blk := q.Block(k) // Q_0j; Q_j0 entry (c, a) is Q_0j entry (a, c)
-		for ca := 0; ca < d; ca++ {
+		blk := q.Block(k)
+		for a := 0; a < d; a++ {
 			for c := 0; c < d; c++ {
-				b[ca*m+(j-1)*d+c] -= blk[ca*d+c]
+				b[a*m+j*d+c] -= blk[a*d+c]
 			}
 		}
 	}
-	z := make([]float64, m*d)
-	perm := givenPerm
-	if perm == nil {
-		perm = sparse.BlockOrder(q, 1)
-	}
-	if err := solveSPD(a, perm, z, b, d); err != nil {
-		return nil, nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
-	}
-	// BlockOrder keeps blocks contiguous: every d-th entry names a block.
-	order := make([]int, n-1)
-	for k := range order {
-		order[k] = perm[k*d] / d
-	}
-	for i := 1; i < n; i++ {
-		for ra := 0; ra < d; ra++ {
-			for c := 0; c < d; c++ {
-				out[i][ra*d+c] = z[ra*m+(i-1)*d+c]
+	for i := 0; i < n; i++ {
+		for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
+			if i != 0 && q.ColIdx[k] != 0 {
+				continue
+			}
+			blk := q.Block(k)
+			clear(blk)
+			if i == 0 && q.ColIdx[k] == 0 {
+				for a := 0; a < d; a++ {
+					blk[a*d+a] = s
+				}
 			}
 		}
 	}
-	return out, order, nil
+	return q, b
+}
+
+// blockPerm expands an order of n blocks into the scalar permutation that
+// keeps each block's b scalars together and in order.
+func blockPerm(order []int, b int) []int {
+	perm := make([]int, 0, len(order)*b)
+	for _, i := range order {
+		for c := 0; c < b; c++ {
+			perm = append(perm, i*b+c)
+		}
+	}
+	return perm
 }
 
 // Odometry returns the spanning-tree initialization: a breadth-first tree

@@ -78,6 +78,26 @@ func TestChordalRelaxedMatchesDense(t *testing.T) {
 					}
 				}
 			}
+			// The solution does not depend on the weights' units: pose 0's
+			// grounding (chordalSystem) scales with them.
+			for _, scale := range []float64{1e-9, 1e12} {
+				gs := *g
+				gs.Edges = append([]posegraph.Edge(nil), g.Edges...)
+				for k := range gs.Edges {
+					gs.Edges[k].Kappa *= scale
+				}
+				got, err := ChordalRelaxed(&gs)
+				if err != nil {
+					t.Fatalf("d=%d n=%d weights times %g: %v", d, n, scale, err)
+				}
+				for i := range want {
+					for k := 0; k < d*d; k++ {
+						if math.Abs(got[i][k]-want[i][k]) > 1e-8 {
+							t.Fatalf("d=%d n=%d weights times %g, block %d entry %d: %.12g, dense least squares gives %.12g", d, n, scale, i, k, got[i][k], want[i][k])
+						}
+					}
+				}
+			}
 			// Chordal is the projection of these blocks, in the input's gauge.
 			poses, err := Chordal(g)
 			if err != nil {
@@ -403,13 +423,9 @@ func TestGivenOrderIsUsed(t *testing.T) {
 				t.Errorf("d=%d anchor %d: translation factor has %d nonzeros, the path %d", d, anchor, c.NNZ(), lap.ColPtr[lap.N])
 			}
 		}
-		q := g.Laplacian(posegraph.Rotations)
-		a := q.LowerCSC(0, 1)
-		perm, err := chordalPerm(pi, n, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := sparse.Analyze(a, perm)
+		q, _ := chordalSystem(g)
+		a := q.LowerCSC(0, 0)
+		c, err := sparse.AnalyzeBlocks(q, blockPerm(pi, d))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,23 +49,6 @@ func translationOrder(g *posegraph.Graph, order []int) ([]int, error) {
 	return reducedOrder(order, g.N(), g.Anchor())
 }
 
-// chordalPerm is the scalar permutation of the chordal system (the
-// rotation Laplacian less pose 0, d scalars per pose) that an order of all
-// n poses gives.
-func chordalPerm(order []int, n, d int) ([]int, error) {
-	red, err := reducedOrder(order, n, 0)
-	if err != nil {
-		return nil, err
-	}
-	perm := make([]int, 0, len(red)*d)
-	for _, i := range red {
-		for c := 0; c < d; c++ {
-			perm = append(perm, i*d+c)
-		}
-	}
-	return perm, nil
-}
-
 // reducedOrder turns an elimination order of the n poses into one of the
 // n-1 poses other than drop, numbered as reduced numbers them (the
 // anchored systems' unknowns).
