@@ -340,3 +340,32 @@ func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
 		t.Fatalf("the instances should cover both cases and a rank above d: %d rescued by the estimate, %d kept the relaxation's bound, %d above rank d", rescued, kept, above)
 	}
 }
+
+// TestCertificateMinEigAtCriticalPoint: at a certified point the reported
+// lambda_min(S), from inverse iteration on the factor of S + eta I, is the
+// dense oracle's to within the shift eta.
+func TestCertificateMinEigAtCriticalPoint(t *testing.T) {
+	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
+		for _, d := range []int{2, 3} {
+			g, truth := noisyGraph(d, 25, 10, 0.05, 0.05, uint64(20+d))
+			q := g.Laplacian(prob)
+			x := g.Lift(centered(truth, d), prob, d)
+			m := newManifold(q, d, d, 1)
+			hp := newHessianPrecond(q, d, nil, 1e-12*q.MaxDiag())
+			if rr, err := rtr(context.Background(), m, x, nil, hp, rtrOptions{GradTol: 1e-12, MaxIter: 100}); err != nil || rr.RelGrad > 1e-10 {
+				t.Fatalf("%v d=%d: no critical point (%+v, %v)", prob, d, rr, err)
+			}
+			c, err := newCertifier(q, d, 1e-6, 1e-13*q.MaxDiag(), nil, 3).check(m, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.psd {
+				t.Fatalf("%v d=%d: the minimum is not certified", prob, d)
+			}
+			want := denseMinEig(t, q, c.lam, d)
+			if math.Abs(c.minEig-want) > c.eta+1e-12*q.MaxDiag() {
+				t.Errorf("%v d=%d: minEig %g, dense %g, eta %g", prob, d, c.minEig, want, c.eta)
+			}
+		}
+	}
+}
