@@ -42,6 +42,7 @@ func (g *Graph) Laplacian(p Problem) *sparse.BlockSym {
 	d := g.D
 	b := p.BlockSize(d)
 	bb := sparse.NewBlockBuilder(g.N(), b)
+	bb.Grow(len(g.Edges))
 	di := make([]float64, b*b)
 	dj := make([]float64, b*b)
 	off := make([]float64, b*b)

@@ -9,13 +9,18 @@ import (
 
 // TestBlockBuilderMatchesMap checks BlockBuilder against a plain map of
 // blocks summed in the same order: rows sorted by column, every diagonal
-// block present, sums bit for bit, with short rows (scanned) and hub rows
-// longer than rowScanMax (indexed), repeated additions included.
+// block present, sums bit for bit in the order of the additions, with short
+// rows (sorted by insertion) and a hub row of more than 32 entries (merge
+// sorted), repeated additions included. Half the builders are grown first,
+// which must change nothing.
 func TestBlockBuilderMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	for _, b := range []int{1, 3, 4} {
 		n := 200
 		bb := NewBlockBuilder(n, b)
+		if b != 3 {
+			bb.Grow(1000)
+		}
 		ref := map[[2]int][]float64{}
 		add := func(i, j int, m []float64) {
 			if ref[[2]int{i, j}] == nil {
@@ -36,7 +41,7 @@ func TestBlockBuilderMatchesMap(t *testing.T) {
 			}
 			i, j := rng.IntN(n), rng.IntN(n)
 			if it%3 == 0 {
-				i = 7 // a hub: its row far outgrows rowScanMax
+				i = 7 // a hub: its row far outgrows the insertion sort
 			}
 			if i == j {
 				bb.AddDiag(i, m)
@@ -56,7 +61,7 @@ func TestBlockBuilderMatchesMap(t *testing.T) {
 		if len(q.ColIdx) != len(ref) {
 			t.Fatalf("b=%d: %d blocks, want %d", b, len(q.ColIdx), len(ref))
 		}
-		if q.RowPtr[8]-q.RowPtr[7] <= rowScanMax {
+		if q.RowPtr[8]-q.RowPtr[7] <= 32 {
 			t.Fatalf("b=%d: the hub row has only %d blocks", b, q.RowPtr[8]-q.RowPtr[7])
 		}
 		for i := 0; i < n; i++ {
