@@ -70,9 +70,64 @@ func (m *BlockSym) MulBlocks(dst, x *Blocks) {
 }
 
 func (m *BlockSym) mulRange(dst, x *Blocks, lo, hi int) {
-	rb := x.R * m.B
+	switch m.B {
+	case 3:
+		m.mulRange3(dst, x, lo, hi)
+	case 4:
+		m.mulRange4(dst, x, lo, hi)
+	default:
+		rb := x.R * m.B
+		for i := lo; i < hi; i++ {
+			m.MulBlockRow(dst.Data[i*rb:(i+1)*rb], x, i)
+		}
+	}
+}
+
+// mulRange4 is MulBlockRow for 4 x 4 blocks (SE(3) poses) on rows lo..hi-1,
+// unrolled: the generic loops over b run 4 iterations each and spend more
+// time on their bounds and counters than on the products. Every entry is
+// summed in MulBlockRow's order, so the bits are the same.
+func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
+	r := x.R
+	rb := r * 4
 	for i := lo; i < hi; i++ {
-		m.MulBlockRow(dst.Data[i*rb:(i+1)*rb], x, i)
+		di := dst.Data[i*rb : (i+1)*rb]
+		clear(di)
+		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+			j := m.ColIdx[k]
+			q := (*[16]float64)(m.Val[k*16 : k*16+16])
+			xj := x.Data[j*rb : (j+1)*rb]
+			for a := 0; a < r; a++ {
+				xa := (*[4]float64)(xj[a*4 : a*4+4])
+				da := (*[4]float64)(di[a*4 : a*4+4])
+				da[0] += xa[0]*q[0] + xa[1]*q[1] + xa[2]*q[2] + xa[3]*q[3]
+				da[1] += xa[0]*q[4] + xa[1]*q[5] + xa[2]*q[6] + xa[3]*q[7]
+				da[2] += xa[0]*q[8] + xa[1]*q[9] + xa[2]*q[10] + xa[3]*q[11]
+				da[3] += xa[0]*q[12] + xa[1]*q[13] + xa[2]*q[14] + xa[3]*q[15]
+			}
+		}
+	}
+}
+
+// mulRange3 is mulRange4 for 3 x 3 blocks (SE(2) poses, SO(3) rotations).
+func (m *BlockSym) mulRange3(dst, x *Blocks, lo, hi int) {
+	r := x.R
+	rb := r * 3
+	for i := lo; i < hi; i++ {
+		di := dst.Data[i*rb : (i+1)*rb]
+		clear(di)
+		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+			j := m.ColIdx[k]
+			q := (*[9]float64)(m.Val[k*9 : k*9+9])
+			xj := x.Data[j*rb : (j+1)*rb]
+			for a := 0; a < r; a++ {
+				xa := (*[3]float64)(xj[a*3 : a*3+3])
+				da := (*[3]float64)(di[a*3 : a*3+3])
+				da[0] += xa[0]*q[0] + xa[1]*q[1] + xa[2]*q[2]
+				da[1] += xa[0]*q[3] + xa[1]*q[4] + xa[2]*q[5]
+				da[2] += xa[0]*q[6] + xa[1]*q[7] + xa[2]*q[8]
+			}
+		}
 	}
 }
 
