@@ -78,6 +78,10 @@ func (m *manifold) proj(dst, x, v *sparse.Blocks) {
 // projRange is proj on poses lo..hi-1.
 func (m *manifold) projRange(dst, x, v *sparse.Blocks, lo, hi int) {
 	d, r, b := m.d, m.r, m.b
+	if is34(d, 3, b) {
+		projRange34(dst, x, v, r, lo, hi)
+		return
+	}
 	var sym [9]float64
 	for i := lo; i < hi; i++ {
 		xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
@@ -128,6 +132,10 @@ func (m *manifold) hess(dst, x, v *sparse.Blocks, lam []float64, work *sparse.Bl
 // subLambda sets work_i -= [V_Y,i Lambda_i, 0] on poses lo..hi-1.
 func (m *manifold) subLambda(v, work *sparse.Blocks, lam []float64, lo, hi int) {
 	d, r, b := m.d, m.r, m.b
+	if is34(d, 3, b) {
+		subLambda34(v, work, lam, r, lo, hi)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		vi, wi := v.Block(i), work.Block(i)
 		l := lam[i*d*d : (i+1)*d*d]
@@ -331,6 +339,10 @@ func xxT(out []float64, a, b *sparse.Blocks, threads int, parts *[]float64) {
 // xxTRange adds A_i B_i^T (r x r) to out for the poses lo..hi-1.
 func xxTRange(out []float64, a, b *sparse.Blocks, lo, hi int) {
 	r, bs := a.R, a.B
+	if is34(3, r, bs) {
+		xxTRange34(out, a, b, lo, hi)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		ai, bi := a.Block(i), b.Block(i)
 		for p := 0; p < r; p++ {
@@ -402,6 +414,10 @@ func (gg *gauge) remove(v *sparse.Blocks) {
 func (gg *gauge) removeRange(v *sparse.Blocks, lo, hi int) {
 	r, x := gg.r, gg.x
 	bs := x.B
+	if is34(3, r, bs) {
+		removeRange34(v, x, (*[9]float64)(gg.b[:9]), lo, hi)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		xi, vi := x.Block(i), v.Block(i)
 		for p := 0; p < r; p++ {
