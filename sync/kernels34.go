@@ -1,6 +1,10 @@
 package sync
 
-import "github.com/bcmsync/bcmsync/internal/sparse"
+import (
+	"math"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+)
 
 // Unrolled per-pose kernels for SE(3) at rank 3, the trust region's case
 // on every large 3-D graph: blocks of b = 4 columns (a 3 x 3 Stiefel part
@@ -113,5 +117,39 @@ func xxTRange34(out []float64, a, b *sparse.Blocks, lo, hi int) {
 			o[p*3+1] += a0*bi[4] + a1*bi[5] + a2*bi[6] + a3*bi[7]
 			o[p*3+2] += a0*bi[8] + a1*bi[9] + a2*bi[10] + a3*bi[11]
 		}
+	}
+}
+
+// coordsRange34 is hessianPrecond.coordsRange for d = r = 3, b = 4, where
+// setRank's basis is the skew pairs (0,1), (0,2), (1,2), entries +-1/sqrt2,
+// then the three translations: c_i = the coordinates of W_i^T v_i. Each
+// sum starts from 0, as the generic loop's does.
+func coordsRange34(c, w []float64, v *sparse.Blocks, lo, hi int) {
+	const s = 1 / math.Sqrt2
+	var u [12]float64
+	for i := lo; i < hi; i++ {
+		mulWtV34(&u, (*[9]float64)(w[i*9:i*9+9]), (*[12]float64)(v.Data[i*12:i*12+12]))
+		ci := (*[6]float64)(c[i*6 : i*6+6])
+		ci[0] = 0 + s*u[1] + -s*u[4]
+		ci[1] = 0 + s*u[2] + -s*u[8]
+		ci[2] = 0 + s*u[6] + -s*u[9]
+		ci[3] = 0 + u[3]
+		ci[4] = 0 + u[7]
+		ci[5] = 0 + u[11]
+	}
+}
+
+// vectorRange34 is hessianPrecond.vectorRange for d = r = 3, b = 4 (see
+// coordsRange34): dst_i = W_i times the tangent vector with coordinates z_i.
+func vectorRange34(dst *sparse.Blocks, w, z []float64, lo, hi int) {
+	const s = 1 / math.Sqrt2
+	var u [12]float64
+	for i := lo; i < hi; i++ {
+		zi := (*[6]float64)(z[i*6 : i*6+6])
+		u[1], u[4] = 0+s*zi[0], 0+-s*zi[0]
+		u[2], u[8] = 0+s*zi[1], 0+-s*zi[1]
+		u[6], u[9] = 0+s*zi[2], 0+-s*zi[2]
+		u[3], u[7], u[11] = 0+zi[3], 0+zi[4], 0+zi[5]
+		mulWU34((*[12]float64)(dst.Data[i*12:i*12+12]), (*[9]float64)(w[i*9:i*9+9]), &u)
 	}
 }

@@ -721,21 +721,20 @@ func (p *hessianPrecond) coords(c, sc []float64, v *sparse.Blocks) {
 func (p *hessianPrecond) coordsRange(u, c, sc []float64, v *sparse.Blocks, lo, hi int) {
 	r, d, b, k := p.r, p.d, p.b, p.k
 	rr, dim := r*r, v.N*b
-	fast := is34(d, r, b)
+	if is34(d, r, b) && k == 6 {
+		coordsRange34(c, p.w, v, lo, hi)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		wi, vi := p.w[i*rr:(i+1)*rr], v.Block(i)
 		// u = W_i^T v_i
-		if fast {
-			mulWtV34((*[12]float64)(u[:12]), (*[9]float64)(wi[:9]), (*[12]float64)(vi[:12]))
-		} else {
-			for a := 0; a < r; a++ {
-				for col := 0; col < b; col++ {
-					s := 0.0
-					for t := 0; t < r; t++ {
-						s += wi[t*r+a] * vi[t*b+col]
-					}
-					u[a*b+col] = s
+		for a := 0; a < r; a++ {
+			for col := 0; col < b; col++ {
+				s := 0.0
+				for t := 0; t < r; t++ {
+					s += wi[t*r+a] * vi[t*b+col]
 				}
+				u[a*b+col] = s
 			}
 		}
 		ci := c[i*k : (i+1)*k]
@@ -767,7 +766,10 @@ func (p *hessianPrecond) vector(dst *sparse.Blocks, z, sz []float64) {
 func (p *hessianPrecond) vectorRange(u []float64, dst *sparse.Blocks, z, sz []float64, lo, hi int) {
 	r, d, b, k := p.r, p.d, p.b, p.k
 	rr, dim := r*r, dst.N*b
-	fast := is34(d, r, b)
+	if is34(d, r, b) && k == 6 {
+		vectorRange34(dst, p.w, z, lo, hi)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		wi, di := p.w[i*rr:(i+1)*rr], dst.Block(i)
 		for t := range u {
@@ -783,10 +785,6 @@ func (p *hessianPrecond) vectorRange(u []float64, dst *sparse.Blocks, z, sz []fl
 			for a := d; a < r; a++ {
 				copy(u[a*b:(a+1)*b], sz[(a-d)*dim+i*b:(a-d)*dim+(i+1)*b])
 			}
-		}
-		if fast {
-			mulWU34((*[12]float64)(di[:12]), (*[9]float64)(wi[:9]), (*[12]float64)(u[:12]))
-			continue
 		}
 		for t := 0; t < r; t++ {
 			for col := 0; col < b; col++ {
