@@ -91,9 +91,10 @@ type hessianPrecond struct {
 	raised int
 	x      *sparse.Blocks
 	rung   int // index in shiftLadder of the last successful shift
-	// resume makes the next update start the ladder at rung (see
-	// resumeShift); resumed says the current factor was made so.
+	// resume makes the next update start the ladder at resumeAt (see
+	// resumeFrom); resumed says the current factor was made so.
 	resume, resumed bool
+	resumeAt        int
 
 	// The split form at r > d: the complement part is preconditioned by
 	// 2 S (x) I_{r-d}, factored once per update on Q's pattern.
@@ -355,7 +356,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	}
 	from := 0
 	if p.resume {
-		from = p.rung
+		from = p.resumeAt
 	}
 	p.resumed, p.resume = p.resume, false
 	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, from, len(shiftLadder)-1, true, &p.factorizations)
@@ -520,20 +521,37 @@ func (s *staleFactor) step(inner, after int) bool {
 
 // resumeShift is the shift, relative to the largest diagonal entry, from
 // which a factor is refactored at the next accepted point whatever the
-// inner iterations, starting the ladder at the same rung (no modified
-// attempt, no lower rung: consecutive points need similar shifts), once;
-// the factor so made follows the usual rule. A shift that large blurs the
-// Hessian's low modes, and the step after it moves far: on the 10^6-pose
-// grid the first factor needs 1e-4 (0, 1e-5 and 3e-5 fail), and the next
-// step took 40 inner iterations with it (53 s) against 18 and one
-// factorization (33 to 39 s) with a fresh one at 1e-4; over the solve, 69
-// inner iterations and 6 factorizations of the Hessian instead of 79 and
-// 5 (183 and 216 s in two runs, against 200 s). Refactoring from the
-// bottom of the ladder instead repeated the failed attempts (8
-// factorizations, 282 s). Of the benchmark graphs only smallGrid3D's first
-// factor needs 1e-4 (9 inner iterations and 3 factorizations before, 5
-// and 4 now).
+// inner iterations. A shift that large blurs the Hessian's low modes, and
+// the step after it moves far: on the 10^6-pose grid the first factor
+// needs 1e-4 (0, 1e-5 and 3e-5 fail), and the next step took 40 inner
+// iterations with it (53 s) against 18 and one factorization with a fresh
+// one at 1e-4. See resumeFrom for where the ladder starts then.
 const resumeShift = 1e-4
+
+// resumeFrom returns the rung from which the next accepted point refactors
+// the Hessian, or -1 for none (the usual rule, staleFactor, decides), after
+// an accepted step with a factor made at rung (an index into shiftLadder);
+// resumed says that factor was itself made by this rule. A factor shifted
+// by resumeShift or more is refactored from one rung below its own; so is
+// a factor this rule made that is still shifted, so that the shifts step
+// down the ladder one point at a time until a factor is exact (from rung 0
+// the modified factorization is tried first). Consecutive points need
+// similar shifts, and a lower rung that fails costs less than a stale
+// shifted factor: on the 10^6-pose grid the point after the first step
+// factors at 1e-5 where the first needed 1e-4, and the step with it takes
+// 6 inner iterations instead of 18; kept at the next point, that factor
+// took 39 (26 s), and refactoring there gives an exact factor and 1.
+// Over the solve, 46 inner iterations instead of 59 and the same
+// factorizations: 111.5 s against 118 to 119. Starting each resumed
+// ladder at the factor's own rung (the rule before) or from rung 0
+// (trying the failed attempts again: 8 factorizations, 282 s) were worse.
+// Of the benchmark graphs only smallGrid3D's first factor needs 1e-4.
+func resumeFrom(rung int, resumed bool) int {
+	if (resumed && rung > 0) || (!resumed && shiftLadder[rung] >= resumeShift) {
+		return rung - 1
+	}
+	return -1
+}
 
 // refactorFlopRatio: see refactorAfter.
 const refactorFlopRatio = 20.0
@@ -566,7 +584,7 @@ const refactorFlopRatio = 20.0
 // as before. It returns the shift, the number of raised pivots and
 // whether a factor was made, and adds the factorizations it attempted to
 // *attempts. With from > 0 the ladder starts at rung from instead, with
-// no modified attempt (see resumeShift).
+// no modified attempt (see resumeFrom).
 func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, from, maxRung int, modify bool, attempts *int) (shift float64, raised int, ok bool) {
 	for t := from; t <= maxRung; t++ {
 		if t == 1 && from == 0 {

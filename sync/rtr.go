@@ -156,7 +156,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	// from the previous point still preconditions tCG almost exactly, so it
 	// is kept while tCG converges in a few inner iterations (more on large
 	// graphs, where a factorization costs more: see refactorAfter and
-	// staleFactor), unless it was shifted by resumeShift or more.
+	// staleFactor), unless it was shifted (see resumeFrom).
 	// The update is lazy (pending): the point that meets the tolerance
 	// never runs tCG, so it must not pay for a factorization.
 	useHessian, refactor, pending := false, true, false
@@ -332,8 +332,10 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		out.InnerIterations += inner1
 		step.Inner = inner1
 		refactor = hp == nil || stale.step(inner1, hp.refactorAfter())
-		if useHessian && !hp.resumed && shiftLadder[hp.rung] >= resumeShift {
-			refactor, hp.resume = true, true
+		if useHessian {
+			if from := resumeFrom(hp.rung, hp.resumed); from >= 0 {
+				refactor, hp.resume, hp.resumeAt = true, true, from
+			}
 		}
 
 		m.retract(xnew, x, eta)

@@ -176,22 +176,22 @@ func TestStepRecordsAddUp(t *testing.T) {
 }
 
 // resumedFactors checks the trust-region records of one rank against
-// resumeShift's rule: after an accepted step whose factor was shifted by
-// resumeShift or more, and was not itself refactored by that rule, the
-// next step refactors at a shift at least as large. It returns how many
-// such refactorizations it saw.
+// resumeFrom's rule: after an accepted step whose factor was shifted by
+// resumeShift or more, or was made by the rule and is still shifted, the
+// next step refactors, at a shift no lower than one rung below that
+// factor's. It returns how many such refactorizations it saw.
 func resumedFactors(t *testing.T, name string, hist []Record, rank int) int {
 	t.Helper()
 	n := 0
 	var prev *Record
-	due, dueShift := false, 0.0
+	due, dueShift, lastResumed := false, 0.0, false
 	for k := range hist {
 		h := &hist[k]
 		if h.Rank != rank {
 			continue
 		}
 		if h.Phase != "rtr" {
-			prev, due = h, false
+			prev, due, lastResumed = h, false, false
 			continue
 		}
 		first := prev == nil || prev.Phase != "rtr"
@@ -199,21 +199,44 @@ func resumedFactors(t *testing.T, name string, hist []Record, rank int) int {
 		if resumed {
 			n++
 			if h.Factorizations == 0 || h.Shift < dueShift {
-				t.Errorf("%s rank %d iter %d: after a factor shifted by %g, %d factorizations at shift %g", name, rank, h.Iter, dueShift, h.Factorizations, h.Shift)
+				t.Errorf("%s rank %d iter %d: due from shift %g, %d factorizations at shift %g", name, rank, h.Iter, dueShift, h.Factorizations, h.Shift)
 			}
 		}
 		if h.Factorizations > 0 && h.Precond == "hessian" {
-			due, dueShift = !resumed && h.Shift >= resumeShift, h.Shift
+			rung := slices.Index(shiftLadder, h.Shift)
+			if rung < 0 {
+				t.Fatalf("%s rank %d iter %d: shift %g is no rung of the ladder", name, rank, h.Iter, h.Shift)
+			}
+			lastResumed = resumed
+			from := resumeFrom(rung, lastResumed)
+			due, dueShift = from >= 0, shiftLadder[max(from, 0)]
 		}
 		prev = h
 	}
 	return n
 }
 
-// TestShiftedFactorServesOnePoint solves smallGrid3D, whose first Hessian
-// factors only shifted by 1e-4 of its diagonal (resumeShift): the next
-// accepted point must refactor, from that rung, whatever its inner
-// iterations.
+// TestResumeFrom checks the rule's table on the ladder 0, 1e-5, 1e-4,
+// 1e-3, 1e-2: a fresh factor is refactored from one rung below its own
+// when shifted by resumeShift (1e-4) or more, a resumed one whenever it is
+// shifted at all, so the 10^6-pose grid's first factor at 1e-4 leads to a
+// refactorization from 1e-5 and one at 1e-5 made so to one from 0.
+func TestResumeFrom(t *testing.T) {
+	if len(shiftLadder) != 5 || resumeShift != shiftLadder[2] {
+		t.Fatalf("the table below is for the ladder 0, 1e-5, 1e-4, 1e-3, 1e-2 and resumeShift 1e-4, not %v and %g", shiftLadder, resumeShift)
+	}
+	for resumed, want := range map[bool][]int{
+		false: {-1, -1, 1, 2, 3},
+		true:  {-1, 0, 1, 2, 3},
+	} {
+		for rung, w := range want {
+			if got := resumeFrom(rung, resumed); got != w {
+				t.Errorf("rung %d (shift %g), resumed %t: from %d, want %d", rung, shiftLadder[rung], resumed, got, w)
+			}
+		}
+	}
+}
+
 func TestShiftedFactorServesOnePoint(t *testing.T) {
 	dir := datasets.SuiteOrSkip(t)
 	g, err := g2o.ReadFile(filepath.Join(dir, "smallGrid3D.g2o"), g2o.ReadOptions{})
@@ -224,7 +247,17 @@ func TestShiftedFactorServesOnePoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := resumedFactors(t, "smallGrid3D", res.History, res.Rank); n == 0 {
-		t.Errorf("no factor shifted by %g or more was refactored at the next point", resumeShift)
+	if n := resumedFactors(t, "smallGrid3D", res.History, res.Rank); n < 2 {
+		t.Errorf("%d refactorizations by resumeFrom's rule, want 2 (after 1e-4, then after 1e-5)", n)
+	}
+	// The ladder steps down one rung a point: 1e-4, 1e-5, exact.
+	var shifts []float64
+	for _, h := range res.History {
+		if h.Phase == "rtr" && h.Factorizations > 0 && len(shifts) < 3 {
+			shifts = append(shifts, h.Shift)
+		}
+	}
+	if !slices.Equal(shifts, []float64{1e-4, 1e-5, 0}) {
+		t.Errorf("the first three factors' shifts are %v, want [1e-4 1e-5 0]", shifts)
 	}
 }
