@@ -156,13 +156,17 @@ func TestGemmNTNegativeSizes(t *testing.T) {
 	}
 }
 
-// TestTrsmRT checks the row-split triangular solve: on 1, 2 and 3
-// threads the bits are those of one call to gonum's Dtrsm, and X L^T
-// gives B back (a dense product as the oracle), on shapes below and above
-// the split, with strides wider than the rows as in a supernode.
+// TestTrsmRT checks the triangular solve below a supernode's panel: X L^T
+// gives B back (a dense product as the oracle) and X agrees with gonum's
+// Dtrsm to rounding, on widths below, at and above the substitution leaf
+// (odd ones too), on row counts below a tile, not a multiple of the four
+// rows the leaf takes together, and above the split among goroutines,
+// with strides wider than the rows as in a supernode; on 1, 2 and 3
+// threads the bits are the same; and the leaf's rows give the same bits
+// grouped by four as alone.
 func TestTrsmRT(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, s := range [][2]int{{5, 3}, {100, 64}, {3000, 64}, {1200, 100}} {
+	for _, s := range [][2]int{{5, 3}, {3, 40}, {7, 16}, {101, 17}, {100, 64}, {3000, 64}, {1201, 100}, {50, 37}} {
 		m, n := s[0], s[1]
 		lda, ldb := n+3, n+5
 		a := randSlice(rng, n*lda)
@@ -170,16 +174,33 @@ func TestTrsmRT(t *testing.T) {
 			a[i*lda+i] = 2 + float64(n) // well conditioned
 		}
 		b0 := randSlice(rng, m*ldb)
-		want := append([]float64(nil), b0...)
-		gonum.Implementation{}.Dtrsm(blas.Right, blas.Lower, blas.Trans, blas.NonUnit, m, n, 1, a, lda, want, ldb)
+		ref := append([]float64(nil), b0...)
+		gonum.Implementation{}.Dtrsm(blas.Right, blas.Lower, blas.Trans, blas.NonUnit, m, n, 1, a, lda, ref, ldb)
+		var first []float64
 		for _, procs := range []int{1, 2, 3} {
 			old := runtime.GOMAXPROCS(procs)
 			got := append([]float64(nil), b0...)
 			trsmRT(m, n, a, lda, got, ldb)
 			runtime.GOMAXPROCS(old)
+			if first == nil {
+				first = got
+				continue
+			}
 			for i := range got {
-				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-					t.Fatalf("%dx%d on %d threads: entry %d is %g, one Dtrsm gives %g", m, n, procs, i, got[i], want[i])
+				if math.Float64bits(got[i]) != math.Float64bits(first[i]) {
+					t.Fatalf("%dx%d: entry %d is %g on %d threads, %g on 1", m, n, i, got[i], procs, first[i])
+				}
+			}
+		}
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				if d := math.Abs(first[i*ldb+j] - ref[i*ldb+j]); d > 1e-13*(1+math.Abs(ref[i*ldb+j])) {
+					t.Fatalf("%dx%d: X[%d][%d] = %g, Dtrsm gives %g", m, n, i, j, first[i*ldb+j], ref[i*ldb+j])
+				}
+			}
+			for j := n; j < ldb; j++ {
+				if first[i*ldb+j] != b0[i*ldb+j] {
+					t.Fatalf("%dx%d: entry (%d, %d) beyond the %d columns changed", m, n, i, j, n)
 				}
 			}
 		}
@@ -188,12 +209,47 @@ func TestTrsmRT(t *testing.T) {
 			for j := 0; j < n; j++ {
 				s := 0.0
 				for k := 0; k <= j; k++ {
-					s += want[i*ldb+k] * a[j*lda+k]
+					s += first[i*ldb+k] * a[j*lda+k]
 				}
 				if math.Abs(s-b0[i*ldb+j]) > 1e-12*(1+math.Abs(b0[i*ldb+j])) {
 					t.Fatalf("%dx%d: (X L^T)[%d][%d] = %g, B has %g", m, n, i, j, s, b0[i*ldb+j])
 				}
 			}
 		}
+		// The leaf's rows, four at a time or alone.
+		leaf, alone := append([]float64(nil), b0...), append([]float64(nil), b0...)
+		trsmRTLeaf(m, n, a, lda, leaf, ldb)
+		for i := 0; i < m; i++ {
+			trsmRTLeaf(1, n, a, lda, alone[i*ldb:], ldb)
+		}
+		for i := range leaf {
+			if math.Float64bits(leaf[i]) != math.Float64bits(alone[i]) {
+				t.Fatalf("%dx%d: the leaf gives %g at %d with rows grouped, %g alone", m, n, leaf[i], i, alone[i])
+			}
+		}
+	}
+}
+
+// BenchmarkTrsmRT times the triangular solve below a supernode's panel
+// (panelWidth = 64 columns) for the row counts of the separators at the
+// top of a large 3-D factor, on all cores.
+func BenchmarkTrsmRT(b *testing.B) {
+	for _, m := range []int{500, 4000, 20000} {
+		const n = 64
+		rng := rand.New(rand.NewPCG(9, 10))
+		a := randSlice(rng, n*n)
+		for i := 0; i < n; i++ {
+			a[i*n+i] = 2 + float64(n)
+		}
+		x0 := randSlice(rng, m*n)
+		x := make([]float64, m*n)
+		flops := float64(m) * n * n
+		b.Run(fmt.Sprintf("%dx%d", m, n), func(b *testing.B) {
+			for b.Loop() {
+				copy(x, x0)
+				trsmRT(m, n, a, n, x, n)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFlop/s")
+		})
 	}
 }
