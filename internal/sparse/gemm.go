@@ -82,6 +82,12 @@ func gemmNT(m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb i
 // solved by the same operations however the rows are split, so the bits
 // do not depend on the number of threads.
 func trsmRT(m, n int, a []float64, lda int, b []float64, ldb int) {
+	// trsmRTBlocked hands gemmRows, which reaches the assembly kernel,
+	// parts of a and b: check here what a BLAS call would check.
+	if m < 0 || n < 0 || lda < max(1, n) || ldb < max(1, n) ||
+		(m > 0 && n > 0 && (len(a) < (n-1)*lda+n || len(b) < (m-1)*ldb+n)) {
+		panic("sparse: trsmRT with slices or strides too short for the shape")
+	}
 	parts := min(runtime.GOMAXPROCS(0), max(1, m*n*n/gemmSplitFlops))
 	if parts <= 1 {
 		trsmRTBlocked(m, n, a, lda, b, ldb)
@@ -105,7 +111,8 @@ func trsmRT(m, n int, a []float64, lda int, b []float64, ldb int) {
 // B2 -= X1 L21^T, most of the flops, by the product kernel, then X2 =
 // B2 L22^{-T}. This is the blocked algorithm of LAPACK's solvers and as
 // stable; the sums are grouped differently from Dtrsm's, so the last bits
-// differ from it. The leaves are Dtrsm.
+// differ from it. The leaves are trsmRTLeaf; without the kernel (no AVX2
+// and FMA), or with fewer rows than a tile, the whole solve is Dtrsm.
 func trsmRTBlocked(m, n int, a []float64, lda int, b []float64, ldb int) {
 	if m == 0 || n == 0 {
 		return
@@ -120,7 +127,8 @@ func trsmRTBlocked(m, n int, a []float64, lda int, b []float64, ldb int) {
 	}
 	n1 := n / 2
 	trsmRTBlocked(m, n1, a, lda, b, ldb)
-	// n - n1 > trsmLeaf/2 >= gemmNR - 2, so the kernel takes the product.
+	// gemmNT's checks and its fallbacks for thin shapes do not apply:
+	// trsmRT checked the slices, m >= gemmMR, and n - n1 > trsmLeaf/2.
 	gemmRows(0, m, n-n1, n1, -1, b, ldb, a[n1*lda:], lda, b[n1:], ldb)
 	trsmRTBlocked(m, n-n1, a[n1*lda+n1:], lda, b[n1:], ldb)
 }

@@ -230,6 +230,32 @@ func TestTrsmRT(t *testing.T) {
 	}
 }
 
+// TestTrsmRTShortSlices: the blocked solve hands parts of its slices to
+// the assembly kernel, so a shape they cannot hold is refused first.
+func TestTrsmRTShortSlices(t *testing.T) {
+	m, n := 40, 32
+	full := func(k int) []float64 { return make([]float64, k) }
+	for _, c := range []struct {
+		name     string
+		a, b     []float64
+		lda, ldb int
+	}{
+		{"short a", full((n-1)*n + n - 1), full(m * n), n, n},
+		{"short b", full(n * n), full((m-1)*n + n - 1), n, n},
+		{"lda < n", full(n * n), full(m * n), n - 1, n},
+		{"ldb < n", full(n * n), full(m * n), n, n - 1},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", c.name)
+				}
+			}()
+			trsmRT(m, n, c.a, c.lda, c.b, c.ldb)
+		}()
+	}
+}
+
 // BenchmarkTrsmRT times the triangular solve below a supernode's panel
 // (panelWidth = 64 columns) for the row counts of the separators at the
 // top of a large 3-D factor, on all cores.
