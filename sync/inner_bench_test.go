@@ -3,10 +3,6 @@ package sync
 import (
 	"fmt"
 	"testing"
-
-	"github.com/bcmsync/bcmsync/datasets"
-	"github.com/bcmsync/bcmsync/internal/sparse"
-	"github.com/bcmsync/bcmsync/posegraph"
 )
 
 // BenchmarkInnerKernels times the per-pose kernels of one inner iteration
@@ -21,28 +17,16 @@ import (
 //
 //	go test ./sync -run '^$' -bench InnerKernels
 func BenchmarkInnerKernels(b *testing.B) {
-	const d = 3
 	for _, side := range []int{22, 46} {
-		g, truth, err := datasets.Cube(side, side, side, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.05, Seed: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		q := g.Laplacian(posegraph.Poses)
-		x := g.Lift(centered(truth, d), posegraph.Poses, d)
-		m := newManifold(q, d, d, 0)
-		lam := multipliers(m, x)
-		p := newHessianPrecond(q, d, sparse.BlockOrder(q, 0), 1e-9*q.MaxDiag())
-		if !p.update(x, lam) {
-			b.Fatal("the Hessian at the ground truth does not factor")
-		}
-		gg := newGauge(d)
+		m, x, lam, p := gridHessian(b, side)
+		gg := newGauge(m.d)
 		gg.setPoint(x)
 		v, dst, work := m.newBlocks(), m.newBlocks(), m.newBlocks()
 		for k := range v.Data {
 			v.Data[k] = float64(k%7) - 3
 		}
 		m.proj(v, x, v)
-		name := fmt.Sprintf("n=%d/", g.N())
+		name := fmt.Sprintf("n=%d/", m.n)
 		b.Run(name+"hess", func(b *testing.B) {
 			for b.Loop() {
 				m.hess(dst, x, v, lam, work)

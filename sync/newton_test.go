@@ -539,23 +539,13 @@ func BenchmarkHessianPrecond(b *testing.B) {
 //
 //	go test ./sync -run '^$' -bench HessianUpdateGrid -benchtime 3x
 func BenchmarkHessianUpdateGrid(b *testing.B) {
-	const d = 3
 	large := flag.Lookup("bcmsync.large")
 	for _, side := range []int{22, 46, 100} {
 		b.Run(fmt.Sprintf("n=%d", side*side*side), func(b *testing.B) {
 			if side > 50 && (large == nil || large.Value.String() != "true") {
 				b.Skip("10^6 poses take minutes and GBs; run with -bcmsync.large")
 			}
-			g, truth, err := datasets.Cube(side, side, side, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.05, Seed: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			q := g.Laplacian(posegraph.Poses)
-			x := g.Lift(centered(truth, d), posegraph.Poses, d)
-			m := newManifold(q, d, d, 0)
-			lam := multipliers(m, x)
-			p := newHessianPrecond(q, d, sparse.BlockOrder(q, 0), 1e-9*q.MaxDiag())
-			p.update(x, lam) // the symbolic analysis, once as in a solve
+			_, x, lam, p := gridHessian(b, side)
 			for b.Loop() {
 				if !p.update(x, lam) {
 					b.Fatal("the Hessian at the ground truth does not factor")
@@ -563,6 +553,27 @@ func BenchmarkHessianUpdateGrid(b *testing.B) {
 			}
 		})
 	}
+}
+
+// gridHessian builds BenchmarkScalingGrid3D's grid of side^3 poses, lifts
+// its ground truth at rank d = 3 and prepares the Hessian's preconditioner
+// there in the order Solve uses, with one update made (the symbolic
+// analysis, as in a solve).
+func gridHessian(b *testing.B, side int) (*manifold, *sparse.Blocks, []float64, *hessianPrecond) {
+	const d = 3
+	g, truth, err := datasets.Cube(side, side, side, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.05, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := g.Laplacian(posegraph.Poses)
+	x := g.Lift(centered(truth, d), posegraph.Poses, d)
+	m := newManifold(q, d, d, 0)
+	lam := multipliers(m, x)
+	p := newHessianPrecond(q, d, sparse.BlockOrder(q, 0), 1e-9*q.MaxDiag())
+	if !p.update(x, lam) {
+		b.Fatal("the Hessian at the ground truth does not factor")
+	}
+	return m, x, lam, p
 }
 
 // TestStaleFactor checks the refactoring rule: one step alone refactors

@@ -554,17 +554,7 @@ func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, p
 		if m*kb*kb >= blasThreshold {
 			trsmRT(m, kb, l[k*nc+k:], nc, l[(k+kb)*nc+k:], nc)
 		} else {
-			for i := k + kb; i < nr; i++ {
-				ri := l[i*nc+k : i*nc+k+kb]
-				for j := 0; j < kb; j++ {
-					rj := l[(k+j)*nc+k : (k+j)*nc+k+j]
-					sum := ri[j]
-					for t, v := range rj {
-						sum -= v * ri[t]
-					}
-					ri[j] = sum / l[(k+j)*nc+k+j]
-				}
-			}
+			trsmRTLeaf(m, kb, l[k*nc+k:], nc, l[(k+kb)*nc+k:], nc)
 		}
 		// Trailing update of columns k+kb..nc-1, rows k+kb..nr-1:
 		// T -= P P^T restricted to the lower trapezoid, with P the rows
