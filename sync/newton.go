@@ -92,9 +92,10 @@ type hessianPrecond struct {
 	x      *sparse.Blocks
 	rung   int // index in shiftLadder of the last successful shift
 	// resume makes the next update start the ladder at resumeAt (see
-	// resumeFrom); resumed says the current factor was made so.
-	resume, resumed bool
-	resumeAt        int
+	// resumeFrom); resumed says the current factor was made so, in place
+	// of a factor made at rung replaced.
+	resume, resumed    bool
+	resumeAt, replaced int
 
 	// The split form at r > d: the complement part is preconditioned by
 	// 2 S (x) I_{r-d}, factored once per update on Q's pattern.
@@ -356,7 +357,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	}
 	from := 0
 	if p.resume {
-		from = p.resumeAt
+		from, p.replaced = p.resumeAt, p.rung
 	}
 	p.resumed, p.resume = p.resume, false
 	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, from, len(shiftLadder)-1, true, &p.factorizations)
@@ -531,23 +532,28 @@ const resumeShift = 1e-4
 // resumeFrom returns the rung from which the next accepted point refactors
 // the Hessian, or -1 for none (the usual rule, staleFactor, decides), after
 // an accepted step with a factor made at rung (an index into shiftLadder);
-// resumed says that factor was itself made by this rule. A factor shifted
-// by resumeShift or more is refactored from one rung below its own; so is
-// a factor this rule made that is still shifted, so that the shifts step
-// down the ladder one point at a time until a factor is exact (from rung 0
-// the modified factorization is tried first). Consecutive points need
-// similar shifts, and a lower rung that fails costs less than a stale
-// shifted factor: on the 10^6-pose grid the point after the first step
-// factors at 1e-5 where the first needed 1e-4, and the step with it takes
-// 6 inner iterations instead of 18; kept at the next point, that factor
-// took 39 (26 s), and refactoring there gives an exact factor and 1.
-// Over the solve, 46 inner iterations instead of 59 and the same
-// factorizations: 111.5 s against 118 to 119. Starting each resumed
-// ladder at the factor's own rung (the rule before) or from rung 0
-// (trying the failed attempts again: 8 factorizations, 282 s) were worse.
-// Of the benchmark graphs only smallGrid3D's first factor needs 1e-4.
-func resumeFrom(rung int, resumed bool) int {
-	if (resumed && rung > 0) || (!resumed && shiftLadder[rung] >= resumeShift) {
+// resumed says that factor was itself made by this rule, in place of a
+// factor made at rung prev. A factor shifted by resumeShift or more is
+// refactored from one rung below its own; so is a factor this rule made
+// that is still shifted but landed below the one it replaced, so that the
+// shifts step down the ladder one point at a time until a factor is exact
+// (from rung 0 the modified factorization is tried first), and a Hessian
+// that keeps needing the same shift is kept as the usual rule says (with
+// no such condition, parking-garage from a random start refactored at 563
+// of its 564 accepted steps). Consecutive points need similar shifts, and
+// a lower rung that fails costs less than a stale shifted factor: on the
+// 10^6-pose grid the point after the first step factors at 1e-5 where the
+// first needed 1e-4, and the step with it takes 6 inner iterations
+// instead of 18; kept at the next point, that factor took 39 (26 s), and
+// refactoring there gives an exact factor and 1. Over the solve, 46 inner
+// iterations instead of 59 and the same factorizations: 111.5 s against
+// 118 to 119. Starting each resumed ladder at the factor's own rung (the
+// rule before) or from rung 0 (trying the failed attempts again: 8
+// factorizations, 282 s) were worse. Of the benchmark graphs only
+// smallGrid3D's first factor needs 1e-4.
+func resumeFrom(rung int, resumed bool, prev int) int {
+	switch {
+	case resumed && rung > 0 && rung < prev, !resumed && shiftLadder[rung] >= resumeShift:
 		return rung - 1
 	}
 	return -1

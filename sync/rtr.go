@@ -156,7 +156,8 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	// from the previous point still preconditions tCG almost exactly, so it
 	// is kept while tCG converges in a few inner iterations (more on large
 	// graphs, where a factorization costs more: see refactorAfter and
-	// staleFactor), unless it was shifted (see resumeFrom).
+	// staleFactor), unless it was shifted by resumeShift or more, or was
+	// made by resumeFrom's rule and is still shifted (see resumeFrom).
 	// The update is lazy (pending): the point that meets the tolerance
 	// never runs tCG, so it must not pay for a factorization.
 	useHessian, refactor, pending := false, true, false
@@ -333,7 +334,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		step.Inner = inner1
 		refactor = hp == nil || stale.step(inner1, hp.refactorAfter())
 		if useHessian {
-			if from := resumeFrom(hp.rung, hp.resumed); from >= 0 {
+			if from := resumeFrom(hp.rung, hp.resumed, hp.replaced); from >= 0 {
 				refactor, hp.resume, hp.resumeAt = true, true, from
 			}
 		}

@@ -177,21 +177,22 @@ func TestStepRecordsAddUp(t *testing.T) {
 
 // resumedFactors checks the trust-region records of one rank against
 // resumeFrom's rule: after an accepted step whose factor was shifted by
-// resumeShift or more, or was made by the rule and is still shifted, the
-// next step refactors, at a shift no lower than one rung below that
-// factor's. It returns how many such refactorizations it saw.
+// resumeShift or more, or was made by the rule, is still shifted and
+// landed below the factor it replaced, the next step refactors, at a shift
+// no lower than one rung below that factor's. It returns how many such
+// refactorizations it saw.
 func resumedFactors(t *testing.T, name string, hist []Record, rank int) int {
 	t.Helper()
 	n := 0
 	var prev *Record
-	due, dueShift, lastResumed := false, 0.0, false
+	due, dueShift, lastRung := false, 0.0, -1
 	for k := range hist {
 		h := &hist[k]
 		if h.Rank != rank {
 			continue
 		}
 		if h.Phase != "rtr" {
-			prev, due, lastResumed = h, false, false
+			prev, due, lastRung = h, false, -1
 			continue
 		}
 		first := prev == nil || prev.Phase != "rtr"
@@ -207,9 +208,8 @@ func resumedFactors(t *testing.T, name string, hist []Record, rank int) int {
 			if rung < 0 {
 				t.Fatalf("%s rank %d iter %d: shift %g is no rung of the ladder", name, rank, h.Iter, h.Shift)
 			}
-			lastResumed = resumed
-			from := resumeFrom(rung, lastResumed)
-			due, dueShift = from >= 0, shiftLadder[max(from, 0)]
+			from := resumeFrom(rung, resumed, lastRung)
+			due, dueShift, lastRung = from >= 0, shiftLadder[max(from, 0)], rung
 		}
 		prev = h
 	}
@@ -218,25 +218,35 @@ func resumedFactors(t *testing.T, name string, hist []Record, rank int) int {
 
 // TestResumeFrom checks the rule's table on the ladder 0, 1e-5, 1e-4,
 // 1e-3, 1e-2: a fresh factor is refactored from one rung below its own
-// when shifted by resumeShift (1e-4) or more, a resumed one whenever it is
-// shifted at all, so the 10^6-pose grid's first factor at 1e-4 leads to a
-// refactorization from 1e-5 and one at 1e-5 made so to one from 0.
+// when shifted by resumeShift (1e-4) or more; a resumed one when it is
+// still shifted and below the factor it replaced, so the 10^6-pose grid's
+// first factor at 1e-4 leads to a refactorization from 1e-5, one at 1e-5
+// made so to one from 0, and a resumed factor that needed its
+// predecessor's shift again (or more) ends the chain.
 func TestResumeFrom(t *testing.T) {
 	if len(shiftLadder) != 5 || resumeShift != shiftLadder[2] {
 		t.Fatalf("the table below is for the ladder 0, 1e-5, 1e-4, 1e-3, 1e-2 and resumeShift 1e-4, not %v and %g", shiftLadder, resumeShift)
 	}
-	for resumed, want := range map[bool][]int{
-		false: {-1, -1, 1, 2, 3},
-		true:  {-1, 0, 1, 2, 3},
+	for rung, want := range []int{-1, -1, 1, 2, 3} {
+		if got := resumeFrom(rung, false, -1); got != want {
+			t.Errorf("fresh factor at rung %d (shift %g): from %d, want %d", rung, shiftLadder[rung], got, want)
+		}
+	}
+	for _, c := range []struct{ rung, prev, want int }{
+		{1, 2, 0}, {2, 3, 1}, {3, 4, 2}, // landed lower: go on down
+		{0, 1, -1},                         // exact: done
+		{1, 1, -1}, {2, 2, -1}, {3, 2, -1}, // the same shift or more: stop
 	} {
-		for rung, w := range want {
-			if got := resumeFrom(rung, resumed); got != w {
-				t.Errorf("rung %d (shift %g), resumed %t: from %d, want %d", rung, shiftLadder[rung], resumed, got, w)
-			}
+		if got := resumeFrom(c.rung, true, c.prev); got != c.want {
+			t.Errorf("resumed factor at rung %d replacing rung %d: from %d, want %d", c.rung, c.prev, got, c.want)
 		}
 	}
 }
 
+// TestShiftedFactorServesOnePoint solves smallGrid3D, whose first Hessian
+// factors only shifted by 1e-4 of its diagonal (resumeShift): the next
+// accepted point must refactor, from the rung below, whatever its inner
+// iterations, and so on while the factor stays shifted and lands lower.
 func TestShiftedFactorServesOnePoint(t *testing.T) {
 	dir := datasets.SuiteOrSkip(t)
 	g, err := g2o.ReadFile(filepath.Join(dir, "smallGrid3D.g2o"), g2o.ReadOptions{})
