@@ -11,9 +11,12 @@ import (
 // and a translation) and r = 3 rows. The generic loops run over r, b and d
 // with 3 or 4 iterations each and spend more on bounds checks and counters
 // than on the products; these do the same arithmetic over fixed-size
-// arrays. Each sum is formed in the generic loop's order, so the results
-// are the same bits (TestKernels34 checks it), and a solve takes the same
-// path whichever runs.
+// arrays. Each sum is formed in the generic loop's order, from the same
+// +0 where the generic loop starts from one (so that a sum of -0 products
+// is +0 in both), and on amd64, where Go never fuses a multiply and an
+// add, the results are the same bits (TestKernels34 checks it) and a
+// solve takes the same path whichever runs. Where Go fuses them (arm64,
+// for one) the two may round differently in the last place.
 
 // kernels34 enables the kernels below; tests turn it off to compare them
 // with the generic loops.
@@ -61,9 +64,9 @@ func subLambda34(v, work *sparse.Blocks, lam []float64, r, lo, hi int) {
 		for k := 0; k < r; k++ {
 			vk, wk := (*[4]float64)(vi[k*4:k*4+4]), (*[4]float64)(wi[k*4:k*4+4])
 			v0, v1, v2 := vk[0], vk[1], vk[2]
-			wk[0] -= v0*l[0] + v1*l[3] + v2*l[6]
-			wk[1] -= v0*l[1] + v1*l[4] + v2*l[7]
-			wk[2] -= v0*l[2] + v1*l[5] + v2*l[8]
+			wk[0] -= 0 + v0*l[0] + v1*l[3] + v2*l[6]
+			wk[1] -= 0 + v0*l[1] + v1*l[4] + v2*l[7]
+			wk[2] -= 0 + v0*l[2] + v1*l[5] + v2*l[8]
 		}
 	}
 }
@@ -73,10 +76,10 @@ func subLambda34(v, work *sparse.Blocks, lam []float64, r, lo, hi int) {
 func mulWU34(dst *[12]float64, w *[9]float64, u *[12]float64) {
 	for t := 0; t < 3; t++ {
 		w0, w1, w2 := w[t*3], w[t*3+1], w[t*3+2]
-		dst[t*4+0] = w0*u[0] + w1*u[4] + w2*u[8]
-		dst[t*4+1] = w0*u[1] + w1*u[5] + w2*u[9]
-		dst[t*4+2] = w0*u[2] + w1*u[6] + w2*u[10]
-		dst[t*4+3] = w0*u[3] + w1*u[7] + w2*u[11]
+		dst[t*4+0] = 0 + w0*u[0] + w1*u[4] + w2*u[8]
+		dst[t*4+1] = 0 + w0*u[1] + w1*u[5] + w2*u[9]
+		dst[t*4+2] = 0 + w0*u[2] + w1*u[6] + w2*u[10]
+		dst[t*4+3] = 0 + w0*u[3] + w1*u[7] + w2*u[11]
 	}
 }
 
@@ -85,10 +88,10 @@ func mulWU34(dst *[12]float64, w *[9]float64, u *[12]float64) {
 func mulWtV34(dst *[12]float64, w *[9]float64, v *[12]float64) {
 	for a := 0; a < 3; a++ {
 		w0, w1, w2 := w[a], w[3+a], w[6+a]
-		dst[a*4+0] = w0*v[0] + w1*v[4] + w2*v[8]
-		dst[a*4+1] = w0*v[1] + w1*v[5] + w2*v[9]
-		dst[a*4+2] = w0*v[2] + w1*v[6] + w2*v[10]
-		dst[a*4+3] = w0*v[3] + w1*v[7] + w2*v[11]
+		dst[a*4+0] = 0 + w0*v[0] + w1*v[4] + w2*v[8]
+		dst[a*4+1] = 0 + w0*v[1] + w1*v[5] + w2*v[9]
+		dst[a*4+2] = 0 + w0*v[2] + w1*v[6] + w2*v[10]
+		dst[a*4+3] = 0 + w0*v[3] + w1*v[7] + w2*v[11]
 	}
 }
 

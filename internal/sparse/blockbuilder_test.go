@@ -2,6 +2,7 @@ package sparse
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -74,7 +75,7 @@ func TestBlockBuilderMatchesMap(t *testing.T) {
 			}
 			for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
 				want := ref[[2]int{i, q.ColIdx[k]}]
-				if want == nil || !slices.Equal(q.Block(k), want) {
+				if want == nil || !slices.EqualFunc(q.Block(k), want, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
 					t.Fatalf("b=%d: block (%d, %d) = %v, want %v", b, i, q.ColIdx[k], q.Block(k), want)
 				}
 			}

@@ -86,7 +86,9 @@ func (m *BlockSym) mulRange(dst, x *Blocks, lo, hi int) {
 // mulRange4 is MulBlockRow for 4 x 4 blocks (SE(3) poses) on rows lo..hi-1,
 // unrolled: the generic loops over b run 4 iterations each and spend more
 // time on their bounds and counters than on the products. Every entry is
-// summed in MulBlockRow's order, so the bits are the same.
+// summed in MulBlockRow's order, so on amd64, where Go never fuses a
+// multiply and an add, the bits are the same (elsewhere the two may round
+// differently in the last place).
 func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
 	r := x.R
 	rb := r * 4
