@@ -88,7 +88,9 @@ func trsmRT(m, n int, a []float64, lda int, b []float64, ldb int) {
 		(m > 0 && n > 0 && (len(a) < (n-1)*lda+n || len(b) < (m-1)*ldb+n)) {
 		panic("sparse: trsmRT with slices or strides too short for the shape")
 	}
-	parts := min(runtime.GOMAXPROCS(0), max(1, m*n*n/gemmSplitFlops))
+	// Every part keeps at least a tile's rows, so that no part falls back
+	// to Dtrsm on a thread count where another would not.
+	parts := min(runtime.GOMAXPROCS(0), max(1, m*n*n/gemmSplitFlops), max(1, m/gemmMR))
 	if parts <= 1 {
 		trsmRTBlocked(m, n, a, lda, b, ldb)
 		return
