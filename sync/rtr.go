@@ -157,7 +157,8 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	// is kept while tCG converges in a few inner iterations (more on large
 	// graphs, where a factorization costs more: see refactorAfter and
 	// staleFactor), unless it was shifted by resumeShift or more, or was
-	// made by resumeFrom's rule and is still shifted (see resumeFrom).
+	// made by resumeFrom's rule, is still shifted and landed below the
+	// factor it replaced (see resumeFrom).
 	// The update is lazy (pending): the point that meets the tolerance
 	// never runs tCG, so it must not pay for a factorization.
 	useHessian, refactor, pending := false, true, false

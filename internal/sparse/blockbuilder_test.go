@@ -11,8 +11,8 @@ import (
 // TestBlockBuilderMatchesMap checks BlockBuilder against a plain map of
 // blocks summed in the same order: rows sorted by column, every diagonal
 // block present, sums bit for bit in the order of the additions, with short
-// rows (sorted by insertion) and a hub row of more than 32 entries (merge
-// sorted), repeated additions included. Half the builders are grown first,
+// rows (sorted by insertion) and a hub row longer than insertionSortMax
+// (merge sorted), repeated additions included. Half the builders are grown first,
 // which must change nothing.
 func TestBlockBuilderMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
@@ -62,7 +62,7 @@ func TestBlockBuilderMatchesMap(t *testing.T) {
 		if len(q.ColIdx) != len(ref) {
 			t.Fatalf("b=%d: %d blocks, want %d", b, len(q.ColIdx), len(ref))
 		}
-		if q.RowPtr[8]-q.RowPtr[7] <= 32 {
+		if q.RowPtr[8]-q.RowPtr[7] <= insertionSortMax {
 			t.Fatalf("b=%d: the hub row has only %d blocks", b, q.RowPtr[8]-q.RowPtr[7])
 		}
 		for i := 0; i < n; i++ {

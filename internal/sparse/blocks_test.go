@@ -1,6 +1,7 @@
 package sparse_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -82,7 +83,7 @@ func BenchmarkMulBlocks(b *testing.B) {
 		for k := range x.Data {
 			x.Data[k] = rng.NormFloat64()
 		}
-		b.Run("b="+string(rune('0'+bs)), func(b *testing.B) {
+		b.Run(fmt.Sprintf("b=%d", bs), func(b *testing.B) {
 			for b.Loop() {
 				q.MulBlocks(dst, x)
 			}

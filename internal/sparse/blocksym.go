@@ -165,10 +165,14 @@ func (bb *BlockBuilder) Build() *BlockSym {
 	return m
 }
 
+// insertionSortMax is the row length up to which sortEntries sorts by
+// insertion.
+const insertionSortMax = 32
+
 // sortEntries sorts a row's entries by column, stably: by insertion for the
 // short rows of a pose graph, by merging for a hub's.
 func sortEntries(row []builderEntry) {
-	if len(row) > 32 {
+	if len(row) > insertionSortMax {
 		slices.SortStableFunc(row, func(x, y builderEntry) int { return x.col - y.col })
 		return
 	}
