@@ -47,6 +47,15 @@
 // the same graph bit for bit. The structure and the noise use separate
 // streams, so Config.NoiseFree keeps the edges of the noisy graph.
 //
+// # Outliers
+//
+// AddOutliers appends wrong loop closures to any graph: edges between two
+// non-consecutive poses with a uniformly random relative pose, written with
+// a confident weight (by default the median of the graph's own), as a
+// place-recognition front end produces them. It returns the mask of which
+// edges are outliers, the ground truth that outlier rejection is measured
+// against (precision and recall).
+//
 // # Demo graph and benchmark suite
 //
 // Demo returns the embedded demo graph, demo.g2o, which this package's own
