@@ -18,7 +18,7 @@ var allRules = []Rule{Cyclic, Uniform, Importance, Greedy, Parallel}
 
 // TestDescentIdentity checks, on every block update of every rule, that F
 // drops by exactly 2 (||H||_* + <H, Y_old>) + c ||p_old - p*(Y_old)||^2
-// (DESIGN.md section 4), F evaluated by the dense gonum oracle, and that F
+// (docs/design.md section 4), F evaluated by the dense gonum oracle, and that F
 // never increases.
 func TestDescentIdentity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))

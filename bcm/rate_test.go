@@ -12,7 +12,7 @@ import (
 )
 
 // TestRateBound checks Theorem 1 and Corollary 1 of Tian et al. in
-// expectation on small random SO(3) instances (DESIGN.md section 4): after
+// expectation on small random SO(3) instances (docs/design.md section 4): after
 //
 //	K_u = 2 d n C1 (F(Y0) - F*) / eps   uniform iterations, or
 //	K_i = 2 d C2 (F(Y0) - F*) / eps     importance iterations,

@@ -25,7 +25,7 @@
 //
 // where Langevin(I, kappa) has density proportional to exp(kappa tr E)
 // with respect to Haar measure. Since ||I - E||_F^2 = 2d - 2 tr E, twice the
-// negative log-likelihood is exactly the objective F of DESIGN.md section 1,
+// negative log-likelihood is exactly the objective F of docs/design.md section 1,
 // kappa ||R_j - R_i Rt_e||_F^2 + tau ||t_j - t_i - R_i tt_e||^2, so the ML
 // weight kappa is the Langevin concentration itself. In 2-D the rotation
 // angle is von Mises with concentration 2 kappa; in 3-D the axis is uniform
@@ -40,7 +40,7 @@
 // over the edges, so F(truth) can be checked against its distribution.
 //
 // When such a graph is written in g2o format the package g2o converts kappa
-// and tau to information matrices by the inverse of the rules of DESIGN.md
+// and tau to information matrices by the inverse of the rules of docs/design.md
 // section 2, so reading it back gives the same weights.
 //
 // Everything is seeded (math/rand/v2's PCG): the same configuration gives

@@ -7,7 +7,7 @@ import (
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
-// The noise model. The maximum-likelihood objective of DESIGN.md section 1,
+// The noise model. The maximum-likelihood objective of docs/design.md section 1,
 //
 //	F = sum_e kappa ||R_j - R_i Rt_e||_F^2 + tau ||t_j - t_i - R_i tt_e||^2,
 //

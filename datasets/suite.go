@@ -13,7 +13,7 @@ import (
 
 // Reference is one row of the benchmark suite's REFERENCE.tsv: a graph file
 // (relative to the suite directory), its dimension and size, its certified
-// optimal value F* (DESIGN.md section 1's objective), a peer solver's wall
+// optimal value F* (docs/design.md section 1's objective), a peer solver's wall
 // time on it, and free-form notes.
 type Reference struct {
 	File            string
@@ -179,7 +179,7 @@ type TB interface {
 
 // SuiteOrSkip returns SuiteDir() for a test or benchmark that reads the
 // benchmark graphs. When they cannot be found it fails tb if the CI
-// environment variable is set and skips it otherwise, as DESIGN.md
+// environment variable is set and skips it otherwise, as docs/design.md
 // section 9 asks: CI must not pass by skipping.
 func SuiteOrSkip(tb TB) string {
 	tb.Helper()

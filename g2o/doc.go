@@ -32,7 +32,7 @@
 //
 // An edge's information matrix W becomes the two isotropic precisions of
 // the objective sum_e kappa ||R_j - R_i R_e||_F^2 + tau ||t_j - t_i - R_i t_e||^2
-// (DESIGN.md section 2), the convention of the published certified optima:
+// (docs/design.md section 2), the convention of the published certified optima:
 //
 //	2-D: kappa = I33,                  tau = 2 / tr(inv(W_t)), W_t = [[I11 I12] [I12 I22]]
 //	3-D: kappa = 3 / (2 tr(inv(W_R))),  tau = 3 / tr(inv(W_t)), W_t, W_R the diagonal 3 x 3 blocks

@@ -50,7 +50,7 @@ func traceInv(t *testing.T, s mat.Matrix, r0, k int) float64 {
 
 func relClose(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(math.Abs(a), math.Abs(b)) }
 
-// TestPrecisionsOracle compares kappa and tau with DESIGN.md section 2
+// TestPrecisionsOracle compares kappa and tau with docs/design.md section 2
 // evaluated by gonum's dense inverse on random positive definite matrices.
 func TestPrecisionsOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))

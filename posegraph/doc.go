@@ -5,7 +5,7 @@
 // A Graph indexes its poses 0..n-1 and keeps the ids its file used in IDs,
 // so results are written back under the original ids. Each Edge carries the
 // measured relative rotation R and translation T of pose J seen from pose I
-// and the precisions Kappa and Tau that DESIGN.md section 2 derives from the
+// and the precisions Kappa and Tau that docs/design.md section 2 derives from the
 // information matrix.
 //
 // The objective, with no factor 1/2, is

@@ -29,7 +29,7 @@ func (p Problem) BlockSize(d int) int {
 	return d + 1
 }
 
-// Laplacian assembles the connection Laplacian Q (DESIGN.md section 3), so
+// Laplacian assembles the connection Laplacian Q (docs/design.md section 3), so
 // that F(X) = tr(X Q X^T) for the lifted variable X = [X_1 ... X_n]. For
 // Poses the blocks are (d+1) x (d+1):
 //
@@ -83,7 +83,7 @@ func (g *Graph) Laplacian(p Problem) *sparse.BlockSym {
 	return bb.Build()
 }
 
-// Cost evaluates F edge by edge (DESIGN.md section 1, no factor 1/2):
+// Cost evaluates F edge by edge (docs/design.md section 1, no factor 1/2):
 //
 //	F = sum_e kappa ||R_j - R_i R_e||_F^2 + tau ||t_j - t_i - R_i t_e||^2.
 //

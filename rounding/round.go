@@ -12,7 +12,7 @@ import (
 )
 
 // Round maps the Y part of a rank-r lifted solution onto SO(d)^n
-// (DESIGN.md section 6, steps 1 to 3). x is r x (n B) with block size
+// (docs/design.md section 6, steps 1 to 3). x is r x (n B) with block size
 // B = d (rotations) or B = d+1 (poses, whose last column p_i is ignored) and
 // r >= d. The returned poses have zero translations; fill them with
 // RecoverTranslations.

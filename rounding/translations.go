@@ -8,7 +8,7 @@ import (
 )
 
 // RecoverTranslations sets poses[i].T to the exact minimizer of F(R, t) over
-// the translations for the fixed rotations poses[i].R (DESIGN.md section 6,
+// the translations for the fixed rotations poses[i].R (docs/design.md section 6,
 // step 4). The translation part of F is a weighted least-squares problem
 // whose normal equations are the graph Laplacian of the tau weights, one
 // copy per coordinate:

@@ -8,7 +8,7 @@ import (
 	"github.com/bcmsync/bcmsync/internal/sparse"
 )
 
-// certificate is the outcome of checking a point X (DESIGN.md section 5):
+// certificate is the outcome of checking a point X (docs/design.md section 5):
 // the multipliers Lambda_i = sym(Y_i^T (XQ)_Y,i), S = Q - Lambda, and either
 // a proof that S is positive semidefinite up to a shift eta on the rotation
 // coordinates, or an eigenvector of negative curvature for the staircase.

@@ -13,7 +13,7 @@
 // definite, a modified factorization raises the few failing pivots, or, if
 // they fail badly, the smallest diagonal shift that factors is used.
 //
-// The certificate (DESIGN.md section 5) forms Lambda_i = sym(Y_i^T (XQ)_i)
+// The certificate (docs/design.md section 5) forms Lambda_i = sym(Y_i^T (XQ)_i)
 // and S = Q - Lambda. If S + eta D_Y (a shift on the rotation coordinates
 // only, the common translation grounded) has a Cholesky factor, then
 // tr(Lambda) - eta d n is a proven lower bound on the optimum, and the

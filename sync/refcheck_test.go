@@ -16,13 +16,13 @@ package sync_test
 // The finding: the peer read each EDGE_SE3:QUAT as SE-Sync's read_g2o_file
 // does, with R_e = Eigen's toRotationMatrix of the quaternion as printed, NOT
 // normalized (|q|^2 - 1 is up to 3e-6 in these files), and minimized
-// tr(X Q X^T) with Q assembled as DESIGN.md section 3 assembles it. Under
+// tr(X Q X^T) with Q assembled as docs/design.md section 3 assembles it. Under
 // that reading every 3-D f_star lies above the certified optimum by at most
 // 1.1e-6 relative (five of six by at most 6e-9, smallGrid3D by 9e-12) and
 // never below the proven lower bound. Normalizing the quaternion, or keeping
 // it raw but using the edge formula ||R_j - R_i R_e||_F^2 (whose extra
 // kappa (||R_e||_F^2 - 3) cancels the effect to first order), gives the
-// deviations the README records. The weights are DESIGN.md's.
+// deviations the README records. The weights are docs/design.md's.
 //
 // That reading is now g2o.ReadOptions.RawQuaternions (posegraph's
 // Graph.RawRotations), and TestReferenceOptima is its regression test. The
@@ -137,7 +137,7 @@ func eigs(a *mat.SymDense) []float64 {
 	return es.Values(nil)
 }
 
-// designWeights is DESIGN.md's rule on a given 6 x 6 information matrix.
+// designWeights is docs/design.md's rule on a given 6 x 6 information matrix.
 func designWeights(w *mat.SymDense) (kappa, tau float64, err error) {
 	trt, err := traceInv(block3(w, 0))
 	if err != nil {
@@ -211,7 +211,7 @@ func withWeights(name, doc string, w func(info []float64) (kappa, tau float64, e
 	}}
 }
 
-// withMeasurement builds a hypothesis that keeps DESIGN.md's weights and
+// withMeasurement builds a hypothesis that keeps docs/design.md's weights and
 // changes how R and t come from the record.
 func withMeasurement(name, doc string, m func(e *posegraph.Edge)) refHypothesis {
 	return refHypothesis{name: name, doc: doc, edge: func(e *posegraph.Edge) error {
@@ -225,9 +225,9 @@ func withMeasurement(name, doc string, m func(e *posegraph.Edge)) refHypothesis 
 	}}
 }
 
-// sesyncReading is SE-Sync's read_g2o_file: DESIGN.md's weights, but R_e
+// sesyncReading is SE-Sync's read_g2o_file: docs/design.md's weights, but R_e
 // is Eigen's toRotationMatrix of the quaternion as written, not normalized.
-// Its optimum is the minimum of tr(X Q X^T) with Q assembled as DESIGN.md
+// Its optimum is the minimum of tr(X Q X^T) with Q assembled as docs/design.md
 // section 3 (and SE-Sync) do, kappa I on the diagonal blocks: not the edge
 // formula ||R_j - R_i R_e||_F^2, which adds sum kappa (||R_e||_F^2 - d).
 var sesyncReading = withMeasurement("sesync",
@@ -241,7 +241,7 @@ var sesyncReading = withMeasurement("sesync",
 func refHypotheses() []refHypothesis {
 	r32 := func(v float64) float64 { return float64(float32(v)) }
 	return []refHypothesis{
-		withWeights("design", "DESIGN.md: kappa = 3/(2 tr inv W_R), tau = 3/tr inv W_t, unit quaternion (control)",
+		withWeights("design", "docs/design.md: kappa = 3/(2 tr inv W_R), tau = 3/tr inv W_t, unit quaternion (control)",
 			func(info []float64) (float64, float64, error) { return designWeights(info6(info)) }),
 		withWeights("marginal", "kappa, tau from the blocks of inv(W) (marginal covariances; W inverted as a general matrix)",
 			func(info []float64) (float64, float64, error) {
@@ -268,7 +268,7 @@ func refHypotheses() []refHypothesis {
 				w := info6(info)
 				return math.Cbrt(mat.Det(block3(w, 3))) / 2, math.Cbrt(mat.Det(block3(w, 0))), nil
 			}),
-		withWeights("diagonly", "DESIGN.md's rule on the diagonals only (off-diagonals of each block dropped)",
+		withWeights("diagonly", "docs/design.md's rule on the diagonals only (off-diagonals of each block dropped)",
 			func(info []float64) (float64, float64, error) {
 				w := info6(info)
 				d := mat.NewSymDense(6, nil)
@@ -341,7 +341,7 @@ func refHypotheses() []refHypothesis {
 
 // refOutcome is one hypothesis on one graph.
 type refOutcome struct {
-	// eval is F under the hypothesis at DESIGN.md's certified optimum: an
+	// eval is F under the hypothesis at docs/design.md's certified optimum: an
 	// upper bound on the hypothesis' optimum and, for perturbations of the
 	// data this small, its first-order value (envelope theorem).
 	eval float64
@@ -358,7 +358,7 @@ type refOutcome struct {
 	edgeShift float64
 }
 
-// seCost is F of DESIGN.md section 1 evaluated edge by edge. With lap set it
+// seCost is F of docs/design.md section 1 evaluated edge by edge. With lap set it
 // is instead tr(X Q X^T) for a Q assembled as SE-Sync does, with kappa I on
 // the diagonal blocks whatever R_e is: the two differ by
 // sum kappa (||R_e||_F^2 - d) when a measured R_e is not orthogonal. This is
@@ -429,7 +429,7 @@ func TestRefCheckHypotheses(t *testing.T) {
 		}
 		opt := solveRef(t, base)
 		if !opt.Certified {
-			t.Fatalf("%s: DESIGN.md reading not certified", ref.File)
+			t.Fatalf("%s: docs/design.md reading not certified", ref.File)
 		}
 		for hi, h := range hyps {
 			o := &table[hi][ri]
@@ -514,7 +514,7 @@ func TestRefCheckHypotheses(t *testing.T) {
 		}
 	}
 	b.WriteString("rel = (F - f_star)/f_star; * f_star inside the certified bracket [dual, F]; " +
-		"e not solved, F at DESIGN.md's optimum; x unreadable; - skipped, off by > 1e-3 on a smaller graph\n")
+		"e not solved, F at docs/design.md's optimum; x unreadable; - skipped, off by > 1e-3 on a smaller graph\n")
 	t.Log(b.String())
 
 	// The conclusion, checked: of the readings tried, only SE-Sync's keeps
@@ -749,7 +749,7 @@ func roundSig(v float64, k int) float64 {
 }
 
 // rawQuatShift is the first-order difference, read off the file alone,
-// between the optimum under SE-Sync's reading and under DESIGN.md's:
+// between the optimum under SE-Sync's reading and under docs/design.md's:
 // Eigen's formula on q = s u gives R_raw = I + s^2 (R(u) - I) exactly, so
 // at poses with zero rotation residual (R_j = R_i R_e) the data-matrix term
 // kappa (2d - 2 tr(R_j^T R_i R_raw)) exceeds the edge term by
@@ -828,7 +828,7 @@ func TestRefCheckSESyncReading(t *testing.T) {
 		if rel < -2e-6 {
 			t.Errorf("%s: f_star %.12g exceeds the certified optimum %.12g by %.2e relative", ref.File, ref.FStar, f, -rel)
 		}
-		// DESIGN.md's optimum, and how far the first-order formula
+		// docs/design.md's optimum, and how far the first-order formula
 		// predicts SE-Sync's reading to move it.
 		base, err := g2o.ReadFile(path, g2o.ReadOptions{})
 		if err != nil {
@@ -839,7 +839,7 @@ func TestRefCheckSESyncReading(t *testing.T) {
 		if math.Abs(pred-obs) > 0.2*math.Abs(obs) {
 			t.Errorf("%s: predicted shift %.3e, observed f* - F_design %.3e relative", ref.File, pred, obs)
 		}
-		t.Logf("%-20s DESIGN.md optimum %.12g: (f* - F)/f* %+.3e, first-order raw-quaternion shift %+.3e", ref.File, design, obs, pred)
+		t.Logf("%-20s docs/design.md optimum %.12g: (f* - F)/f* %+.3e, first-order raw-quaternion shift %+.3e", ref.File, design, obs, pred)
 		// The first history record at SE-Sync's default absolute gradient
 		// tolerance, compared with the optimum (the split graph's F, so
 		// subtract the constant).

@@ -111,7 +111,7 @@ type Result struct {
 	Status  Status
 	// Certified is true when Status is Certified.
 	Certified bool
-	// Objective is F of the rounded estimate (DESIGN.md section 1), as
+	// Objective is F of the rounded estimate (docs/design.md section 1), as
 	// Graph.Cost evaluates it: with Graph.RawRotations (SE-Sync's reading of
 	// 3-D files) that is SE-Sync's tr(XQX^T), F plus a constant.
 	Objective float64

@@ -443,7 +443,7 @@ const releaseCollect = 256 << 20
 // escape lifts x (rank r) to rank r+1 along the eigenvector v of S with
 // negative eigenvalue: X+ = [X; alpha v^T], each Stiefel part retracted by
 // its polar factor, alpha halved until F decreases. Along that curve F
-// changes by alpha^2 v^T S v < 0 to second order (DESIGN.md section 5).
+// changes by alpha^2 v^T S v < 0 to second order (docs/design.md section 5).
 func escape(m *manifold, x *sparse.Blocks, v []float64) (*sparse.Blocks, float64) {
 	r, b, d := x.R, x.B, m.d
 	xn := sparse.NewBlocks(r+1, b, x.N)
