@@ -44,12 +44,23 @@ type ReadOptions struct {
 	RawQuaternions bool
 }
 
+// ErrUnsupported is the cause (errors.Is) of the *ParseError for a record
+// of a type Read does not read, such as a landmark or a prior:
+// ReadOptions.Lenient skips such records, and a caller can say so.
+var ErrUnsupported = errors.New("unsupported record type")
+
 // ParseError is a problem in an input file, located by file and line.
 type ParseError struct {
 	File string
 	Line int // 1-based; 0 for problems with the file as a whole
 	Msg  string
+	// Err is the kind of problem, for errors.Is, when it has one
+	// (ErrUnsupported); nil otherwise. Error does not print it.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *ParseError) Unwrap() error { return e.Err }
 
 func (e *ParseError) Error() string {
 	f := e.File
@@ -210,7 +221,9 @@ func (p *parser) parseLine(line []byte) *ParseError {
 func (p *parser) unsupported(tag []byte) *ParseError {
 	t := string(tag)
 	if !p.opts.Lenient {
-		return p.errorf("%s is not supported (%s)", printable(t), unsupportedReason(t))
+		err := p.errorf("%s is not supported (%s)", printable(t), unsupportedReason(t))
+		err.Err = ErrUnsupported
+		return err
 	}
 	if p.skipped == nil {
 		p.skipped = make(map[string]int)

@@ -260,6 +260,10 @@ func TestReadErrors(t *testing.T) {
 			if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, c.msg) {
 				t.Errorf("error %q, want %q...%q", msg, prefix, c.msg)
 			}
+			// Exactly the unsupported-record errors wrap ErrUnsupported.
+			if unsup := strings.Contains(c.msg, "is not supported"); errors.Is(err, ErrUnsupported) != unsup {
+				t.Errorf("errors.Is(%q, ErrUnsupported) = %v, want %v", err, !unsup, unsup)
+			}
 		})
 	}
 }
