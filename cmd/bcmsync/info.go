@@ -94,7 +94,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintln(stderr, "warning:", w)
 		}
 		if err != nil {
-			return err
+			return lenientHint(err)
 		}
 		info := describe(g, file)
 		info.Warnings = warns
