@@ -11,7 +11,7 @@ func init() {
 	register(command{
 		name:  "demo",
 		usage: "demo [flags]",
-		short: "solve the embedded demo graph, print the certificate and draw its plots (what a bare `bcmsync` runs)",
+		short: "solve the embedded demo graph, print the certificate and draw its plots (what a bare bcmsync runs)",
 		run:   runDemo,
 	})
 }
