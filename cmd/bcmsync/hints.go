@@ -8,6 +8,10 @@ import (
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
+// lenientUsage documents --lenient for solve, info and plot.
+const lenientUsage = "skip records of unsupported types (landmarks, priors, ...) with a warning; " +
+	"malformed records and edges to undeclared vertices stay errors"
+
 // lenientHint adds to a reading error the flag that gets past it: an
 // unsupported record (a landmark, a prior) is skipped by --lenient. The
 // library's message cannot name a flag; the command can.

@@ -22,7 +22,7 @@ type infoOptions struct {
 
 func (o *infoOptions) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per file")
-	fs.BoolVar(&o.lenient, "lenient", false, "skip records of unsupported types (landmarks, priors, ...) with a warning")
+	fs.BoolVar(&o.lenient, "lenient", false, lenientUsage)
 	fs.BoolVar(&o.rawQuat, "raw-quaternions", false, rawQuatUsage+
 		"; info then also reports the largest | |q|^2 - 1 | of the edge quaternions")
 }

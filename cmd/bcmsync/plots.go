@@ -107,7 +107,7 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	report := fs.String("report", "", "also draw convergence and stage times from the JSON report `FILE` written by bcmsync solve --report")
 	format := fs.String("format", "png", "image format: png, svg or pdf")
 	loops := fs.Bool("loop-closures", true, "draw loop-closure edges")
-	lenient := fs.Bool("lenient", false, "skip unsupported records (landmarks, priors) with a warning")
+	lenient := fs.Bool("lenient", false, lenientUsage)
 	files, err := parseArgs(fs, args)
 	if err != nil {
 		return err

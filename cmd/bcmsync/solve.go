@@ -61,7 +61,7 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this long (e.g. 30s; 0: no limit)")
 	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only; -o and --tum keep the input's translations")
 	fs.BoolVar(&f.largest, "largest-component", false, "solve the largest connected component of a disconnected graph")
-	fs.BoolVar(&f.lenient, "lenient", false, "skip unsupported records (landmarks, priors) with a warning")
+	fs.BoolVar(&f.lenient, "lenient", false, lenientUsage)
 	fs.BoolVar(&f.rawQuat, "raw-quaternions", false, rawQuatUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.BoolVar(&f.verbose, "verbose", false, "log every stage and staircase level")
