@@ -59,11 +59,16 @@
 //
 // # Ids
 //
-// Vertex ids need not start at 0 or be contiguous, and a vertex may appear
-// only in edges. The pose index of an id is its rank among all ids the file
-// mentions, in ascending order; Graph.IDs maps indices back to ids, and the
-// writers use the original ids. Graph.Initial holds the VERTEX estimates
-// (the identity where a vertex has none, with Graph.HasInitial false).
+// Vertex ids need not start at 0 or be contiguous. A file either declares
+// every vertex its edges name (VERTEX lines, in any order) or declares none
+// (some published files have only edges): in a file with VERTEX lines, an
+// edge to an undeclared vertex is an error at that edge's line, as a FIX of
+// an unknown vertex is, because reading it would invent a pose.
+// ReadOptions.Lenient does not relax this. The pose index of an id is its
+// rank among all ids the file mentions, in ascending order; Graph.IDs maps
+// indices back to ids, and the writers use the original ids. Graph.Initial
+// holds the VERTEX estimates (the identity, with Graph.HasInitial false,
+// in a file without VERTEX lines).
 //
 // # Writing
 //

@@ -9,10 +9,11 @@ import (
 	"github.com/bcmsync/bcmsync/g2o"
 )
 
-// A small 2-D graph: ids 10, 20 and 35, the last known only from an edge.
+// A small 2-D graph: ids 10, 20 and 35 (ids need not be contiguous).
 const triangle = `# three poses, one loop closure
 VERTEX_SE2 10 0 0 0
 VERTEX_SE2 20 1 0 1.5707963
+VERTEX_SE2 35 1 1 3.1415926
 FIX 10
 EDGE_SE2 10 20 1 0 1.5707963 100 0 0 100 0 400
 EDGE_SE2 20 35 1 0 1.5707963 100 0 0 100 0 400
@@ -31,10 +32,22 @@ func ExampleRead() {
 	}
 	// Output:
 	// d, n, m: 2 3 3
-	// ids: [10 20 35] fixed: [0] estimates: [true true false]
-	// line 5: pose 0 -> 1, kappa 400, tau 100
-	// line 6: pose 1 -> 2, kappa 400, tau 100
-	// line 7: pose 2 -> 0, kappa 200, tau 50
+	// ids: [10 20 35] fixed: [0] estimates: [true true true]
+	// line 6: pose 0 -> 1, kappa 400, tau 100
+	// line 7: pose 1 -> 2, kappa 400, tau 100
+	// line 8: pose 2 -> 0, kappa 200, tau 50
+}
+
+// A file that declares vertices must declare every vertex its edges name:
+// otherwise a pose would be invented for the missing one.
+func ExampleRead_undeclaredVertex() {
+	src := "VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\n" +
+		"EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n" +
+		"EDGE_SE2 1 2 1 0 0 1 0 0 1 0 1\n"
+	_, err := g2o.Read(strings.NewReader(src), "typo.g2o", g2o.ReadOptions{})
+	fmt.Println(err)
+	// Output:
+	// typo.g2o:4: edge 1 -> 2 names vertex 2, which no VERTEX line declares (a file with VERTEX lines must declare every vertex its edges name)
 }
 
 func ExampleRead_error() {
@@ -49,14 +62,14 @@ func ExampleWrite() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// With nil poses Write uses the file's estimates (the identity for 35).
+	// With nil poses Write uses the file's estimates.
 	if err := g2o.Write(os.Stdout, g, nil); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
 	// VERTEX_SE2 10 0 0 0
 	// VERTEX_SE2 20 1 0 1.5707963
-	// VERTEX_SE2 35 0 0 0
+	// VERTEX_SE2 35 1 1 3.1415926
 	// FIX 10
 	// EDGE_SE2 10 20 1 0 1.5707963 100 0 0 100 0 400
 	// EDGE_SE2 20 35 1 0 1.5707963 100 0 0 100 0 400
@@ -81,5 +94,5 @@ func ExampleWriteTUM() {
 	// Output:
 	// 10 0.000 0.000 0.000 0.0000 0.0000 0.0000 1.0000
 	// 20 1.000 0.000 0.000 0.0000 0.0000 0.7071 0.7071
-	// 35 0.000 0.000 0.000 0.0000 0.0000 0.0000 1.0000
+	// 35 1.000 1.000 0.000 0.0000 0.0000 1.0000 0.0000
 }

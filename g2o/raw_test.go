@@ -70,6 +70,7 @@ func rawSE3(extra string) string {
 	info := " 10 0 0 0 0 0 10 0 0 0 0 10 0 0 0 40 0 0 40 0 40"
 	return "VERTEX_SE3:QUAT 0 0 0 0 0 0 0 1\n" +
 		"VERTEX_SE3:QUAT 1 1 0 0 0.1 0.2 0.3 0.9\n" + // not unit: normalized either way
+		"VERTEX_SE3:QUAT 2 1 1 0 0 0 0 1\n" +
 		"EDGE_SE3:QUAT 0 1 1 0 0 0.0998334 0 0 0.995004" + info + "\n" +
 		"EDGE_SE3:QUAT 1 2 0 1 0 0.3171845 -0.2366641 0.1427899 0.9071908" + info + "\n" +
 		"EDGE_SE3:QUAT 2 0 0 0 1 -0.0107791 0.00867285 -0.00190021 0.999902" + info + "\n" +
@@ -113,12 +114,12 @@ func TestReadRawQuaternions(t *testing.T) {
 		t.Errorf("default reading of |q|^2 = 1.0161: %v", err)
 	}
 	err := mustRead(t, far, ReadOptions{RawQuaternions: true}).Validate()
-	if err == nil || !strings.Contains(err.Error(), "test.g2o:6: measurement is not a rotation") {
-		t.Errorf("raw reading of |q|^2 = 1.0161: Validate = %v, want test.g2o:6 not a rotation", err)
+	if err == nil || !strings.Contains(err.Error(), "test.g2o:7: measurement is not a rotation") {
+		t.Errorf("raw reading of |q|^2 = 1.0161: Validate = %v, want test.g2o:7 not a rotation", err)
 	}
 	if _, err := Read(strings.NewReader(rawSE3("EDGE_SE3:QUAT 0 2 0 0 0 0 0 0 0"+
 		" 10 0 0 0 0 0 10 0 0 0 0 10 0 0 0 40 0 0 40 0 40\n")), "test.g2o", ReadOptions{RawQuaternions: true}); err == nil ||
-		!strings.Contains(err.Error(), "test.g2o:6: EDGE_SE3:QUAT has a zero quaternion") {
+		!strings.Contains(err.Error(), "test.g2o:7: EDGE_SE3:QUAT has a zero quaternion") {
 		t.Errorf("raw reading of a zero quaternion: %v", err)
 	}
 }
@@ -126,7 +127,8 @@ func TestReadRawQuaternions(t *testing.T) {
 // The option changes nothing in 2-D: the graph is the default one, bit for
 // bit, and is not marked.
 func TestReadRawQuaternions2D(t *testing.T) {
-	src := "VERTEX_SE2 0 0 0 0\nEDGE_SE2 0 1 1 0 0.3 4 0 0 4 0 9\nEDGE_SE2 1 2 1 0 -0.2 4 0 0 4 0 9\n"
+	src := "VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0.3\nVERTEX_SE2 2 2 0 0.1\n" +
+		"EDGE_SE2 0 1 1 0 0.3 4 0 0 4 0 9\nEDGE_SE2 1 2 1 0 -0.2 4 0 0 4 0 9\n"
 	def := mustRead(t, src, ReadOptions{})
 	raw := mustRead(t, src, ReadOptions{RawQuaternions: true})
 	if !reflect.DeepEqual(def, raw) {

@@ -17,7 +17,9 @@ import (
 // ReadOptions controls Read.
 type ReadOptions struct {
 	// Lenient skips records of unsupported or unknown types (landmarks,
-	// priors, parameters, ...) instead of failing on the first one.
+	// priors, parameters, ...) instead of failing on the first one. It
+	// skips nothing else: a malformed record, or an edge to a vertex that a
+	// file with VERTEX lines does not declare, is still an error.
 	Lenient bool
 	// Warn, if not nil, receives one message per skipped record type, with
 	// the number of records skipped, once reading has finished.
@@ -42,12 +44,23 @@ type ReadOptions struct {
 	RawQuaternions bool
 }
 
+// ErrUnsupported is the cause (errors.Is) of the *ParseError for a record
+// of a type Read does not read, such as a landmark or a prior:
+// ReadOptions.Lenient skips such records, and a caller can say so.
+var ErrUnsupported = errors.New("unsupported record type")
+
 // ParseError is a problem in an input file, located by file and line.
 type ParseError struct {
 	File string
 	Line int // 1-based; 0 for problems with the file as a whole
 	Msg  string
+	// Err is the kind of problem, for errors.Is, when it has one
+	// (ErrUnsupported); nil otherwise. Error does not print it.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *ParseError) Unwrap() error { return e.Err }
 
 func (e *ParseError) Error() string {
 	f := e.File
@@ -208,7 +221,9 @@ func (p *parser) parseLine(line []byte) *ParseError {
 func (p *parser) unsupported(tag []byte) *ParseError {
 	t := string(tag)
 	if !p.opts.Lenient {
-		return p.errorf("%s is not supported (%s)", printable(t), unsupportedReason(t))
+		err := p.errorf("%s is not supported (%s)", printable(t), unsupportedReason(t))
+		err.Err = ErrUnsupported
+		return err
 	}
 	if p.skipped == nil {
 		p.skipped = make(map[string]int)
@@ -498,6 +513,9 @@ func (p *parser) finish() (*posegraph.Graph, error) {
 		g.Initial[i] = v.pose
 		g.HasInitial[i] = true
 	}
+	if err := p.checkDeclared(g); err != nil {
+		return nil, err
+	}
 	for _, f := range p.fixes {
 		i := idx.index(f.id)
 		if i < 0 {
@@ -510,6 +528,38 @@ func (p *parser) finish() (*posegraph.Graph, error) {
 	}
 	p.warn()
 	return g, nil
+}
+
+// checkDeclared rejects, in a file that declares vertices, the first edge
+// (in file order) to a vertex that no VERTEX line declares. Reading it
+// would invent a pose for that vertex (the identity, as its initial
+// estimate), which hides a truncated or mis-merged file. A file with no
+// VERTEX lines at all declares none, and every id its edges name is a
+// pose. Lenient reading does not relax this: it skips records of
+// unsupported types, not pose-pose edges.
+func (p *parser) checkDeclared(g *posegraph.Graph) *ParseError {
+	if len(p.verts) == 0 {
+		return nil
+	}
+	for _, e := range g.Edges {
+		k := e.J
+		if !g.HasInitial[e.I] {
+			k = e.I
+		} else if g.HasInitial[e.J] {
+			continue
+		}
+		p.line = e.Line
+		msg := fmt.Sprintf("edge %d -> %d names vertex %d, which no VERTEX line declares "+
+			"(a file with VERTEX lines must declare every vertex its edges name)",
+			g.IDs[e.I], g.IDs[e.J], g.IDs[k])
+		for _, t := range p.skippedOrder {
+			if strings.HasPrefix(t, "VERTEX") {
+				msg += fmt.Sprintf("; %d %s record(s) were skipped as unsupported", p.skipped[t], printable(t))
+			}
+		}
+		return p.errorf("%s", msg)
+	}
+	return nil
 }
 
 func (p *parser) warn() {

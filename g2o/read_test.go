@@ -22,8 +22,8 @@ func mustRead(t *testing.T, src string, opts ReadOptions) *posegraph.Graph {
 
 // TestReadSyntax covers what occurs in real files: comments (whole line and
 // trailing), blank lines, CRLF, tabs and runs of spaces, no final newline,
-// ids that are neither 0-based nor contiguous, vertices that appear only in
-// edges, and FIX.
+// ids that are neither 0-based nor contiguous, a vertex declared after the
+// edges that name it, and FIX.
 func TestReadSyntax(t *testing.T) {
 	src := "# a comment\r\n" +
 		"\r\n" +
@@ -33,7 +33,8 @@ func TestReadSyntax(t *testing.T) {
 		"   \t\r\n" +
 		"EDGE_SE2 -3 10  1 2 0.5  4 1 0 3 0 9\r\n" +
 		"EDGE_SE2 10 700 0.25 -1 -0.5 2 0 0 2 0 5\r\n" +
-		"EDGE_SE2 700 -3 1e-1 2E+0 0 1 0 0 1 0 1" // no final newline
+		"EDGE_SE2 700 -3 1e-1 2E+0 0 1 0 0 1 0 1\r\n" +
+		"VERTEX_SE2 700 3 4 -1" // no final newline
 	g := mustRead(t, src, ReadOptions{})
 	if g.D != 2 || g.Source != "test.g2o" {
 		t.Errorf("D, Source = %d, %q", g.D, g.Source)
@@ -49,14 +50,14 @@ func TestReadSyntax(t *testing.T) {
 	if want := []ij{{0, 1, 7}, {1, 2, 8}, {2, 0, 9}}; !slices.Equal(got, want) {
 		t.Errorf("edges (i, j, line) = %v, want %v", got, want)
 	}
-	if !slices.Equal(g.HasInitial, []bool{true, true, false}) {
+	if !slices.Equal(g.HasInitial, []bool{true, true, true}) {
 		t.Errorf("HasInitial = %v", g.HasInitial)
 	}
 	if p := g.Initial[1]; p.T != [3]float64{1, 2, 0} || p.R != RotationFromAngle(0.5) {
 		t.Errorf("pose of vertex 10 = %v", p)
 	}
-	if g.Initial[2] != posegraph.Identity(2) {
-		t.Errorf("pose without a VERTEX line = %v, want identity", g.Initial[2])
+	if p := g.Initial[2]; p.T != [3]float64{3, 4, 0} || p.R != RotationFromAngle(-1) {
+		t.Errorf("pose of vertex 700 = %v", p)
 	}
 	if !slices.Equal(g.Fixed, []int{1}) {
 		t.Errorf("Fixed = %v, want [1]", g.Fixed)
@@ -77,6 +78,68 @@ func TestReadSyntax(t *testing.T) {
 	}
 	if err := g.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestReadNoVertices checks that a file with no VERTEX lines is a graph of
+// the vertices its edges name, none with an estimate.
+func TestReadNoVertices(t *testing.T) {
+	for _, src := range []string{
+		"EDGE_SE2 3 5 1 0 0 1 0 0 1 0 1\nEDGE_SE2 5 8 1 0 0 1 0 0 1 0 1\nFIX 5\n",
+		"EDGE2 3 5 1 0 0 1 0 1 1 0 0\nEDGE2 5 8 1 0 0 1 0 1 1 0 0\nFIX 5\n",
+	} {
+		g := mustRead(t, src, ReadOptions{})
+		if !slices.Equal(g.IDs, []int{3, 5, 8}) || !slices.Equal(g.HasInitial, []bool{false, false, false}) {
+			t.Errorf("%q: IDs %v, HasInitial %v", src, g.IDs, g.HasInitial)
+		}
+		for i, p := range g.Initial {
+			if p != posegraph.Identity(2) {
+				t.Errorf("%q: pose %d without a VERTEX line = %v, want identity", src, i, p)
+			}
+		}
+	}
+}
+
+// TestReadUndeclaredVertex checks that, in a file that declares vertices,
+// an edge to an undeclared vertex is an error at that edge's line, in g2o
+// and TORO files, whichever endpoint is missing and wherever the VERTEX
+// lines stand, and with lenient reading too: Lenient skips unsupported
+// records, it does not invent poses.
+func TestReadUndeclaredVertex(t *testing.T) {
+	const e = " 1 0 0 1 0 0 1 0 1\n"
+	const toroE = " 1 0 0 1 0 1 1 0 0\n"
+	for _, c := range []struct {
+		name, src string
+		line      int
+		msg       string
+	}{
+		{"second endpoint", "VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nEDGE_SE2 0 1" + e + "EDGE_SE2 1 2" + e, 4,
+			"edge 1 -> 2 names vertex 2, which no VERTEX line declares"},
+		{"first endpoint", "VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nEDGE_SE2 0 1" + e + "EDGE_SE2 7 1" + e, 4,
+			"edge 7 -> 1 names vertex 7"},
+		{"first of several", "EDGE_SE2 0 5" + e + "EDGE_SE2 0 1" + e + "VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nEDGE_SE2 1 6" + e, 1,
+			"names vertex 5"},
+		{"TORO", "VERTEX2 0 0 0 0\nVERTEX2 1 1 0 0\nEDGE2 0 1" + toroE + "EDGE2 1 5" + toroE, 4,
+			"edge 1 -> 5 names vertex 5"},
+		{"SE3", "VERTEX_SE3:QUAT 0 0 0 0 0 0 0 1\nEDGE_SE3:QUAT 0 1 1 0 0 0 0 0 1 1 0 0 0 0 0 1 0 0 0 0 1 0 0 0 1 0 0 1 0 1\n", 2,
+			"names vertex 1"},
+	} {
+		for _, lenient := range []bool{false, true} {
+			_, err := Read(strings.NewReader(c.src), "bad.g2o", ReadOptions{Lenient: lenient})
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Errorf("%s, lenient %v: error %v, want a *ParseError", c.name, lenient, err)
+				continue
+			}
+			if want := fmt.Sprintf("bad.g2o:%d: ", c.line); pe.Line != c.line || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("%s, lenient %v: error %q, want %q...%q", c.name, lenient, err, want, c.msg)
+			}
+		}
+	}
+	// A pose vertex skipped as unsupported is named in the message.
+	_, err := Read(strings.NewReader("VERTEX_SE2 0 0 0 0\nVERTEX_SE2_EULER 1 0 0 0\nEDGE_SE2 0 1"+e), "bad.g2o", ReadOptions{Lenient: true})
+	if err == nil || !strings.Contains(err.Error(), "bad.g2o:3: ") || !strings.Contains(err.Error(), "1 VERTEX_SE2_EULER record(s) were skipped") {
+		t.Errorf("skipped vertex: %v", err)
 	}
 }
 
@@ -117,7 +180,7 @@ func TestReadSE3(t *testing.T) {
 	info := "1 0 0 0 0 0 2 0 0 0 0 4 0 0 0 10 0 0 10 0 10"
 	src := "VERTEX_SE3:QUAT 0 0 0 0 0 0 0 2\n" +
 		"EDGE_SE3:QUAT 0 1 1 2 3 0 0 3 4 " + info + "\n"
-	g := mustRead(t, src, ReadOptions{})
+	g := mustRead(t, src+"VERTEX_SE3:QUAT 1 1 2 3 0 0 0 1\n", ReadOptions{})
 	if g.D != 3 || g.N() != 2 {
 		t.Fatalf("d, n = %d, %d", g.D, g.N())
 	}
@@ -197,6 +260,10 @@ func TestReadErrors(t *testing.T) {
 			if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, c.msg) {
 				t.Errorf("error %q, want %q...%q", msg, prefix, c.msg)
 			}
+			// Exactly the unsupported-record errors wrap ErrUnsupported.
+			if unsup := strings.Contains(c.msg, "is not supported"); errors.Is(err, ErrUnsupported) != unsup {
+				t.Errorf("errors.Is(%q, ErrUnsupported) = %v, want %v", err, !unsup, unsup)
+			}
 		})
 	}
 }
@@ -219,7 +286,7 @@ func TestReadEmpty(t *testing.T) {
 // one warning per tag that counts them, and that other errors still stop it.
 func TestReadLenient(t *testing.T) {
 	src := "VERTEX_SE2 0 0 0 0\nVERTEX_XY 5 1 2\nEDGE_SE2_XY 0 5 1 2 1 0 1\n" +
-		"EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nVERTEX_XY 6 1 2\nFOO\n"
+		"EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nVERTEX_XY 6 1 2\nFOO\nVERTEX_SE2 1 1 0 0\n"
 	var warns []string
 	g := mustRead(t, src, ReadOptions{Lenient: true, Warn: func(m string) { warns = append(warns, m) }})
 	if g.N() != 2 || g.M() != 1 {
@@ -266,7 +333,7 @@ func TestReadIndefiniteCross(t *testing.T) {
 // TestReadDisconnected checks that a graph in pieces is read (the caller
 // decides what to do) and that Validate reports it.
 func TestReadDisconnected(t *testing.T) {
-	g := mustRead(t, "VERTEX_SE2 9 0 0 0\nEDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n", ReadOptions{})
+	g := mustRead(t, "VERTEX_SE2 9 0 0 0\nVERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nEDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n", ReadOptions{})
 	if err := g.Validate(); !posegraph.IsDisconnected(err) {
 		t.Errorf("Validate: %v, want disconnected", err)
 	}

@@ -98,7 +98,7 @@ func TestWriteHandMade(t *testing.T) {
 // TestWritePoses checks that explicit poses replace the estimates and keep
 // the original ids.
 func TestWritePoses(t *testing.T) {
-	g := mustRead(t, "VERTEX_SE2 4 1 1 1\nEDGE_SE2 4 9 1 0 0 1 0 0 1 0 1\n", ReadOptions{})
+	g := mustRead(t, "EDGE_SE2 4 9 1 0 0 1 0 0 1 0 1\n", ReadOptions{})
 	poses := []posegraph.Pose{posegraph.Identity(2), {R: RotationFromAngle(0.5), T: [3]float64{3, -2}}}
 	var buf bytes.Buffer
 	if err := Write(&buf, g, poses); err != nil {

@@ -9,7 +9,9 @@ import (
 
 // Pose is an element of SE(d) (or SO(d), ignoring T). R is the d x d rotation,
 // row-major with stride d (entry (a, b) is R[a*d+b]); T holds the first d
-// entries of the translation.
+// entries of the translation. The fixed-size arrays keep a million poses in
+// one allocation; Rotation and Translation give them d x d and d long (Dim
+// reads d from the layout), and a Pose prints that way.
 type Pose struct {
 	R [9]float64
 	T [3]float64

@@ -24,6 +24,9 @@ type Report struct {
 	RelaxationObjective float64 `json:"relaxation_objective"`
 	// DualBound and the suboptimality bounds are null unless a certificate
 	// passed: tr(Lambda) bounds nothing when S is not positive semidefinite.
+	// RelativeGap, SuboptimalityBound / |Objective|, is also null when that
+	// ratio is not a finite number (Objective 0, as on noise-free data, or
+	// so near 0 that the ratio overflows): JSON has no Inf or NaN.
 	DualBound          *float64   `json:"dual_bound"`
 	SuboptimalityBound *float64   `json:"suboptimality_bound"`
 	RelativeGap        *float64   `json:"relative_suboptimality_bound"`
@@ -63,8 +66,7 @@ func NewReport(file string, res *Result, opts Options) *Report {
 	var dual, gap, rel *float64
 	if res.HasBound {
 		dual, gap = &res.DualBound, &res.SuboptimalityBound
-		if res.Objective != 0 {
-			v := res.SuboptimalityBound / math.Abs(res.Objective)
+		if v := res.SuboptimalityBound / math.Abs(res.Objective); !math.IsInf(v, 0) && !math.IsNaN(v) {
 			rel = &v
 		}
 	}

@@ -113,7 +113,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&refPath, "reference", "", "compare with the reference table `FILE` (columns file d n m f_star peer_wall_s notes; default DIR/REFERENCE.tsv if present)")
 	fs.StringVar(&outDir, "o", "bench-out", "write bench.md and bench.json into `OUTDIR`")
 	fs.StringVar(&match, "match", "", "solve only the files whose name matches `REGEXP`")
-	fs.IntVar(&repeat, "repeat", 1, "solve each graph `N` times and keep the fastest wall time (and that run's memory)")
+	fs.IntVar(&repeat, "repeat", 1, "solve each graph `N` times, N >= 1, and keep the fastest wall time (and that run's memory)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	solveFS := flag.NewFlagSet("solve", flag.ContinueOnError)
 	var sf solveFlags
@@ -134,7 +134,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{errors.New("bench takes exactly one DIR")}
 	}
 	if repeat < 1 {
-		return usageError{fmt.Errorf("--repeat %d: want at least 1", repeat)}
+		return usageError{fmt.Errorf("--repeat %d: want a number of runs >= 1", repeat)}
 	}
 	var re *regexp.Regexp
 	if match != "" {

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/bcmsync/bcmsync/datasets"
 )
@@ -15,7 +11,7 @@ func init() {
 	register(command{
 		name:  "demo",
 		usage: "demo [flags]",
-		short: "solve the embedded demo graph, print the certificate and draw its plots (what a bare `bcmsync` runs)",
+		short: "solve the embedded demo graph, print the certificate and draw its plots (what a bare bcmsync runs)",
 		run:   runDemo,
 	})
 }
@@ -36,17 +32,6 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if _, err := solveAndWrite(ctx, datasets.DemoName, g, 0, &f, stdout, stderr); err != nil {
-		return err
-	}
-	if f.plots != "" && !f.quiet && !f.json {
-		var wrote []string
-		for _, name := range []string{trajectoryPNG, "convergence.png", "stages.png"} {
-			if _, err := os.Stat(filepath.Join(f.plots, name)); err == nil {
-				wrote = append(wrote, filepath.Join(f.plots, name))
-			}
-		}
-		fmt.Fprintf(stdout, "  plots: %s\n", strings.Join(wrote, ", "))
-	}
-	return nil
+	_, err = solveAndWrite(ctx, datasets.DemoName, g, 0, &f, stdout, stderr)
+	return err
 }

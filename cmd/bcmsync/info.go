@@ -22,7 +22,7 @@ type infoOptions struct {
 
 func (o *infoOptions) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per file")
-	fs.BoolVar(&o.lenient, "lenient", false, "skip records of unsupported types (landmarks, priors, ...) with a warning")
+	fs.BoolVar(&o.lenient, "lenient", false, lenientUsage)
 	fs.BoolVar(&o.rawQuat, "raw-quaternions", false, rawQuatUsage+
 		"; info then also reports the largest | |q|^2 - 1 | of the edge quaternions")
 }
@@ -94,7 +94,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintln(stderr, "warning:", w)
 		}
 		if err != nil {
-			return err
+			return lenientHint(err)
 		}
 		info := describe(g, file)
 		info.Warnings = warns

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/plots"
@@ -19,38 +20,50 @@ import (
 const trajectoryPNG = "trajectory.png"
 
 // writePlots draws the solve's trajectory (initial guess and estimate),
-// convergence curves and time per stage into dir.
-func writePlots(dir string, res *bsync.Result, rep *bsync.Report) error {
+// convergence curves and time per stage into dir, and returns the paths
+// it wrote.
+func writePlots(dir string, res *bsync.Result, rep *bsync.Report) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
+	var wrote []string
 	g := res.Graph
 	trajs := []plots.Trajectory{{Label: "initial (" + rep.Init + ")", Poses: res.InitialPoses}}
 	if res.Problem == posegraph.Poses {
 		trajs = append(trajs, plots.Trajectory{Label: "optimized", Poses: res.Poses})
-		if err := plots.Trajectories(filepath.Join(dir, trajectoryPNG), g, trajs, plots.TrajectoryOptions{LoopClosures: true}); err != nil {
-			return err
+		path := filepath.Join(dir, trajectoryPNG)
+		if err := plots.Trajectories(path, g, trajs, plots.TrajectoryOptions{LoopClosures: true}); err != nil {
+			return nil, err
 		}
+		wrote = append(wrote, path)
 	}
-	return writeReportPlots(dir, rep, "png")
+	more, err := writeReportPlots(dir, rep, "png")
+	return append(wrote, more...), err
 }
 
-// writeReportPlots draws what a report alone determines: convergence and
-// stage times.
-func writeReportPlots(dir string, rep *bsync.Report, ext string) error {
+// writeReportPlots draws what a report alone determines, convergence and
+// stage times, and returns the paths it wrote.
+func writeReportPlots(dir string, rep *bsync.Report, ext string) ([]string, error) {
+	var wrote []string
 	if levels := levelsFromReport(rep); len(levels) > 0 {
 		title := fmt.Sprintf("%s: convergence (F* = %.10g, certified)", rep.File, rep.Objective)
 		if !rep.Certified {
 			title = fmt.Sprintf("%s: convergence (F = %.10g, not certified)", rep.File, rep.Objective)
 		}
-		if err := plots.Convergence(filepath.Join(dir, "convergence."+ext), levels, rep.RelaxationObjective, plots.ConvergenceOptions{Title: title}); err != nil {
-			return err
+		path := filepath.Join(dir, "convergence."+ext)
+		if err := plots.Convergence(path, levels, rep.RelaxationObjective, plots.ConvergenceOptions{Title: title}); err != nil {
+			return wrote, err
 		}
+		wrote = append(wrote, path)
 	}
 	t := rep.Timings
-	return plots.StageTimes(filepath.Join(dir, "stages."+ext),
+	path := filepath.Join(dir, "stages."+ext)
+	if err := plots.StageTimes(path,
 		[]string{"parse", "init", "optimize", "certify", "round"},
-		[]float64{t.Parse, t.Init, t.Optimize, t.Certify, t.Round})
+		[]float64{t.Parse, t.Init, t.Optimize, t.Certify, t.Round}); err != nil {
+		return wrote, err
+	}
+	return append(wrote, path), nil
 }
 
 // levelsFromReport groups the history by staircase level and marks each
@@ -91,9 +104,10 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("plot", "plot [flags] INPUT.g2o [OPTIMIZED.g2o]",
 		"Draws INPUT's VERTEX estimates (and OPTIMIZED's, overlaid) as trajectory.EXT, and\nwith --report the convergence curves and stage times of that solve.", stderr)
 	dir := fs.String("o", "plots", "output `DIR`")
-	report := fs.String("report", "", "JSON report of `bcmsync solve --report`")
+	report := fs.String("report", "", "also draw convergence and stage times from the JSON report `FILE` written by bcmsync solve --report")
 	format := fs.String("format", "png", "image format: png, svg or pdf")
 	loops := fs.Bool("loop-closures", true, "draw loop-closure edges")
+	lenient := fs.Bool("lenient", false, lenientUsage)
 	files, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -105,7 +119,7 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switch *format {
 	case "png", "svg", "pdf":
 	default:
-		return usageError{fmt.Errorf("unknown format %q", *format)}
+		return usageError{fmt.Errorf("--format: unknown format %q (want png, svg or pdf)", *format)}
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
@@ -113,9 +127,11 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var trajs []plots.Trajectory
 	var g *posegraph.Graph
 	for k, f := range files {
-		gk, err := g2o.ReadFile(f, g2o.ReadOptions{})
+		gk, err := g2o.ReadFile(f, g2o.ReadOptions{Lenient: *lenient, Warn: func(msg string) {
+			fmt.Fprintln(stderr, "warning:", msg)
+		}})
 		if err != nil {
-			return err
+			return lenientHint(err)
 		}
 		if k == 0 {
 			g = gk
@@ -151,10 +167,11 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return fmt.Errorf("%s: %w", *report, err)
 		}
-		if err := writeReportPlots(*dir, rep, *format); err != nil {
+		wrote, err := writeReportPlots(*dir, rep, *format)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, "wrote", filepath.Join(*dir, "convergence."+*format), "and", filepath.Join(*dir, "stages."+*format))
+		fmt.Fprintln(stdout, "wrote", strings.Join(wrote, " and "))
 	}
 	return nil
 }

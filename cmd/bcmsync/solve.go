@@ -48,10 +48,10 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.plots, "plots", "", "write trajectory, convergence and timing plots (PNG) into `DIR`")
 	fs.StringVar(&f.init, "init", "chordal", "initialization: chordal, odometry, vertices or random")
 	fs.StringVar(&f.rule, "rule", "cyclic", "BCM block selection: cyclic, uniform, importance, greedy or parallel")
-	fs.IntVar(&f.rank0, "rank0", 0, "first rank of the staircase (0: d)")
-	fs.IntVar(&f.maxRank, "max-rank", 10, "last rank of the staircase")
+	fs.IntVar(&f.rank0, "rank0", 0, "first rank of the staircase, at least d (0: d)")
+	fs.IntVar(&f.maxRank, "max-rank", 10, "last rank of the staircase, at least d and --rank0")
 	fs.IntVar(&f.threads, "threads", 0, "threads (0: all cores)")
-	fs.Uint64Var(&f.seed, "seed", 1, "random seed (BCM samplers, random initialization, eigensolver)")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed, any value (BCM samplers, random initialization, eigensolver)")
 	fs.Float64Var(&f.gradTol, "grad-tol", 0, "relative gradient norm ||grad F||/||2XQ|| to reach at each rank (0: 1e-9)")
 	fs.Float64Var(&f.eigTol, "eig-tol", 0, "smallest certificate shift eta, relative to the largest diagonal entry of Q (0: 1e-13)")
 	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6)")
@@ -59,15 +59,20 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.bcmDecrease, "bcm-decrease", 0, "hand over to the trust region when a BCM sweep lowers F by less than this fraction (0: 1e-5)")
 	fs.IntVar(&f.bcmSweeps, "bcm-sweeps", 0, "maximum BCM sweeps per rank (0: 5; negative: skip BCM)")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this long (e.g. 30s; 0: no limit)")
-	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only (translations ignored)")
+	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only; -o and --tum keep the input's translations")
 	fs.BoolVar(&f.largest, "largest-component", false, "solve the largest connected component of a disconnected graph")
-	fs.BoolVar(&f.lenient, "lenient", false, "skip unsupported records (landmarks, priors) with a warning")
+	fs.BoolVar(&f.lenient, "lenient", false, lenientUsage)
 	fs.BoolVar(&f.rawQuat, "raw-quaternions", false, rawQuatUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.BoolVar(&f.verbose, "verbose", false, "log every stage and staircase level")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report on stdout instead of the summary")
 }
 
+// options checks the flags and turns them into the solver's options. Every
+// error names its flag and is meant as a usage error: a value the solver
+// would reject, or would silently replace by its default (--max-rank 0),
+// is caught here, before any file is read. Ranks against the graph's
+// dimension are checked by checkRanks once d is known.
 func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	var o bsync.Options
 	for _, v := range []struct {
@@ -78,13 +83,25 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 			return o, fmt.Errorf("--%s must be a finite number >= 0, not %g", v.name, v.val)
 		}
 	}
+	switch {
+	case f.rank0 != 0 && f.rank0 < 2:
+		return o, fmt.Errorf("--rank0 %d: want a rank of at least d = 2 or 3 (0: d)", f.rank0)
+	case f.maxRank < 2:
+		return o, fmt.Errorf("--max-rank %d: want a rank of at least d = 2 or 3", f.maxRank)
+	case f.rank0 != 0 && f.maxRank < f.rank0:
+		return o, fmt.Errorf("--max-rank %d is below --rank0 %d", f.maxRank, f.rank0)
+	case f.threads < 0:
+		return o, fmt.Errorf("--threads %d: want a number of threads >= 1 (0: all cores)", f.threads)
+	case f.timeLimit < 0:
+		return o, fmt.Errorf("--time-limit %v: want a duration >= 0 (0: no limit)", f.timeLimit)
+	}
 	init, err := bsync.ParseInit(f.init)
 	if err != nil {
-		return o, err
+		return o, fmt.Errorf("--init: %v", err)
 	}
 	rule, err := bcm.ParseRule(f.rule)
 	if err != nil {
-		return o, err
+		return o, fmt.Errorf("--rule: %v", err)
 	}
 	o = bsync.Options{
 		Init: init, Rank0: f.rank0, MaxRank: f.maxRank, Rule: rule, Threads: f.threads, Seed: f.seed,
@@ -98,6 +115,18 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	return o, nil
+}
+
+// checkRanks checks the rank flags against the graph's dimension d, which
+// options cannot know.
+func (f *solveFlags) checkRanks(d int, file string) error {
+	if f.rank0 != 0 && f.rank0 < d {
+		return fmt.Errorf("--rank0 %d is below the dimension d = %d of %s", f.rank0, d, file)
+	}
+	if f.maxRank < d {
+		return fmt.Errorf("--max-rank %d is below the dimension d = %d of %s", f.maxRank, d, file)
+	}
+	return nil
 }
 
 func init() {
@@ -133,7 +162,7 @@ func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}})
 	if err != nil {
-		return err
+		return lenientHint(err)
 	}
 	parse := time.Since(t0).Seconds()
 	_, err = solveAndWrite(ctx, file, g, parse, &f, stdout, stderr)
@@ -147,25 +176,52 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if err := f.checkRanks(g.D, file); err != nil {
+		return nil, usageError{err}
+	}
 	prog := newProgress(stderr, f.quiet)
 	opts.Progress = prog.update
 	res, err := bsync.Solve(ctx, g, opts)
 	prog.done()
 	if err != nil {
-		return nil, err
+		return nil, disconnectedHint(err)
 	}
 	res.Timings.Parse = parse
 	res.Timings.Total += parse
 	rep := bsync.NewReport(filepath.Base(file), res, opts)
 	rep.PeakRSSBytes = peakRSS()
 
+	var notes []string
+	if res.Graph.N() < g.N() {
+		notes = append(notes, droppedNote(g, res.Graph))
+	}
+	poses, header := res.Poses, ""
+	if res.Problem == posegraph.Rotations && (f.out != "" || f.tum != "") {
+		var src string
+		if poses, src, err = inputTranslations(res); err != nil {
+			return rep, err
+		}
+		header = "# bcmsync solve --rotations: rotations optimized over SO(d); translations not optimized, taken from " + src + "\n"
+		notes = append(notes, "translations in "+strings.Join(nonEmpty(f.out, f.tum), " and ")+
+			" are not optimized (--rotations): taken from "+src)
+	}
 	if f.out != "" {
-		if err := writeFile(f.out, func(w io.Writer) error { return g2o.Write(w, res.Graph, res.Poses) }); err != nil {
+		if err := writeFile(f.out, func(w io.Writer) error {
+			if _, err := io.WriteString(w, header); err != nil {
+				return err
+			}
+			return g2o.Write(w, res.Graph, poses)
+		}); err != nil {
 			return rep, err
 		}
 	}
 	if f.tum != "" {
-		if err := writeFile(f.tum, func(w io.Writer) error { return g2o.WriteTUM(w, res.Graph, res.Poses) }); err != nil {
+		if err := writeFile(f.tum, func(w io.Writer) error {
+			if _, err := io.WriteString(w, header); err != nil {
+				return err
+			}
+			return g2o.WriteTUM(w, res.Graph, poses)
+		}); err != nil {
 			return rep, err
 		}
 	}
@@ -175,17 +231,25 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 		}
 	}
 	if f.plots != "" {
-		if err := writePlots(f.plots, res, rep); err != nil {
+		wrote, err := writePlots(f.plots, res, rep)
+		if err != nil {
 			return rep, err
 		}
+		notes = append(notes, "plots: "+strings.Join(wrote, ", "))
 	}
 	switch {
 	case f.json:
 		if err := rep.WriteJSON(stdout); err != nil {
 			return rep, err
 		}
+		if !f.quiet {
+			// Stdout is the report alone; the notes go beside it.
+			for _, n := range notes {
+				fmt.Fprintln(stderr, "note:", n)
+			}
+		}
 	case !f.quiet:
-		printSummary(stdout, rep)
+		printSummary(stdout, rep, notes)
 	}
 	if !res.Certified {
 		return rep, notCertifiedError{status: string(res.Status)}
@@ -198,26 +262,6 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 type notCertifiedError struct{ status string }
 
 func (e notCertifiedError) Error() string { return "no certificate: " + e.status }
-
-func printSummary(w io.Writer, r *bsync.Report) {
-	mark := "CERTIFIED globally optimal"
-	if !r.Certified {
-		mark = "NOT certified: " + r.Status
-	}
-	fmt.Fprintf(w, "%s: %s, n=%d poses, m=%d edges\n", r.File, strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1), r.N, r.M)
-	fmt.Fprintf(w, "  %s at rank %d\n", mark, r.Rank)
-	fmt.Fprintf(w, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
-	if r.DualBound != nil {
-		fmt.Fprintf(w, "  dual bound         %.12g   (proven: no estimate has F below it)\n", *r.DualBound)
-		fmt.Fprintf(w, "  suboptimality      <= %.3g (relative %.2g)\n", *r.SuboptimalityBound, *r.SuboptimalityBound/r.Objective)
-	} else {
-		fmt.Fprintf(w, "  no bound: S = Q - Lambda is not positive semidefinite at the last point\n")
-	}
-	fmt.Fprintf(w, "  lambda_min(S)      %.3g   (certificate shift eta %.3g)\n", r.MinEigenvalue, r.Eta)
-	t := r.Timings
-	fmt.Fprintf(w, "  time %.3fs: parse %.3f, init %.3f, optimize %.3f, certify %.3f, round %.3f\n",
-		t.Total, t.Parse, t.Init, t.Optimize, t.Certify, t.Round)
-}
 
 func writeFile(path string, write func(io.Writer) error) error {
 	if dir := filepath.Dir(path); dir != "" {

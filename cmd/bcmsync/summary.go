@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// printSummary prints the human-readable result of a solve: what was
+// solved, the status in a sentence, the objective and its proof, the
+// times, then notes (one per line: what was written where, what was
+// dropped, where the written translations come from).
+func printSummary(w io.Writer, r *bsync.Report, notes []string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s, n=%d poses, m=%d edges\n", r.File, strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1), r.N, r.M)
+	fmt.Fprintf(&b, "  %s\n", statusSentence(r))
+	fmt.Fprintf(&b, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
+	if r.DualBound != nil {
+		fmt.Fprintf(&b, "  dual bound         %.12g   (proven: no estimate has F below it)\n", *r.DualBound)
+		fmt.Fprintf(&b, "  suboptimality      <= %.3g %s\n", *r.SuboptimalityBound, relativeNote(*r.SuboptimalityBound, r.Objective))
+	} else {
+		fmt.Fprintf(&b, "  no bound: S = Q - Lambda is not positive semidefinite at the last point\n")
+	}
+	fmt.Fprintf(&b, "  lambda_min(S)      %.3g   (certificate shift eta %.3g)\n", r.MinEigenvalue, r.Eta)
+	t := r.Timings
+	fmt.Fprintf(&b, "  time %.3fs: parse %.3f, init %.3f, optimize %.3f, certify %.3f, round %.3f\n",
+		t.Total, t.Parse, t.Init, t.Optimize, t.Certify, t.Round)
+	for _, n := range notes {
+		fmt.Fprintf(&b, "  %s\n", n)
+	}
+	io.WriteString(w, b.String())
+}
+
+// relativeNote qualifies a suboptimality bound: relative to |F| where that
+// means something, absolute where F is 0 or below the bound itself (a
+// noise-free graph has F* = 0, and dividing by F printed +Inf or 1e+20).
+func relativeNote(bound, f float64) string {
+	if rel := bound / math.Abs(f); f != 0 && math.Abs(bound) <= math.Abs(f) && !math.IsNaN(rel) {
+		return fmt.Sprintf("(relative %.2g)", rel)
+	}
+	return "(absolute: F is not above the bound, as where F* = 0, so no relative bound)"
+}
+
+// statusSentence says in one sentence how the solve ended, one sentence per
+// status of package sync. A status this command does not know (a newer
+// package sync) still prints sensibly: certified or not, its name, the rank.
+func statusSentence(r *bsync.Report) string {
+	switch bsync.Status(r.Status) {
+	case bsync.Certified:
+		return fmt.Sprintf("CERTIFIED globally optimal at rank %d", r.Rank)
+	case bsync.CertifiedRelaxation:
+		return fmt.Sprintf("NOT certified optimal: the relaxation is certified at rank %d, but its solution has rank above %d, "+
+			"so rounding is not tight; the estimate is within the suboptimality bound below", r.Rank, r.D)
+	case bsync.Bounded:
+		return fmt.Sprintf("NOT certified to the gap tolerance: the certificate holds at rank %d, "+
+			"but the bound it proves (below) is above the allowed %.3g", r.Rank, r.GapAllowed)
+	case bsync.NotCertified:
+		why := "no saddle escape was found"
+		if r.Rank >= r.Options.MaxRank {
+			why = "the last rank --max-rank allows"
+		}
+		return fmt.Sprintf("NOT certified: the certificate failed at rank %d (%s)", r.Rank, why)
+	case bsync.TimeLimit:
+		return fmt.Sprintf("NOT certified: stopped by the time limit at rank %d", r.Rank)
+	case bsync.Cancelled:
+		return fmt.Sprintf("NOT certified: cancelled at rank %d", r.Rank)
+	}
+	if r.Certified {
+		return fmt.Sprintf("CERTIFIED (%s) at rank %d", r.Status, r.Rank)
+	}
+	return fmt.Sprintf("NOT certified: %s (rank %d)", r.Status, r.Rank)
+}
