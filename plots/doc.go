@@ -22,8 +22,8 @@
 //     index with its RMSE: the figure of `bcmsync evaluate --plot`.
 //
 // Every figure has a fixed size (16 x 12 cm, 16 x 16 cm for 3-D
-// trajectories, 16 x 18 cm for TrajectoryError) and one legend in a strip under its title, outside the data.
-// The output format follows the file extension: .png (at DPI dots per inch,
+// trajectories, 16 x 18 cm for TrajectoryError) and one legend in a strip
+// under its title, outside the data. The output format follows the file extension: .png (at DPI dots per inch,
 // 705 pixels across, the width a README shows), .svg or .pdf; anything
 // else is an error. Colours come from the Okabe-Ito palette, which stays
 // distinguishable for colour-blind readers.
