@@ -27,8 +27,8 @@ const (
   geometric  random poses joined when near (2-D or 3-D)       -n --radius --dim
 
 FILE.g2o holds the measurements and, as VERTEX lines, the dead-reckoning
-estimate; the truth goes to FILE.gt.g2o (or --truth; TUM when the path ends in
-.tum or .txt). Noise: rotation Langevin(I, kappa) on SO(d), about N(0,
+estimate; the truth goes to FILE.gt.g2o (the same graph with the true poses as
+its VERTEX lines) or to --truth PATH (TUM when the path ends in .tum or .txt). Noise: rotation Langevin(I, kappa) on SO(d), about N(0,
 1/(2 kappa)) per axis in radians, and translation N(0, 1/tau) per axis; give
 --kappa/--tau or the standard deviations --rot-sigma (rad) and --trans-sigma.
 With --outliers, wrong loop closures are appended and listed in
