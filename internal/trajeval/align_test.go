@@ -320,3 +320,35 @@ func TestRotationAngle(t *testing.T) {
 func transpose3(r [9]float64) [9]float64 {
 	return [9]float64{r[0], r[3], r[6], r[1], r[4], r[7], r[2], r[5], r[8]}
 }
+
+// TestAlignCollinear: positions on a line leave the rotation about the line
+// free; the fit is still exact (zero ATE and RPE translation), whichever
+// completion the kernel picks.
+func TestAlignCollinear(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, d := range []int{2, 3} {
+		ref := make([]Pose, 6)
+		for k := range ref {
+			ref[k].R = randRotation(rng, d)
+			ref[k].T = [3]float64{float64(k), 2 * float64(k), 0}
+			if d == 3 {
+				ref[k].T[2] = -float64(k)
+			}
+		}
+		g := Transform{R: randRotation(rng, d), T: [3]float64{1, -2, 3}, Scale: 1}
+		est := make([]Pose, len(ref))
+		for k, p := range ref {
+			est[k] = g.Apply(p, d)
+		}
+		res, err := Evaluate(d, est, ref, Options{Align: AlignSE})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := maxAbs(res.ATE); m > 1e-12 {
+			t.Errorf("d=%d: ATE up to %g on a line", d, m)
+		}
+		if p := Det(&res.Transform.R, d); math.Abs(p-1) > 1e-12 {
+			t.Errorf("d=%d: det R = %v", d, p)
+		}
+	}
+}

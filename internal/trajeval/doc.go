@@ -20,7 +20,10 @@
 //	s = <C, R> / sigma_x^2   (AlignSim; 1 for AlignSE)
 //	t = mu_y - s R mu_x
 //
-// AlignNone uses the identity. <C, R> = tr(S diag(1, ..., det(U V^T))) is
+// AlignNone uses the identity. When the estimate's positions lie on a line
+// (or coincide) the rotation about that line is not determined by them: the
+// fit, and so the ATE translation, is still optimal, but the rotation part
+// of the ATE then depends on the completion the kernel picks. <C, R> = tr(S diag(1, ..., det(U V^T))) is
 // Umeyama's scale numerator, so the nearest-rotation kernel of
 // internal/smalldense is the whole SVD this needs.
 //
