@@ -20,17 +20,20 @@ const (
 	generateUsage = "generate FAMILY [flags] -o FILE.g2o"
 	generateDoc   = `Writes a synthetic pose graph of FAMILY with its ground truth:
 
-  sphere     rings of a sphere (3-D, like sphere2500)        --rings --per-ring
-  torus      rings of a torus (3-D)                          --rings --per-ring
-  grid       a snake path through a 3-D lattice (smallGrid3D) --nx --ny --nz
-  manhattan  a 2-D random walk on a grid (Olson's manhattan)  -n --side
-  geometric  random poses joined when near (2-D or 3-D)       -n --radius --dim
+  sphere     rings of a sphere (3-D, like sphere2500)          --rings --per-ring
+  torus      rings of a torus (3-D)                            --rings --per-ring
+  grid       a snake path through a 3-D lattice (smallGrid3D)  --nx --ny --nz
+  manhattan  a 2-D random walk on a grid (Olson's manhattan)   -n --side
+  geometric  random poses joined when near (2-D or 3-D)        -n --radius --dim
 
 FILE.g2o holds the measurements and, as VERTEX lines, the dead-reckoning
-estimate; the truth goes to FILE.gt.g2o (the same graph with the true poses as
-its VERTEX lines) or to --truth PATH (TUM when the path ends in .tum or .txt). Noise: rotation Langevin(I, kappa) on SO(d), about N(0,
-1/(2 kappa)) per axis in radians, and translation N(0, 1/tau) per axis; give
---kappa/--tau or the standard deviations --rot-sigma (rad) and --trans-sigma.
+estimate. The truth goes to FILE.gt.g2o (the same graph with the true poses
+as its VERTEX lines) or to --truth PATH (TUM when PATH ends in .tum or .txt).
+
+Noise: rotation Langevin(I, kappa) on SO(d), about N(0, 1/(2 kappa)) radians
+per axis, and translation N(0, 1/tau) per axis; give --kappa and --tau, or
+the standard deviations --rot-sigma (radians) and --trans-sigma.
+
 With --outliers, wrong loop closures are appended and listed in
 FILE.outliers.txt, one "LINE ID_I ID_J" per outlier edge (LINE is the EDGE
 record's line in FILE.g2o).`
