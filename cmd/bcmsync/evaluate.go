@@ -26,7 +26,7 @@ time stamp; poses without a match are counted, reported and left out.
 ATE: after aligning EST to GT (--align: se, the best rigid motion, Umeyama /
 Horn; sim adds a scale; none), the distance between matched positions, and
 the angle between matched rotations in degrees.
-RPE: for pose pairs (i, i+delta), E = (GT_i^-1 GT_j)^-1 (EST_i^-1 EST_j); its
+RPE: for pose pairs (i, j = i+delta), E = (GT_i^-1 GT_j)^-1 (EST_i^-1 EST_j), its
 translation norm and rotation angle (degrees). Pairs are (0, delta), (delta,
 2 delta), ... as evo's default, or every (i, i+delta) with --all-pairs.
 Statistics: RMSE, mean, median, std (population), min, max.`
