@@ -56,6 +56,11 @@
 // edges are outliers, the ground truth that outlier rejection is measured
 // against (precision and recall).
 //
+// Written to disk, the mask becomes a sidecar text file beside the g2o file
+// (WriteOutliers, ReadOutliers, OutlierMask): one line "LINE ID_I ID_J" per
+// outlier, LINE being the EDGE record's line in the g2o file, since an
+// outlier may join the same two poses as a true loop closure.
+//
 // # Demo graph and benchmark suite
 //
 // Demo returns the embedded demo graph, demo.g2o, which this package's own

@@ -77,4 +77,14 @@
 // read from a file and written again reads back the same. WriteTUM writes a
 // trajectory in the TUM format ("timestamp tx ty tz qx qy qz qw") with the
 // vertex id as timestamp, for tools such as evo.
+//
+// # Trajectories
+//
+// A Trajectory is a list of stamped poses without edges, what trajectory
+// evaluation compares. ReadTUM reads the TUM format back (any time stamps,
+// in file order); ReadVertices reads the VERTEX records of a g2o or TORO
+// file, stamped by vertex id, and needs no edges; ReadTrajectoryFile picks
+// between them by the extension (.tum or .txt is TUM). TUM is always 3-D:
+// Trajectory.Flatten turns a planar one (z = 0, rotations about z, as
+// WriteTUM writes 2-D poses) back into 2-D. Errors name the file and line.
 package g2o

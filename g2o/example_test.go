@@ -96,3 +96,29 @@ func ExampleWriteTUM() {
 	// 20 1.000 0.000 0.000 0.0000 0.0000 0.7071 0.7071
 	// 35 1.000 1.000 0.000 0.0000 0.0000 1.0000 0.0000
 }
+
+func ExampleReadTUM() {
+	// A trajectory as WriteTUM writes it: the vertex id as the time stamp.
+	const tum = `# timestamp tx ty tz qx qy qz qw
+10 0 0 0 0 0 0 1
+20 1 0 0 0 0 0.7071067811865476 0.7071067811865476
+`
+	tr, err := g2o.ReadTUM(strings.NewReader(tum), "path.tum")
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Planar, so it can be compared with a 2-D graph's poses.
+	flat, err := tr.Flatten()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for k, p := range flat.Poses {
+		fmt.Printf("stamp %g (line %d): x=%g y=%g angle=%.4f\n", flat.Stamps[k], flat.Lines[k], p.T[0], p.T[1], g2o.AngleFromRotation(p.R))
+	}
+	_, err = g2o.ReadTUM(strings.NewReader("10 0 0 0 0 0 0\n"), "bad.tum")
+	fmt.Println(err)
+	// Output:
+	// stamp 10 (line 2): x=0 y=0 angle=0.0000
+	// stamp 20 (line 3): x=1 y=0 angle=1.5708
+	// bad.tum:1: 7 fields; a TUM line has 8: timestamp tx ty tz qx qy qz qw
+}

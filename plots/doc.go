@@ -17,10 +17,13 @@
 //     a marker where each level's certificate check passed or failed.
 //     Values at or below F_final are drawn on a floor rather than dropped.
 //   - StageTimes draws a bar per stage with its time and share.
+//   - TrajectoryError draws an estimate aligned to a reference, each step
+//     coloured by its error on a colour bar, above the error against pose
+//     index with its RMSE: the figure of `bcmsync evaluate --plot`.
 //
 // Every figure has a fixed size (16 x 12 cm, 16 x 16 cm for 3-D
-// trajectories) and one legend in a strip under its title, outside the data.
-// The output format follows the file extension: .png (at DPI dots per inch,
+// trajectories, 16 x 18 cm for TrajectoryError) and one legend in a strip
+// under its title, outside the data. The output format follows the file extension: .png (at DPI dots per inch,
 // 705 pixels across, the width a README shows), .svg or .pdf; anything
 // else is an error. Colours come from the Okabe-Ito palette, which stays
 // distinguishable for colour-blind readers.

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+const (
+	generateUsage = "generate FAMILY [flags] -o FILE.g2o"
+	generateDoc   = `Writes a synthetic pose graph of FAMILY with its ground truth:
+
+  sphere     rings of a sphere (3-D, like sphere2500)          --rings --per-ring
+  torus      rings of a torus (3-D)                            --rings --per-ring
+  grid       a snake path through a 3-D lattice (smallGrid3D)  --nx --ny --nz
+  manhattan  a 2-D random walk on a grid (Olson's manhattan)   -n --side
+  geometric  random poses joined when near (2-D or 3-D)        -n --radius --dim
+
+FILE.g2o holds the measurements and, as VERTEX lines, the dead-reckoning
+estimate. The truth goes to FILE.gt.g2o (the same graph with the true poses
+as its VERTEX lines) or to --truth PATH (TUM when PATH ends in .tum or .txt).
+
+Noise: rotation Langevin(I, kappa) on SO(d), about N(0, 1/(2 kappa)) radians
+per axis, and translation N(0, 1/tau) per axis; give --kappa and --tau, or
+the standard deviations --rot-sigma (radians) and --trans-sigma.
+
+With --outliers, wrong loop closures are appended and listed in
+FILE.outliers.txt, one "LINE ID_I ID_J" per outlier edge (LINE is the EDGE
+record's line in FILE.g2o).`
+)
+
+func init() {
+	register(command{
+		name:  "generate",
+		usage: generateUsage,
+		short: "write a synthetic pose graph (sphere, torus, grid, manhattan, geometric) with its ground truth",
+		run:   runGenerate,
+	})
+}
+
+// generateFlags are the options of `bcmsync generate`.
+type generateFlags struct {
+	out, truth, outFile  string
+	seed, outSeed        uint64
+	kappa, tau           float64
+	rotSigma, transSigma float64
+	noiseFree            bool
+	loopProb             float64
+	outliers             float64
+	outCount             int
+	outMaxT              float64
+	rings, perRing       int
+	nx, ny, nz           int
+	n, side, dim         int
+	radius               float64
+	quiet                bool
+}
+
+// familySizes lists the size flags each family takes.
+var familySizes = map[string][]string{
+	"sphere":    {"rings", "per-ring"},
+	"torus":     {"rings", "per-ring"},
+	"grid":      {"nx", "ny", "nz"},
+	"manhattan": {"n", "side"},
+	"geometric": {"n", "radius", "dim"},
+}
+
+func (f *generateFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.out, "o", "", "write the graph to `FILE.g2o` (required)")
+	fs.StringVar(&f.truth, "truth", "", "write the ground truth to `PATH` (default FILE.gt.g2o; TUM for .tum/.txt)")
+	fs.StringVar(&f.outFile, "outliers-file", "", "write the outlier list to `PATH` (default FILE.outliers.txt)")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed of the structure and the noise")
+	fs.Float64Var(&f.kappa, "kappa", 500, "rotation precision kappa (rotation noise about 1/sqrt(2 kappa) rad per axis)")
+	fs.Float64Var(&f.tau, "tau", 400, "translation precision tau (translation noise 1/sqrt(tau) per axis)")
+	fs.Float64Var(&f.rotSigma, "rot-sigma", 0, "rotation noise standard deviation per axis in `RADIANS` (sets kappa = 1/(2 sigma^2))")
+	fs.Float64Var(&f.transSigma, "trans-sigma", 0, "translation noise standard deviation per axis (sets tau = 1/sigma^2)")
+	fs.BoolVar(&f.noiseFree, "noise-free", false, "exact measurements (kappa and tau are still written as weights)")
+	fs.Float64Var(&f.loopProb, "loop-prob", 1, "probability in [0, 1] of keeping each candidate loop closure")
+	fs.Float64Var(&f.outliers, "outliers", 0, "append wrong loop closures, this `FRACTION` of the edge count")
+	fs.IntVar(&f.outCount, "outlier-count", 0, "append this many wrong loop closures (instead of --outliers)")
+	fs.Uint64Var(&f.outSeed, "outlier-seed", 0, "random seed of the outliers (default: --seed)")
+	fs.Float64Var(&f.outMaxT, "outlier-max-translation", 0, "bound on each coordinate of an outlier's translation (0: 5)")
+	fs.IntVar(&f.rings, "rings", 10, "sphere, torus: number of rings")
+	fs.IntVar(&f.perRing, "per-ring", 20, "sphere, torus: poses per ring")
+	fs.IntVar(&f.nx, "nx", 5, "grid: lattice size along x")
+	fs.IntVar(&f.ny, "ny", 5, "grid: lattice size along y")
+	fs.IntVar(&f.nz, "nz", 5, "grid: lattice size along z")
+	fs.IntVar(&f.n, "n", 500, "manhattan, geometric: number of poses")
+	fs.IntVar(&f.side, "side", 20, "manhattan: side of the square the walk stays in")
+	fs.Float64Var(&f.radius, "radius", 1.5, "geometric: loop-closure radius (positions have unit density)")
+	fs.IntVar(&f.dim, "dim", 2, "geometric: dimension, 2 or 3")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+}
+
+func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f generateFlags
+	fs := newFlagSet("generate", generateUsage, generateDoc, stderr)
+	f.register(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageError{fmt.Errorf("generate takes exactly one FAMILY (sphere, torus, grid, manhattan or geometric), not %d arguments", len(pos))}
+	}
+	family := pos[0]
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if err := f.check(family, set); err != nil {
+		return usageError{err}
+	}
+	cfg := datasets.Config{Kappa: f.kappa, Tau: f.tau, NoiseFree: f.noiseFree, LoopProb: f.loopProb, Seed: f.seed}
+	var g *posegraph.Graph
+	var truth []posegraph.Pose
+	switch family {
+	case "sphere":
+		g, truth, err = datasets.Sphere(f.rings, f.perRing, cfg)
+	case "torus":
+		g, truth, err = datasets.Torus(f.rings, f.perRing, cfg)
+	case "grid":
+		g, truth, err = datasets.Cube(f.nx, f.ny, f.nz, cfg)
+	case "manhattan":
+		g, truth, err = datasets.Manhattan(f.n, f.side, cfg)
+	case "geometric":
+		g, truth, err = datasets.Geometric(f.dim, f.n, f.radius, cfg)
+	}
+	if err != nil {
+		// The generators check the sizes: a bad one is a usage error.
+		return usageError{err}
+	}
+	var mask []bool
+	if f.outliers > 0 || f.outCount > 0 {
+		seed := f.seed
+		if set["outlier-seed"] {
+			seed = f.outSeed
+		}
+		g, mask, err = datasets.AddOutliers(g, datasets.OutlierConfig{
+			Fraction: f.outliers, Count: f.outCount, MaxTranslation: f.outMaxT, Seed: seed})
+		if err != nil {
+			return usageError{err}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	truthPath, outPath := f.truth, f.outFile
+	base := strings.TrimSuffix(f.out, filepath.Ext(f.out))
+	if truthPath == "" {
+		truthPath = base + ".gt.g2o"
+	}
+	if outPath == "" {
+		outPath = base + ".outliers.txt"
+	}
+	g.Source = f.out
+	if err := writeFile(f.out, func(w io.Writer) error { return g2o.Write(w, g, nil) }); err != nil {
+		return err
+	}
+	// Read the file back: the check that it holds this graph, and the
+	// edges' lines for the outlier list.
+	back, err := g2o.ReadFile(f.out, g2o.ReadOptions{})
+	if err != nil {
+		return fmt.Errorf("generate: reading back what was written: %w", err)
+	}
+	if err := sameGenerated(g, back); err != nil {
+		return fmt.Errorf("generate: %s does not read back as the generated graph: %w", f.out, err)
+	}
+	err = writeFile(truthPath, func(w io.Writer) error {
+		if g2o.IsTUMPath(truthPath) {
+			return g2o.WriteTUM(w, g, truth)
+		}
+		return g2o.Write(w, g, truth)
+	})
+	if err != nil {
+		return err
+	}
+	written := []string{f.out, "truth " + truthPath}
+	nOut := 0
+	if mask != nil {
+		for _, m := range mask {
+			if m {
+				nOut++
+			}
+		}
+		if err := writeFile(outPath, func(w io.Writer) error { return datasets.WriteOutliers(w, f.out, back, mask) }); err != nil {
+			return err
+		}
+		written = append(written, "outliers "+outPath)
+	}
+	if !f.quiet {
+		noise := fmt.Sprintf("kappa=%.6g tau=%.6g (noise sd %.3g deg, %.3g per axis)", f.kappa, f.tau,
+			180/math.Pi/math.Sqrt(2*f.kappa), 1/math.Sqrt(f.tau))
+		if f.noiseFree {
+			noise = fmt.Sprintf("kappa=%.6g tau=%.6g, noise-free", f.kappa, f.tau)
+		}
+		fmt.Fprintf(stdout, "generate: %s d=%d n=%d m=%d outliers=%d %s -> %s\n",
+			family, g.D, g.N(), g.M(), nOut, noise, strings.Join(written, ", "))
+	}
+	return nil
+}
+
+// check validates the flags against each other and the family, and turns
+// --rot-sigma and --trans-sigma into kappa and tau.
+func (f *generateFlags) check(family string, set map[string]bool) error {
+	sizes, ok := familySizes[family]
+	if !ok {
+		return fmt.Errorf("unknown FAMILY %q (want sphere, torus, grid, manhattan or geometric)", family)
+	}
+	for _, names := range familySizes {
+		for _, name := range names {
+			if set[name] && !slices.Contains(sizes, name) {
+				return fmt.Errorf("--%s does not apply to %s (its size flags: --%s)", name, family, strings.Join(sizes, ", --"))
+			}
+		}
+	}
+	if f.out == "" {
+		return errors.New("-o FILE.g2o is required: where to write the graph")
+	}
+	if g2o.IsTUMPath(f.out) {
+		return fmt.Errorf("-o %s: the graph is written as g2o; use --truth for a TUM ground truth", f.out)
+	}
+	if set["rot-sigma"] {
+		if set["kappa"] {
+			return errors.New("give --kappa or --rot-sigma, not both")
+		}
+		if !(f.rotSigma > 0) || math.IsInf(f.rotSigma, 0) {
+			return fmt.Errorf("--rot-sigma must be positive and finite, not %g", f.rotSigma)
+		}
+		f.kappa = 1 / (2 * f.rotSigma * f.rotSigma)
+	}
+	if set["trans-sigma"] {
+		if set["tau"] {
+			return errors.New("give --tau or --trans-sigma, not both")
+		}
+		if !(f.transSigma > 0) || math.IsInf(f.transSigma, 0) {
+			return fmt.Errorf("--trans-sigma must be positive and finite, not %g", f.transSigma)
+		}
+		f.tau = 1 / (f.transSigma * f.transSigma)
+	}
+	if !(f.kappa > 0) || math.IsInf(f.kappa, 0) {
+		return fmt.Errorf("--kappa must be positive and finite, not %g", f.kappa)
+	}
+	if !(f.tau > 0) || math.IsInf(f.tau, 0) {
+		return fmt.Errorf("--tau must be positive and finite, not %g", f.tau)
+	}
+	if !(f.loopProb >= 0 && f.loopProb <= 1) {
+		return fmt.Errorf("--loop-prob must be in [0, 1], not %g", f.loopProb)
+	}
+	if set["outliers"] && set["outlier-count"] {
+		return errors.New("give --outliers or --outlier-count, not both")
+	}
+	if !(f.outliers >= 0 && f.outliers <= 10) {
+		return fmt.Errorf("--outliers must be a fraction in [0, 10], not %g", f.outliers)
+	}
+	if f.outCount < 0 {
+		return fmt.Errorf("--outlier-count must be >= 0, not %d", f.outCount)
+	}
+	if f.outliers == 0 && f.outCount == 0 {
+		for _, name := range []string{"outlier-seed", "outlier-max-translation", "outliers-file"} {
+			if set[name] {
+				return fmt.Errorf("--%s needs --outliers or --outlier-count", name)
+			}
+		}
+	}
+	if !(f.outMaxT >= 0) || math.IsInf(f.outMaxT, 0) {
+		return fmt.Errorf("--outlier-max-translation must be positive and finite, not %g", f.outMaxT)
+	}
+	truth := f.truth
+	if truth == "" {
+		truth = strings.TrimSuffix(f.out, filepath.Ext(f.out)) + ".gt.g2o"
+	}
+	if filepath.Clean(truth) == filepath.Clean(f.out) {
+		return fmt.Errorf("--truth %s is the graph's own path", truth)
+	}
+	if f.outFile != "" && (filepath.Clean(f.outFile) == filepath.Clean(f.out) || filepath.Clean(f.outFile) == filepath.Clean(truth)) {
+		return fmt.Errorf("--outliers-file %s is the path of another output", f.outFile)
+	}
+	return nil
+}
+
+// sameGenerated checks that h, read from the file g was written to, is g:
+// the same ids and edge endpoints, kappa and tau to rounding, and the
+// measurements to the accuracy of the printed angle or quaternion.
+func sameGenerated(g, h *posegraph.Graph) error {
+	if g.D != h.D || g.N() != h.N() || g.M() != h.M() {
+		return fmt.Errorf("d, n, m = %d, %d, %d; read back %d, %d, %d", g.D, g.N(), g.M(), h.D, h.N(), h.M())
+	}
+	if !slices.Equal(g.IDs, h.IDs) {
+		return errors.New("the vertex ids differ")
+	}
+	rel := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b)) }
+	d := g.D
+	for k := range g.Edges {
+		a, b := &g.Edges[k], &h.Edges[k]
+		if a.I != b.I || a.J != b.J || !rel(a.Kappa, b.Kappa) || !rel(a.Tau, b.Tau) {
+			return fmt.Errorf("edge %d: (%d, %d, kappa %g, tau %g) reads back as (%d, %d, %g, %g)",
+				k, a.I, a.J, a.Kappa, a.Tau, b.I, b.J, b.Kappa, b.Tau)
+		}
+		for c := 0; c < d*d; c++ {
+			if math.Abs(a.R[c]-b.R[c]) > 1e-12 {
+				return fmt.Errorf("edge %d: rotation differs by %g", k, math.Abs(a.R[c]-b.R[c]))
+			}
+		}
+		for c := 0; c < d; c++ {
+			if math.Abs(a.T[c]-b.T[c]) > 1e-12*math.Max(1, math.Abs(a.T[c])) {
+				return fmt.Errorf("edge %d: translation differs by %g", k, math.Abs(a.T[c]-b.T[c]))
+			}
+		}
+	}
+	return nil
+}
