@@ -130,7 +130,7 @@ func lastLine(s string) string {
 // placeholder show their type (string, int, ...).
 func TestHelpPlaceholders(t *testing.T) {
 	types := []string{"string", "int", "uint", "float", "duration", "value"}
-	word := regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+	word := regexp.MustCompile(`^[A-Z][A-Z0-9_]*(\.[a-z0-9]+)?$`) // FILE, DIR, FILE.g2o
 	for name := range commands {
 		code, out, _ := runCmd("help", name)
 		if code != 0 {
