@@ -157,7 +157,7 @@
   // ---- controls ----------------------------------------------------------------
   var state = {
     est: ests.length - 1, overlay: false,
-    odom: true, loops: nLoops > 0, poses: n <= 3000, heads: D.problem.charAt(1) === 'O' && n <= 5000,
+    odom: true, loops: nLoops > 0, poses: n <= 600, heads: D.problem.charAt(1) === 'O' && n <= 5000,
     colour: ests.some(function (e) { return !e.scale.empty; }) ? 'cost' : 'plain',
     xaxis: 'iter'
   };
@@ -227,7 +227,8 @@
       if (!isFinite(cam.scale) || cam.scale <= 0) cam.scale = 1;
     } else {
       var diag = Math.sqrt(Math.pow(hi[0] - lo[0], 2) + Math.pow(hi[1] - lo[1], 2) + Math.pow(hi[2] - lo[2], 2)) || 1;
-      cam.dist = 1.15 * diag / (2 * Math.tan(FOV / 2));
+      // The bounding box's circumsphere nearly fills the shorter side.
+      cam.dist = 0.9 * (diag / 2) / Math.sin(FOV / 2);
     }
   }
   var FOV = 40 * Math.PI / 180;
@@ -286,7 +287,7 @@
 
   // ---- the scene: drawing --------------------------------------------------------------
   var interacting = false;
-  var MAX_FAST = 150000; // segments drawn per frame while the view moves
+  var MAX_FAST = 60000; // segments drawn per frame while the view moves
   var binsOdom = [], binsLoop = [];
   function resize() {
     dpr = window.devicePixelRatio || 1;
@@ -353,7 +354,7 @@
     return a;
   }
   function drawPoses(e, coloured, stride) {
-    var r = n > 20000 ? 1.2 : 2.2;
+    var r = n > 20000 ? 1 : 1.6;
     if (coloured && !e.scale.empty) {
       var mi = maxIncident(e), bins = [];
       for (var b = 0; b < NBINS; b++) bins.push([]);
@@ -598,13 +599,14 @@
   }
 
   // ---- interaction ---------------------------------------------------------------------
-  var drag = null, idleTimer = 0;
+  var drag = null, idleTimer = 0, userMoved = false;
   function settle() {
     clearTimeout(idleTimer);
     idleTimer = setTimeout(function () { interacting = false; redraw(); }, 160);
   }
   scene.addEventListener('mousedown', function (ev) {
     drag = { x: ev.clientX, y: ev.clientY, pan: dim === 2 || ev.shiftKey || ev.button === 2 };
+    userMoved = true;
     scene.style.cursor = 'grabbing';
     interacting = true;
     ev.preventDefault();
@@ -634,6 +636,7 @@
   });
   scene.addEventListener('wheel', function (ev) {
     ev.preventDefault();
+    userMoved = true;
     var f = Math.exp(-ev.deltaY * (ev.deltaMode === 1 ? 0.05 : 0.0015));
     if (dim === 2) {
       // Zoom about the cursor: the world point under it stays put.
@@ -748,6 +751,7 @@
       var yt = logTicks(lo, hi);
       yt.forEach(function (t) { var y = Math.round(P.Y(Math.pow(10, t))) + 0.5; cctx.moveTo(x0, y); cctx.lineTo(x1, y); });
       var xstep = niceStep((xmax - xmin) / 6), xt = [];
+      if (state.xaxis === 'iter') xstep = Math.max(1, xstep);
       for (var x = Math.ceil(xmin / xstep) * xstep; x <= xmax + 1e-9 * xstep; x += xstep) xt.push(x);
       xt.forEach(function (t) { var X = Math.round(P.X(t)) + 0.5; cctx.moveTo(X, y0); cctx.lineTo(X, y1); });
       cctx.stroke();
@@ -809,9 +813,46 @@
   });
   el('conv-body').addEventListener('mouseleave', function () { drawChartCursor(-1); });
 
+  // ---- options in the address ----------------------------------------------------------------
+  // FILE.html#est=0&overlay=1&colour=plain&loops=0&poses=1&heads=1&view=top&ortho=1&x=time opens
+  // the page in that state, so a view can be shared or bookmarked.
+  function applyHash() {
+    var h = (location.hash || '').replace(/^#/, '');
+    if (!h) return;
+    h.split('&').forEach(function (kv) {
+      var p = kv.split('='), key = decodeURIComponent(p[0]), val = decodeURIComponent(p[1] || '1');
+      var on = val !== '0' && val !== 'false';
+      switch (key) {
+        case 'est': { var i = parseInt(val, 10); if (i >= 0 && i < ests.length) state.est = i; break; }
+        case 'overlay': state.overlay = on && ests.length > 1; break;
+        case 'colour': case 'color': if (val === 'plain' || val === 'cost') state.colour = val; break;
+        case 'odometry': state.odom = on; break;
+        case 'loops': state.loops = on && nLoops > 0; break;
+        case 'poses': state.poses = on; break;
+        case 'heads': state.heads = on; break;
+        case 'view': if (VIEWS[val]) { cam.yaw = VIEWS[val][0]; cam.pitch = VIEWS[val][1]; } break;
+        case 'ortho': cam.ortho = on; break;
+        case 'grid': cam.grid = on; break;
+        case 'x': if (val === 'time' || val === 'iter') state.xaxis = val; break;
+      }
+    });
+    // Make the controls agree.
+    Array.prototype.forEach.call(document.querySelectorAll('input[name=est]'), function (r) {
+      r.checked = state.overlay ? r.value === 'overlay' : r.value === String(state.est);
+    });
+    [['show-odom', 'odom'], ['show-loops', 'loops'], ['show-poses', 'poses'], ['show-heads', 'heads']].forEach(function (c) {
+      el(c[0]).checked = state[c[1]];
+    });
+    el('colour-cost').checked = state.colour === 'cost';
+    el('colour-plain').checked = state.colour === 'plain';
+    el('ortho').checked = cam.ortho; el('show-grid').checked = cam.grid;
+    Array.prototype.forEach.call(document.querySelectorAll('input[name=xaxis]'), function (r) { r.checked = r.value === state.xaxis; });
+  }
+
   // ---- start ----------------------------------------------------------------------------------
   // The first frame is drawn synchronously, so a headless browser that
   // takes the DOM right after load sees the final status.
+  applyHash();
   setupHistory();
   resize();
   fit();
@@ -819,7 +860,11 @@
   legend();
   drawChart();
   showInfo(-1);
-  window.addEventListener('resize', function () { resize(); drawChart(); redraw(); });
+  window.addEventListener('resize', function () {
+    resize();
+    if (!userMoved) fit();
+    drawChart(); redraw();
+  });
   // Self-check: count painted (non-white) pixels on a coarse lattice.
   var painted = 0;
   try {
