@@ -46,7 +46,7 @@ var viewSolveFlags = []string{
 func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("view", "view [flags] FILE.g2o | view [flags] INPUT.g2o OPTIMIZED.g2o", viewDoc, stderr)
 	out := fs.String("o", "", "write the page to `OUT.html` (default: the first file's base name with .html, in the current directory)")
-	report := fs.String("report", "", "with --no-solve or OPTIMIZED.g2o: the JSON report of `bcmsync solve --report` to show")
+	report := fs.String("report", "", "with --no-solve or OPTIMIZED.g2o: show the certificate and history of `REPORT.json`, written by bcmsync solve --report")
 	noSolve := fs.Bool("no-solve", false, "show FILE's VERTEX estimates as they are; do not solve")
 	var f solveFlags
 	all := flag.NewFlagSet("solve", flag.ContinueOnError)
