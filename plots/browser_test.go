@@ -69,6 +69,8 @@ var (
 	statusRE  = regexp.MustCompile(`<html[^>]*\sdata-status="([^"]*)"`)
 	paintedRE = regexp.MustCompile(`<html[^>]*\sdata-painted="(-?\d+)"`)
 	drawMsRE  = regexp.MustCompile(`<html[^>]*\sdata-draw-ms="([\d.]+)"`)
+	// selfTestRE reads how many steps the page's #selftest took.
+	selfTestRE = regexp.MustCompile(`<html[^>]*\sdata-selftest="(\d+)"`)
 	// consoleRE matches what Chromium logs for a console message or an
 	// uncaught exception.
 	consoleRE = regexp.MustCompile(`(?m)^.*(CONSOLE|Uncaught).*$`)
@@ -95,6 +97,11 @@ func checkPage(t *testing.T, bin, path, fragment string) float64 {
 	}
 	if p := paintedRE.FindStringSubmatch(dom); p == nil || p[1] == "0" {
 		t.Errorf("%s: the page's self-check found nothing painted (%v)", url, p)
+	}
+	if strings.Contains(fragment, "selftest") {
+		if st := selfTestRE.FindStringSubmatch(dom); st == nil || st[1] == "0" {
+			t.Errorf("%s: the self-test did not run (%v)", url, st)
+		}
 	}
 	ms := 0.0
 	if d := drawMsRE.FindStringSubmatch(dom); d != nil {
@@ -168,6 +175,9 @@ func TestViewerInBrowser(t *testing.T) {
 		{"se3", browserGraph(3, 300, posegraph.Poses), []string{"", "#est=0&view=top&ortho=1&heads=1"}},
 		{"so3", browserGraph(3, 200, posegraph.Rotations), []string{""}},
 		{"no-run", func() Viewer { v := browserGraph(2, 100, posegraph.Poses); v.Run = nil; return v }(), []string{""}},
+		// Every control driven once by the page's self-test.
+		{"selftest2", browserGraph(2, 200, posegraph.Poses), []string{"#selftest"}},
+		{"selftest3", browserGraph(3, 200, posegraph.Poses), []string{"#selftest"}},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {

@@ -227,8 +227,21 @@
       if (!isFinite(cam.scale) || cam.scale <= 0) cam.scale = 1;
     } else {
       var diag = Math.sqrt(Math.pow(hi[0] - lo[0], 2) + Math.pow(hi[1] - lo[1], 2) + Math.pow(hi[2] - lo[2], 2)) || 1;
-      // The bounding box's circumsphere nearly fills the shorter side.
-      cam.dist = 0.9 * (diag / 2) / Math.sin(FOV / 2);
+      // Start with the bounding box's circumsphere filling the shorter
+      // side, then move in until the poses themselves fill the view:
+      // a flat scene seen from above would otherwise be small.
+      cam.dist = (diag / 2) / Math.sin(FOV / 2);
+      var e = ests[state.est], stride = Math.max(1, Math.floor(n / 4000));
+      for (var it = 0; it < 3; it++) {
+        projectInto(e.pos, sx, sy, vis);
+        var need = 0;
+        for (var i = 0; i < n; i += stride) {
+          if (!vis[i]) { need = Infinity; break; }
+          need = Math.max(need, Math.abs(sx[i] - W / 2) / (0.45 * W), Math.abs(sy[i] - H / 2) / (0.45 * H));
+        }
+        if (!(need > 0) || !isFinite(need)) break;
+        cam.dist *= need;
+      }
     }
   }
   var FOV = 40 * Math.PI / 180;
@@ -849,6 +862,35 @@
     Array.prototype.forEach.call(document.querySelectorAll('input[name=xaxis]'), function (r) { r.checked = r.value === state.xaxis; });
   }
 
+  // selfTest drives every control once with synthetic events and draws
+  // after each, so a headless browser can check that interaction throws
+  // nothing; #selftest in the address runs it after the first frame.
+  function selfTest() {
+    var r = scene.getBoundingClientRect(), cx = r.left + r.width / 2, cy = r.top + r.height / 2, steps = 0;
+    function mouse(target, type, x, y, extra) {
+      var init = { clientX: x, clientY: y, bubbles: true, cancelable: true, button: 0 };
+      for (var k in extra || {}) init[k] = extra[k];
+      target.dispatchEvent(type === 'wheel' ? new WheelEvent(type, init) : new MouseEvent(type, init));
+    }
+    function step(action) { action(); draw(); legend(); steps++; }
+    step(function () { mouse(scene, 'mousedown', cx, cy); mouse(window, 'mousemove', cx + 40, cy + 25); mouse(window, 'mouseup', cx + 40, cy + 25); });
+    step(function () { mouse(scene, 'mousedown', cx, cy, { shiftKey: true }); mouse(window, 'mousemove', cx - 30, cy + 10, { shiftKey: true }); mouse(window, 'mouseup', cx, cy); });
+    step(function () { mouse(scene, 'wheel', cx, cy, { deltaY: -240 }); interacting = true; });
+    step(function () { interacting = false; mouse(window, 'mousemove', cx + 3, cy - 2); });
+    Array.prototype.forEach.call(document.querySelectorAll('aside input, #conv input'), function (inp) {
+      step(function () { inp.click(); });
+      if (inp.type === 'checkbox') step(function () { inp.click(); });
+    });
+    Array.prototype.forEach.call(document.querySelectorAll('aside button'), function (b) { step(function () { b.click(); }); });
+    step(function () {
+      var cr = el('conv-body').getBoundingClientRect();
+      mouse(el('conv-body'), 'mousemove', cr.left + cr.width * 0.3, cr.top + cr.height / 2);
+      mouse(el('conv-body'), 'mousemove', cr.left + cr.width * 0.8, cr.top + cr.height / 2);
+    });
+    step(function () { window.dispatchEvent(new Event('resize')); });
+    root.setAttribute('data-selftest', String(steps));
+  }
+
   // ---- start ----------------------------------------------------------------------------------
   // The first frame is drawn synchronously, so a headless browser that
   // takes the DOM right after load sees the final status.
@@ -876,6 +918,7 @@
     painted = -1; // a tainted canvas cannot be read: no verdict
   }
   root.setAttribute('data-painted', String(painted));
+  if (/(^#|&)selftest(=1)?($|&)/.test(location.hash)) selfTest();
   if (!root.getAttribute('data-status').startsWith('error')) {
     root.setAttribute('data-status', painted === 0 && n > 1 ? 'error: nothing was drawn' : 'ok');
   }
