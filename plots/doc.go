@@ -17,6 +17,14 @@
 //     a marker where each level's certificate check passed or failed.
 //     Values at or below F_final are drawn on a floor rather than dropped.
 //   - StageTimes draws a bar per stage with its time and share.
+//   - WriteHTML writes an interactive viewer: one self-contained HTML page
+//     (style, script and data inlined, no network) that draws the graph on
+//     a <canvas>, 2-D with pan and zoom or 3-D with an orbit camera, shows
+//     the estimates one at a time or overlaid, colours edges and poses by
+//     their term of the objective (EdgeCosts) on a logarithmic scale, and,
+//     given a Run, puts the certificate in its header and the convergence
+//     history under the view. The page's script is plots/viewer/viewer.js,
+//     embedded at build time; docs/view.md describes the page.
 //
 // Every figure has a fixed size (16 x 12 cm, 16 x 16 cm for 3-D
 // trajectories) and one legend in a strip under its title, outside the data.
