@@ -216,7 +216,7 @@ func buildPage(v Viewer) (*pageData, error) {
 			Label: tr.Label, Total: total,
 			Pos:  numbers{pos, 7},
 			Head: numbers{head, 4},
-			Cost: numbers{cost, 5},
+			Cost: numbers{cost, 4},
 		})
 	}
 	if r := v.Run; r != nil {

@@ -526,7 +526,7 @@
     if (dim === 2) drawAxes2(gridStep);
     drawOverlay(gridStep);
     lastDrawMs = performance.now() - t0;
-    root.setAttribute('data-draw-ms', lastDrawMs.toFixed(1));
+    root.setAttribute(interacting ? 'data-draw-ms-moving' : 'data-draw-ms', lastDrawMs.toFixed(1));
   }
   var lastGridStep = 0;
   function drawOverlay(gridStep) {
@@ -876,6 +876,7 @@
     step(function () { mouse(scene, 'mousedown', cx, cy); mouse(window, 'mousemove', cx + 40, cy + 25); mouse(window, 'mouseup', cx + 40, cy + 25); });
     step(function () { mouse(scene, 'mousedown', cx, cy, { shiftKey: true }); mouse(window, 'mousemove', cx - 30, cy + 10, { shiftKey: true }); mouse(window, 'mouseup', cx, cy); });
     step(function () { mouse(scene, 'wheel', cx, cy, { deltaY: -240 }); interacting = true; });
+    var moving = root.getAttribute('data-draw-ms-moving');
     step(function () { interacting = false; mouse(window, 'mousemove', cx + 3, cy - 2); });
     Array.prototype.forEach.call(document.querySelectorAll('aside input, #conv input'), function (inp) {
       step(function () { inp.click(); });
@@ -888,6 +889,8 @@
       mouse(el('conv-body'), 'mousemove', cr.left + cr.width * 0.8, cr.top + cr.height / 2);
     });
     step(function () { window.dispatchEvent(new Event('resize')); });
+    // The last frame drawn while moving is the one just after the wheel.
+    if (moving !== null) root.setAttribute('data-draw-ms-moving', moving);
     root.setAttribute('data-selftest', String(steps));
   }
 
