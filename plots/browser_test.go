@@ -128,6 +128,11 @@ func checkPage(t *testing.T, bin, path, fragment string) float64 {
 	if share < 0.01 || colours < 40 {
 		t.Errorf("%s: the canvas looks blank: %.2f%% inked, %d colours", url, 100*share, colours)
 	}
+	// The grid, the axes and their labels are grey: the graph itself is
+	// what has colour.
+	if share, colours := saturated(img, canvas); share < 0.003 || colours < 20 {
+		t.Errorf("%s: no graph drawn on the canvas: %.2f%% coloured pixels in %d colours", url, 100*share, colours)
+	}
 	return ms
 }
 
@@ -169,6 +174,25 @@ func measure(g *posegraph.Graph, x []posegraph.Pose, noise float64) {
 		}
 		e.R = r
 	}
+}
+
+// saturated returns the share of pixels in r of img whose channels differ
+// by more than 40 (colours, not greys), and how many such colours there are.
+func saturated(img image.Image, r image.Rectangle) (share float64, colours int) {
+	seen := map[[3]uint32]bool{}
+	sat, all := 0, 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			cr, cg, cb = cr>>8, cg>>8, cb>>8
+			all++
+			if max(cr, cg, cb)-min(cr, cg, cb) > 40 {
+				sat++
+				seen[[3]uint32{cr, cg, cb}] = true
+			}
+		}
+	}
+	return float64(sat) / float64(all), len(seen)
 }
 
 // browserGraph is a viewer of helixGraph with a made-up three-level

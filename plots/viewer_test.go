@@ -392,3 +392,13 @@ func TestWriteHTMLErrors(t *testing.T) {
 		}
 	}
 }
+
+// A single pose without edges is a valid page: nothing to colour, no
+// loop closures, no history.
+func TestWriteHTMLSinglePose(t *testing.T) {
+	g := &posegraph.Graph{D: 3, IDs: []int{42}}
+	_, data := pageJSON(t, Viewer{Title: "one.g2o", Graph: g, Estimates: []Trajectory{{Label: "x", Poses: []posegraph.Pose{posegraph.Identity(3)}}}})
+	if data["n"].(float64) != 1 || len(data["edges"].([]any)) != 0 || data["run"] != nil {
+		t.Errorf("n %v edges %v run %v", data["n"], data["edges"], data["run"])
+	}
+}
