@@ -311,7 +311,7 @@
     });
   }
 
-  // edgePaths strokes the chosen edges of one estimate: by cost bin (cost
+  // drawEdges strokes the chosen edges of one estimate: by cost bin (cost
   // colouring) or in one colour, odometry thicker than loop closures.
   function drawEdges(e, coloured, stride) {
     var sc = e.scale;
@@ -482,10 +482,8 @@
   // drawScaleBar draws a bar of a round length near the lower right
   // corner, measured at the scene's centre.
   function drawScaleBar(gridStep) {
-    var pxPerUnit;
-    if (dim === 2) pxPerUnit = cam.scale;
-    else if (cam.ortho) pxPerUnit = focal() / cam.dist;
-    else pxPerUnit = focal() / cam.dist;
+    // In 3-D both projections scale the target's depth by focal / dist.
+    var pxPerUnit = dim === 2 ? cam.scale : focal() / cam.dist;
     var len = niceStep(110 / pxPerUnit), px = len * pxPerUnit;
     var x1 = W - 20, x0 = x1 - px, y = H - (dim === 2 ? 30 : 18);
     octx.save();
