@@ -20,6 +20,14 @@
 //   - TrajectoryError draws an estimate aligned to a reference, each step
 //     coloured by its error on a colour bar, above the error against pose
 //     index with its RMSE: the figure of `bcmsync evaluate --plot`.
+//   - WriteHTML writes an interactive viewer: one self-contained HTML page
+//     (style, script and data inlined, no network) that draws the graph on
+//     a <canvas>, 2-D with pan and zoom or 3-D with an orbit camera, shows
+//     the estimates one at a time or overlaid, colours edges and poses by
+//     their term of the objective (EdgeCosts) on a logarithmic scale, and,
+//     given a Run, puts the certificate in its header and the convergence
+//     history under the view. The page's script is plots/viewer/viewer.js,
+//     embedded at build time; docs/view.md describes the page.
 //
 // Every figure has a fixed size (16 x 12 cm, 16 x 16 cm for 3-D
 // trajectories, 16 x 18 cm for TrajectoryError) and one legend in a strip

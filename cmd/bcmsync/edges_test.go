@@ -28,16 +28,6 @@ func writeTemp(t *testing.T, dir, name, src string) string {
 	return p
 }
 
-// demoFile writes the demo graph (every vertex declared) into dir.
-func demoFile(t *testing.T, dir string) string {
-	t.Helper()
-	in := filepath.Join(dir, "in.g2o")
-	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
-	}
-	return in
-}
-
 // edge2 is the information part of a unit-weight EDGE_SE2 line.
 const edge2 = " 1 0 0 1 0 1\n"
 
@@ -202,7 +192,7 @@ func TestStatusSentences(t *testing.T) {
 // chordal initialization's translations.
 func TestSolveRotationsTranslations(t *testing.T) {
 	dir := t.TempDir()
-	in := demoFile(t, dir)
+	in := demoFile(t, dir, "in.g2o")
 	g, err := g2o.ReadFile(in, g2o.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +313,7 @@ func TestHints(t *testing.T) {
 		t.Errorf("--json --largest-component: exit %d, %v, stderr %q", code, err, stderr)
 	}
 
-	in := demoFile(t, dir)
+	in := demoFile(t, dir, "in.g2o")
 	plots := filepath.Join(dir, "plots")
 	code, stdout, stderr = runCmd("solve", "--plots", plots, in)
 	want := "  plots: " + strings.Join([]string{filepath.Join(plots, "trajectory.png"), filepath.Join(plots, "convergence.png"),
@@ -372,7 +362,7 @@ func TestZeroResidualSummary(t *testing.T) {
 		}
 	}
 	// A graph with noise keeps the relative bound.
-	in := demoFile(t, dir)
+	in := demoFile(t, dir, "in.g2o")
 	if _, stdout, _ := runCmd("solve", in); !regexp.MustCompile(`suboptimality +<= \S+ \(relative \S+\)`).MatchString(stdout) {
 		t.Errorf("noisy graph: no relative bound in\n%s", stdout)
 	}

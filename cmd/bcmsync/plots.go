@@ -95,7 +95,7 @@ func init() {
 	register(command{
 		name:  "plot",
 		usage: "plot [flags] INPUT.g2o [OPTIMIZED.g2o]",
-		short: "draw trajectories (and, with --report, convergence and stage times) as PNG/SVG/PDF",
+		short: "draw trajectories (and, with --report, convergence and stage times) as PNG/SVG/PDF, or HTML with --html",
 		run:   runPlot,
 	})
 }
@@ -108,6 +108,7 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	format := fs.String("format", "png", "image format: png, svg or pdf")
 	loops := fs.Bool("loop-closures", true, "draw loop-closure edges")
 	lenient := fs.Bool("lenient", false, lenientUsage)
+	page := fs.Bool("html", false, "also write DIR/view.html, the interactive viewer (as bcmsync view draws it) of these files")
 	files, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -151,6 +152,17 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 		trajs = append(trajs, plots.Trajectory{Label: label, Poses: poses})
+	}
+	if *page {
+		v, err := viewerFromFiles(files, *report, false, false, false)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(*dir, "view.html")
+		if err := writeFile(path, func(w io.Writer) error { return plots.WriteHTML(w, v) }); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "wrote", path)
 	}
 	out := filepath.Join(*dir, "trajectory."+*format)
 	if err := plots.Trajectories(out, g, trajs, plots.TrajectoryOptions{LoopClosures: *loops}); err != nil {

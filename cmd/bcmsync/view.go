@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/plots"
+	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+func init() {
+	register(command{
+		name:  "view",
+		usage: "view [flags] FILE.g2o | view [flags] INPUT.g2o OPTIMIZED.g2o",
+		short: "solve a graph and write an interactive HTML viewer (trajectory, edge costs, convergence)",
+		run:   runView,
+	})
+}
+
+const viewDoc = `With one FILE, solves it as "bcmsync solve" does and writes FILE.html (the base
+name, in the current directory; -o to choose): one self-contained page, no
+network needed, showing the initial and the optimized estimate, odometry and
+loop-closure edges coloured by their cost at the estimate, the certificate
+and the convergence history. With --no-solve, or with INPUT and OPTIMIZED,
+nothing is solved: the page shows the files' VERTEX estimates, and --report
+adds a solve's certificate and history. The exit status is 0 whenever the
+page was written, certified or not (the page's header says which).`
+
+// viewSolveFlags are the solve flags that make sense for view; the rest
+// (outputs, --json) belong to solve.
+var viewSolveFlags = []string{
+	"init", "rule", "rank0", "max-rank", "threads", "seed", "grad-tol", "eig-tol", "gap-tol",
+	"bcm-tol", "bcm-decrease", "bcm-sweeps", "time-limit", "rotations", "largest-component",
+	"lenient", "raw-quaternions", "quiet", "verbose",
+}
+
+func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("view", "view [flags] FILE.g2o | view [flags] INPUT.g2o OPTIMIZED.g2o", viewDoc, stderr)
+	out := fs.String("o", "", "write the page to `OUT.html` (default: the first file's base name with .html, in the current directory)")
+	report := fs.String("report", "", "with --no-solve or OPTIMIZED.g2o: show the certificate and history of `REPORT.json`, written by bcmsync solve --report")
+	noSolve := fs.Bool("no-solve", false, "show FILE's VERTEX estimates as they are; do not solve")
+	var f solveFlags
+	all := flag.NewFlagSet("solve", flag.ContinueOnError)
+	f.register(all)
+	for _, name := range viewSolveFlags {
+		fl := all.Lookup(name)
+		fs.Var(fl.Value, fl.Name, fl.Usage)
+	}
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) < 1 || len(files) > 2 {
+		fs.Usage()
+		return usageError{errors.New("view takes FILE.g2o, or INPUT.g2o and OPTIMIZED.g2o")}
+	}
+	solve := len(files) == 1 && !*noSolve
+	if solve && *report != "" {
+		return usageError{errors.New("--report shows an earlier solve: use it with --no-solve or with OPTIMIZED.g2o")}
+	}
+	if len(files) == 2 && *noSolve {
+		return usageError{errors.New("--no-solve is implied by OPTIMIZED.g2o: give one of them")}
+	}
+	if _, err := f.options(io.Discard); err != nil {
+		return usageError{err}
+	}
+	path := *out
+	if path == "" {
+		base := filepath.Base(files[0])
+		path = strings.TrimSuffix(base, filepath.Ext(base)) + ".html"
+	}
+	for _, in := range files {
+		if same, _ := samePath(in, path); same {
+			return usageError{fmt.Errorf("the page %s would overwrite the input %s", path, in)}
+		}
+	}
+
+	var v plots.Viewer
+	var rep *bsync.Report
+	var notes []string
+	if solve {
+		v, rep, notes, err = solveForView(ctx, files[0], &f, stderr)
+	} else {
+		v, err = viewerFromFiles(files, *report, f.lenient, f.rawQuat, f.rotations)
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeFile(path, func(w io.Writer) error { return plots.WriteHTML(w, v) }); err != nil {
+		return err
+	}
+	if !f.quiet {
+		if rep != nil {
+			printSummary(stdout, rep, notes)
+		}
+		fmt.Fprintln(stdout, "wrote", path)
+	}
+	return nil
+}
+
+// samePath reports whether a and b name the same existing file.
+func samePath(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
+}
+
+// solveForView reads and solves file with the solve flags f and returns
+// the viewer of the result: the initial guess and the estimate, with the
+// report's certificate and history.
+func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Writer) (plots.Viewer, *bsync.Report, []string, error) {
+	opts, err := f.options(stderr)
+	if err != nil {
+		return plots.Viewer{}, nil, nil, usageError{err}
+	}
+	t0 := time.Now()
+	g, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
+		if !f.quiet {
+			fmt.Fprintln(stderr, "warning:", msg)
+		}
+	}})
+	if err != nil {
+		return plots.Viewer{}, nil, nil, err
+	}
+	parse := time.Since(t0).Seconds()
+	prog := newProgress(stderr, f.quiet)
+	opts.Progress = prog.update
+	res, err := bsync.Solve(ctx, g, opts)
+	prog.done()
+	if err != nil {
+		return plots.Viewer{}, nil, nil, err
+	}
+	res.Timings.Parse = parse
+	res.Timings.Total += parse
+	rep := bsync.NewReport(filepath.Base(file), res, opts)
+	v := plots.Viewer{
+		Title:   filepath.Base(file),
+		Graph:   res.Graph,
+		Problem: res.Problem,
+		Estimates: []plots.Trajectory{
+			{Label: "initial (" + rep.Init + ")", Poses: res.InitialPoses},
+			{Label: "optimized", Poses: res.Poses},
+		},
+		Run: runFromReport(rep),
+	}
+	var notes []string
+	if res.Graph.N() < g.N() {
+		notes = append(notes, droppedNote(g, res.Graph))
+	}
+	return v, rep, notes, nil
+}
+
+// viewerFromFiles builds the viewer of files' VERTEX estimates: one file
+// is shown as it is, two as the input and the optimized estimate of the
+// first file's graph. reportPath, if set, adds a solve's report.
+func viewerFromFiles(files []string, reportPath string, lenient, raw, rotations bool) (plots.Viewer, error) {
+	var v plots.Viewer
+	var g *posegraph.Graph
+	for k, file := range files {
+		gk, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: lenient, RawQuaternions: raw})
+		if err != nil {
+			return v, err
+		}
+		if k == 0 {
+			g = gk
+		} else if gk.N() != g.N() || gk.D != g.D {
+			return v, fmt.Errorf("%s: %d poses in %d-D, but %s has %d in %d-D", file, gk.N(), gk.D, files[0], g.N(), g.D)
+		}
+		poses := make([]posegraph.Pose, gk.N())
+		for i := range poses {
+			if !gk.HasInitial[i] {
+				return v, fmt.Errorf("%s: pose %d has no VERTEX line to show", file, gk.IDs[i])
+			}
+			poses[i] = gk.Initial[i]
+		}
+		label := "input"
+		if k == 1 {
+			label = "optimized (" + filepath.Base(file) + ")"
+		}
+		v.Estimates = append(v.Estimates, plots.Trajectory{Label: label, Poses: poses})
+	}
+	v.Title, v.Graph = filepath.Base(files[0]), g
+	if rotations {
+		v.Problem = posegraph.Rotations
+	}
+	if reportPath != "" {
+		fh, err := os.Open(reportPath)
+		if err != nil {
+			return v, err
+		}
+		rep, err := bsync.ReadReport(fh)
+		fh.Close()
+		if err != nil {
+			return v, fmt.Errorf("%s: %w", reportPath, err)
+		}
+		if rep.N != g.N() || rep.D != g.D {
+			return v, fmt.Errorf("%s: the report is of %d poses in %d-D, but %s has %d in %d-D",
+				reportPath, rep.N, rep.D, files[0], g.N(), g.D)
+		}
+		if strings.HasPrefix(rep.Problem, "SO") {
+			v.Problem = posegraph.Rotations
+		}
+		v.Run = runFromReport(rep)
+	}
+	return v, nil
+}
+
+// runFromReport is the part of rep the viewer shows.
+func runFromReport(rep *bsync.Report) *plots.Run {
+	r := &plots.Run{
+		Status: rep.Status, Certified: rep.Certified,
+		Objective: rep.Objective, RelaxationObjective: rep.RelaxationObjective,
+		DualBound: rep.DualBound, SuboptimalityBound: rep.SuboptimalityBound,
+		MinEigenvalue: rep.MinEigenvalue, Rank: rep.Rank, Init: rep.Init, Seconds: rep.Timings.Total,
+	}
+	for _, h := range rep.History {
+		r.History = append(r.History, plots.Step{Rank: h.Rank, Phase: h.Phase, Iter: h.Iter, Seconds: h.Seconds, F: h.F, RelGrad: h.RelGrad})
+	}
+	for _, l := range rep.Levels {
+		r.Levels = append(r.Levels, plots.LevelCheck{Rank: l.Rank, Certified: l.Certified})
+	}
+	return r
+}

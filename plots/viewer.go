@@ -1,0 +1,347 @@
+package plots
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// Viewer is what the interactive HTML page of WriteHTML shows: one pose
+// graph, some estimates of its poses, and optionally the solve that made
+// them.
+type Viewer struct {
+	// Title names the graph in the page's header and title, usually the
+	// input file's base name. It is shown as text, never as markup.
+	Title string
+	Graph *posegraph.Graph
+	// Problem says whether the estimates are poses (SE(d)) or rotations
+	// only (SO(d)). For Rotations the page lays the poses out by
+	// composing the edges' translations with each estimate's rotations
+	// (see RotationLayout), since the estimate has no positions.
+	Problem posegraph.Problem
+	// Estimates are shown one at a time or overlaid, typically the
+	// initial guess and the optimized estimate. The last one is the
+	// estimate the page opens on and whose edge costs colour the view by
+	// default. At least one is needed.
+	Estimates []Trajectory
+	// Run summarizes the solve; nil when the estimates come from files
+	// alone, and the header then says so instead of a certificate status.
+	Run *Run
+}
+
+// Run is the part of a solve's report the viewer shows: the certificate
+// in the header and the history as a convergence chart.
+type Run struct {
+	Status    string
+	Certified bool
+	// Objective is F of the final estimate; DualBound and
+	// SuboptimalityBound are nil unless a certificate proved them.
+	Objective           float64
+	RelaxationObjective float64
+	DualBound           *float64
+	SuboptimalityBound  *float64
+	MinEigenvalue       float64
+	Rank                int
+	Init                string
+	Seconds             float64
+	History             []Step
+	// Levels lists the staircase's ranks in order with their certificate
+	// checks, so the chart can mark where each level ended.
+	Levels []LevelCheck
+}
+
+// Step is one record of a solve's history.
+type Step struct {
+	Rank    int
+	Phase   string // "bcm" or "rtr"
+	Iter    int    // within the level
+	Seconds float64
+	F       float64
+	RelGrad float64 // ||grad F|| / ||2 X Q||
+}
+
+// LevelCheck is the certificate check that ended one staircase level.
+type LevelCheck struct {
+	Rank      int
+	Certified bool
+}
+
+// pageData is the JSON the page is built from; its field names are the
+// page script's (plots/viewer/viewer.js).
+type pageData struct {
+	Title   string     `json:"title"`
+	D       int        `json:"d"`
+	Problem string     `json:"problem"`
+	N       int        `json:"n"`
+	M       int        `json:"m"`
+	IDs     []int      `json:"ids"`
+	Edges   []int      `json:"edges"` // i0, j0, i1, j1, ...
+	Loop    []int8     `json:"loop"`  // 1 for a loop closure: an edge between non-consecutive poses
+	Layout  string     `json:"layout,omitempty"`
+	Est     []estimate `json:"estimates"`
+	Run     *runData   `json:"run"`
+}
+
+type estimate struct {
+	Label string `json:"label"`
+	// Pos holds d coordinates per pose, Head the heading: the angle of
+	// R e_1 in 2-D, the unit vector R e_1 in 3-D.
+	Pos  numbers `json:"pos"`
+	Head numbers `json:"head"`
+	// Cost is each edge's term of F, Total their sum.
+	Cost  numbers `json:"cost"`
+	Total float64 `json:"total"`
+}
+
+type runData struct {
+	Status        string    `json:"status"`
+	Certified     bool      `json:"certified"`
+	Objective     float64   `json:"objective"`
+	Relaxation    float64   `json:"relaxation"`
+	DualBound     *float64  `json:"dual_bound"`
+	Gap           *float64  `json:"gap"`
+	MinEigenvalue float64   `json:"min_eigenvalue"`
+	Rank          int       `json:"rank"`
+	Init          string    `json:"init"`
+	Seconds       float64   `json:"seconds"`
+	Hist          histData  `json:"history"`
+	Levels        []lvlData `json:"levels"`
+}
+
+type histData struct {
+	Rank    []int   `json:"rank"`
+	BCM     []int8  `json:"bcm"` // 1 for a BCM sweep, 0 for a trust-region step
+	Iter    []int   `json:"iter"`
+	Seconds numbers `json:"t"`
+	F       numbers `json:"f"`
+	RelGrad numbers `json:"rel"`
+}
+
+type lvlData struct {
+	Rank      int  `json:"rank"`
+	Certified bool `json:"certified"`
+}
+
+// numbers is a float slice written to JSON with prec significant digits,
+// which keeps a 10^5-pose page to a few megabytes: coordinates to 7
+// digits are far below a pixel at any zoom the page offers.
+type numbers struct {
+	v    []float64
+	prec int
+}
+
+func (x numbers) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 2+len(x.v)*(x.prec+6))
+	b = append(b, '[')
+	for k, v := range x.v {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("value %d is %v, which JSON cannot hold", k, v)
+		}
+		b = strconv.AppendFloat(b, v, 'g', x.prec, 64)
+	}
+	return append(b, ']'), nil
+}
+
+// buildPage checks v and turns it into the page's data.
+func buildPage(v Viewer) (*pageData, error) {
+	g := v.Graph
+	if g == nil {
+		return nil, errors.New("no graph")
+	}
+	if err := checkTrajectories(g, v.Estimates); err != nil {
+		return nil, err
+	}
+	d, n := g.D, g.N()
+	pd := &pageData{
+		Title: v.Title, D: d, N: n, M: g.M(), IDs: g.IDs,
+		Problem: fmt.Sprintf("SE(%d)", d),
+		Edges:   make([]int, 0, 2*g.M()),
+		Loop:    make([]int8, g.M()),
+	}
+	if v.Problem == posegraph.Rotations {
+		pd.Problem = fmt.Sprintf("SO(%d)", d)
+	}
+	if pd.IDs == nil {
+		pd.IDs = []int{}
+	}
+	for k, e := range g.Edges {
+		pd.Edges = append(pd.Edges, e.I, e.J)
+		if e.J != e.I+1 && e.I != e.J+1 {
+			pd.Loop[k] = 1
+		}
+	}
+	for k, tr := range v.Estimates {
+		for i, p := range tr.Poses {
+			for _, r := range p.R[:d*d] {
+				if math.IsNaN(r) || math.IsInf(r, 0) {
+					return nil, fmt.Errorf("estimate %d (%q): pose %d has a non-finite rotation", k, tr.Label, i)
+				}
+			}
+		}
+		cost, err := EdgeCosts(nil, g, tr.Poses, v.Problem)
+		if err != nil {
+			return nil, err
+		}
+		total := 0.0
+		for _, c := range cost {
+			total += c
+		}
+		pos := make([]float64, 0, d*n)
+		if v.Problem == posegraph.Rotations {
+			lay, how := RotationLayout(g, tr.Poses)
+			pd.Layout = how
+			for _, t := range lay {
+				pos = append(pos, t[:d]...)
+			}
+		} else {
+			for _, p := range tr.Poses {
+				pos = append(pos, p.T[:d]...)
+			}
+		}
+		head := make([]float64, 0, (d-1)*n)
+		for _, p := range tr.Poses {
+			if d == 2 {
+				head = append(head, math.Atan2(p.R[2], p.R[0]))
+			} else {
+				head = append(head, p.R[0], p.R[3], p.R[6])
+			}
+		}
+		pd.Est = append(pd.Est, estimate{
+			Label: tr.Label, Total: total,
+			Pos:  numbers{pos, 7},
+			Head: numbers{head, 4},
+			Cost: numbers{cost, 4},
+		})
+	}
+	if r := v.Run; r != nil {
+		rd := &runData{
+			Status: r.Status, Certified: r.Certified, Objective: r.Objective, Relaxation: r.RelaxationObjective,
+			DualBound: r.DualBound, Gap: r.SuboptimalityBound, MinEigenvalue: r.MinEigenvalue,
+			Rank: r.Rank, Init: r.Init, Seconds: r.Seconds, Levels: []lvlData{},
+		}
+		h := &rd.Hist
+		h.Rank, h.BCM, h.Iter = []int{}, []int8{}, []int{}
+		h.Seconds, h.F, h.RelGrad = numbers{prec: 8}, numbers{prec: 17}, numbers{prec: 6}
+		for _, s := range r.History {
+			if math.IsNaN(s.F) || math.IsInf(s.F, 0) {
+				continue // a failed step's record: nothing to draw
+			}
+			h.Rank = append(h.Rank, s.Rank)
+			var b int8
+			if s.Phase == "bcm" {
+				b = 1
+			}
+			h.BCM = append(h.BCM, b)
+			h.Iter = append(h.Iter, s.Iter)
+			h.Seconds.v = append(h.Seconds.v, finiteOr0(s.Seconds))
+			h.F.v = append(h.F.v, s.F)
+			h.RelGrad.v = append(h.RelGrad.v, finiteOr0(s.RelGrad))
+		}
+		for _, l := range r.Levels {
+			rd.Levels = append(rd.Levels, lvlData(l))
+		}
+		for _, p := range []*float64{&rd.Objective, &rd.Relaxation, &rd.MinEigenvalue, &rd.Seconds} {
+			*p = finiteOr0(*p)
+		}
+		pd.Run = rd
+	}
+	return pd, nil
+}
+
+func finiteOr0(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// RotationLayout places the poses of a rotation-only estimate so a viewer
+// can draw it: starting from the anchor at its input position (or the
+// origin), each pose reached along a breadth-first spanning tree gets
+// t_j = t_i + R_i tt_e (t_i = t_j - R_i tt_e against the edge's
+// direction), with the estimate's rotations R. Good rotations make a
+// layout that looks like the trajectory; bad ones bend it, so the layout
+// shows what the rotations imply. When no edge has a translation, the
+// input's VERTEX positions are used if every pose has one, else a circle.
+// The string says which layout was made, for the page to print.
+func RotationLayout(g *posegraph.Graph, x []posegraph.Pose) ([][3]float64, string) {
+	n, d := g.N(), g.D
+	pos := make([][3]float64, n)
+	anyT := false
+	for _, e := range g.Edges {
+		for _, v := range e.T[:d] {
+			anyT = anyT || v != 0
+		}
+	}
+	if !anyT {
+		all := len(g.HasInitial) == n
+		for _, h := range g.HasInitial {
+			all = all && h
+		}
+		if all {
+			for i := range pos {
+				pos[i] = g.Initial[i].T
+			}
+			return pos, "positions: the input's VERTEX estimates (the edges carry no translations)"
+		}
+		for i := range pos {
+			a := 2 * math.Pi * float64(i) / float64(n)
+			pos[i] = [3]float64{math.Cos(a), math.Sin(a), 0}
+		}
+		return pos, "positions: a circle in pose order (no translations to compose)"
+	}
+	adj := make([][]int32, n) // edge indices at each pose
+	for k, e := range g.Edges {
+		adj[e.I] = append(adj[e.I], int32(k))
+		adj[e.J] = append(adj[e.J], int32(k))
+	}
+	seen := make([]bool, n)
+	queue := make([]int, 0, n)
+	start := func(root int, at [3]float64) {
+		pos[root], seen[root] = at, true
+		queue = append(queue[:0], root)
+		for len(queue) > 0 {
+			i := queue[0]
+			queue = queue[1:]
+			for _, k := range adj[i] {
+				e := &g.Edges[k]
+				j, sign := e.J, 1.0
+				if j == i {
+					j, sign = e.I, -1
+				}
+				if seen[j] {
+					continue
+				}
+				// The edge's own tail rotates its measurement.
+				r := &x[e.I].R
+				for a := 0; a < d; a++ {
+					v := 0.0
+					for c := 0; c < d; c++ {
+						v += r[a*d+c] * e.T[c]
+					}
+					pos[j][a] = pos[i][a] + sign*v
+				}
+				seen[j] = true
+				queue = append(queue, j)
+			}
+		}
+	}
+	anchor := g.Anchor()
+	var at [3]float64
+	if anchor < len(g.HasInitial) && g.HasInitial[anchor] {
+		at = g.Initial[anchor].T
+	}
+	start(anchor, at)
+	for i := range seen {
+		if !seen[i] {
+			start(i, [3]float64{})
+		}
+	}
+	return pos, "positions: the edges' translations composed along a spanning tree with each estimate's rotations"
+}
