@@ -145,6 +145,10 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 			return nil, err
 		}
 	}
+	if g.HasLandmarks() {
+		// Removed once every stage handles landmark blocks.
+		return nil, fmt.Errorf("%s: landmarks are not supported by the solver yet", g.Source)
+	}
 	d := g.D
 	opts.setDefaults(d)
 	if opts.Rank0 < d || opts.MaxRank < opts.Rank0 {
