@@ -145,9 +145,9 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 			return nil, err
 		}
 	}
-	if g.HasLandmarks() {
-		// Removed once every stage handles landmark blocks.
-		return nil, fmt.Errorf("%s: landmarks are not supported by the solver yet", g.Source)
+	if g.HasLandmarks() && opts.Problem == posegraph.Rotations {
+		return nil, fmt.Errorf("%s: rotation synchronization has no use for its %d landmarks, which carry no rotation; "+
+			"solve the pose problem, or drop the landmark records", g.Source, g.NumLandmarks())
 	}
 	d := g.D
 	opts.setDefaults(d)
@@ -272,7 +272,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 
 	// Rounding and translation recovery.
 	t0 = time.Now()
-	poses := rounding.Round(x, d)
+	poses := rounding.RoundMasked(x, d, g.LandmarkMask())
 	if opts.Problem == posegraph.Poses {
 		if err := rounding.RecoverTranslationsOrdered(g, poses, poseOrder); err != nil {
 			return nil, err
@@ -301,7 +301,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// bound is then the relaxation's, which can be the looser of the two
 	// (both subtract an eta d n, but eta is chosen at each point, and
 	// raised tenfold where the factorization refuses).
-	res.GapAllowed = gapAllowed(res.Objective, etaFloor, d, g.N(), opts.GapTol)
+	res.GapAllowed = gapAllowed(res.Objective, etaFloor, d, g.NumPoses(), opts.GapTol)
 	if status == Certified && res.Objective-res.DualBound > res.GapAllowed {
 		t0 = time.Now()
 		xr := g.Lift(centered(poses, d), opts.Problem, d)
