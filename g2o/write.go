@@ -120,7 +120,8 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	return bw.Flush()
 }
 
-// WriteTUM writes one line "timestamp tx ty tz qx qy qz qw" per pose, the
+// WriteTUM writes one line "timestamp tx ty tz qx qy qz qw" per pose (not
+// per landmark), the
 // trajectory format of the TUM RGB-D benchmark read by evo and similar
 // tools. The timestamp is the vertex id; 2-D poses get z = 0 and a
 // quaternion about the z axis. With poses nil it writes the initial
@@ -132,6 +133,9 @@ func WriteTUM(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	bw := bufio.NewWriter(w)
 	b := make([]byte, 0, 256)
 	for i, id := range g.IDs {
+		if g.IsLandmark(i) {
+			continue // a trajectory holds poses only
+		}
 		x := poseAt(g, poses, i)
 		r := x.R
 		if g.D == 2 {

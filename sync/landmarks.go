@@ -1,6 +1,9 @@
 package sync
 
-import "github.com/bcmsync/bcmsync/internal/sparse"
+import (
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
 
 // Landmarks (posegraph's landmarks.go) are blocks of Q whose rotation rows
 // and columns are exactly zero: no cost sees their Stiefel part Y. The
@@ -106,4 +109,18 @@ func freeDiagonal(hb []float64, basis [][]basisEntry, k, d int, v float64) {
 			hb[kk*k+kk] = v
 		}
 	}
+}
+
+// observations counts g's edges that observe a landmark.
+func observations(g *posegraph.Graph) int {
+	if !g.HasLandmarks() {
+		return 0
+	}
+	c := 0
+	for k := range g.Edges {
+		if g.IsLandmark(g.Edges[k].J) {
+			c++
+		}
+	}
+	return c
 }

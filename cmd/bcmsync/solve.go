@@ -61,7 +61,7 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this long (e.g. 30s; 0: no limit)")
 	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only (translations ignored)")
 	fs.BoolVar(&f.largest, "largest-component", false, "solve the largest connected component of a disconnected graph")
-	fs.BoolVar(&f.lenient, "lenient", false, "skip unsupported records (landmarks, priors) with a warning")
+	fs.BoolVar(&f.lenient, "lenient", false, "skip unsupported records (priors, bearing-only landmarks, ...) with a warning")
 	fs.BoolVar(&f.rawQuat, "raw-quaternions", false, rawQuatUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.BoolVar(&f.verbose, "verbose", false, "log every stage and staircase level")
@@ -204,7 +204,12 @@ func printSummary(w io.Writer, r *bsync.Report) {
 	if !r.Certified {
 		mark = "NOT certified: " + r.Status
 	}
-	fmt.Fprintf(w, "%s: %s, n=%d poses, m=%d edges\n", r.File, strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1), r.N, r.M)
+	if r.Landmarks > 0 {
+		fmt.Fprintf(w, "%s: %s, n=%d poses + %d landmarks, m=%d edges (%d observations)\n",
+			r.File, strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1), r.N, r.Landmarks, r.M, r.Observations)
+	} else {
+		fmt.Fprintf(w, "%s: %s, n=%d poses, m=%d edges\n", r.File, strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1), r.N, r.M)
+	}
 	fmt.Fprintf(w, "  %s at rank %d\n", mark, r.Rank)
 	fmt.Fprintf(w, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
 	if r.DualBound != nil {
