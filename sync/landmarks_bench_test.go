@@ -1,0 +1,92 @@
+//go:build unix
+
+package sync_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// landmarkWorld returns the benchmark world of dimension d, about 5,000
+// poses (a 2-D Manhattan walk in a 40 x 40 square, or a 17^3 lattice
+// snake), with 1,000 landmarks when withLandmarks is set: points around the
+// trajectory, each seen by the (at most 10) nearest poses within range 3
+// (2-D) or 2.5 (3-D), observation noise 0.1 per axis. The pose graph is the
+// same with or without them.
+func landmarkWorld(b *testing.B, d int, withLandmarks bool) *posegraph.Graph {
+	cfg := datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.05, Seed: 1}
+	var g *posegraph.Graph
+	var truth []posegraph.Pose
+	var err error
+	rng := 3.0
+	if d == 2 {
+		g, truth, err = datasets.Manhattan(5000, 40, cfg)
+	} else {
+		g, truth, err = datasets.Cube(17, 17, 17, cfg)
+		rng = 2.5
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	if withLandmarks {
+		g, _, err = datasets.AddLandmarks(g, truth, datasets.LandmarkConfig{N: 1000, Range: rng, MaxObservers: 10, Tau: 100, Seed: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return g
+}
+
+// BenchmarkLandmarks certifies the landmark worlds of landmarkWorld, each
+// against the same pose graph without its landmarks, one sync.Solve per
+// iteration from the chordal initialization. It reports s-to-cert, n
+// (poses), landmarks, m (edges, observations included), certified,
+// heap-MB (peak live heap during the solves) and maxRSS-MB as
+// BenchmarkScalingGrid3D does:
+//
+//	go test ./sync -run '^$' -bench Landmarks -benchtime 3x
+func BenchmarkLandmarks(b *testing.B) {
+	for _, d := range []int{2, 3} {
+		for _, with := range []bool{false, true} {
+			name := fmt.Sprintf("d=%d/poses", d)
+			if with {
+				name = fmt.Sprintf("d=%d/poses+landmarks", d)
+			}
+			b.Run(name, func(b *testing.B) {
+				g := landmarkWorld(b, d, with)
+				runtime.GC()
+				heap := startHeapSampler(5 * time.Millisecond)
+				var res *bsync.Result
+				var err error
+				secs, certified := 0.0, 0
+				for b.Loop() {
+					res, err = bsync.Solve(context.Background(), g, bsync.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					secs += res.Timings.Total
+					if res.Certified {
+						certified++
+					}
+				}
+				peakHeap := heap.stop()
+				iters := float64(b.N)
+				b.ReportMetric(secs/iters, "s-to-cert")
+				b.ReportMetric(float64(g.NumPoses()), "n")
+				b.ReportMetric(float64(g.NumLandmarks()), "landmarks")
+				b.ReportMetric(float64(g.M()), "m")
+				b.ReportMetric(float64(certified)/iters, "certified")
+				b.ReportMetric(float64(peakHeap)/1e6, "heap-MB")
+				b.ReportMetric(float64(maxRSS())/1e6, "maxRSS-MB")
+				b.Logf("%s: %s at rank %d, F %.12g, timings %+v", name, res.Status, res.Rank, res.Objective, res.Timings)
+			})
+		}
+	}
+}
