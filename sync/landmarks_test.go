@@ -333,3 +333,97 @@ func TestLandmarkCertificateMatchesDense(t *testing.T) {
 		}
 	}
 }
+
+// The Hessian preconditioner on a graph with landmarks: H is the matrix of
+// the Riemannian Hessian in the basis except on the landmarks' Y
+// coordinates, whose rows and columns are zero in the Hessian and hold
+// only a positive diagonal in H; and at a minimum apply inverts the
+// Hessian on the horizontal space with the landmarks' Y removed (what the
+// trust region works on), in the exact and the split form.
+func TestHessianPrecondLandmarks(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		g, truth := landmarkGraph(d, 8, 3, 5, 0.03, 0.03, 21, true)
+		q := g.Laplacian(posegraph.Poses)
+		xd := g.Lift(centered(truth, d), posegraph.Poses, d)
+		m := newManifold(q, d, d, 1)
+		if _, err := rtr(context.Background(), m, xd, nil, newHessianPrecond(q, d, nil, 1e-12*q.MaxDiag()), rtrOptions{GradTol: 1e-12, MaxIter: 100}); err != nil {
+			t.Fatal(err)
+		}
+		np := g.NumPoses()
+		for _, r := range []int{d, d + 1} {
+			for _, exact := range []bool{true, false} {
+				if r == d && !exact {
+					continue
+				}
+				x := sparse.NewBlocks(r, q.B, q.N)
+				for i := 0; i < q.N; i++ {
+					copy(x.Block(i), xd.Block(i)) // [X_d; 0]
+				}
+				m := newManifold(q, d, r, 1)
+				lam := multipliers(m, x)
+				p := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*q.MaxDiag())
+				p.exact = exact
+				if !p.update(x, lam) {
+					t.Fatalf("d=%d r=%d exact=%v: no factor at a minimum", d, r, exact)
+				}
+				vs := explicitBasis(p, x)
+				n := len(vs)
+				isFree := func(k int) bool {
+					i, l := k/p.k, k%p.k
+					return i >= np && p.basis[l][0].col < d
+				}
+				hv, work := m.newBlocks(), m.newBlocks()
+				got := p.h.Dense()
+				if !exact {
+					got = nil // the split form's H is the span part only
+				}
+				for l, v := range vs {
+					m.hess(hv, x, v, lam, work)
+					for k, u := range vs {
+						ref := inner(u, hv)
+						if isFree(k) || isFree(l) {
+							if ref != 0 {
+								t.Fatalf("d=%d r=%d: Hessian couples landmark Y coordinate: %g", d, r, ref)
+							}
+							if got != nil && (k == l) != (got[k*n+l] != 0) {
+								t.Fatalf("d=%d r=%d: H[%d][%d] = %g on a landmark Y coordinate", d, r, k, l, got[k*n+l])
+							}
+							continue
+						}
+						if got != nil && math.Abs(got[k*n+l]-ref) > 1e-9*q.MaxDiag() {
+							t.Fatalf("d=%d r=%d: H[%d][%d] = %g, want %g", d, r, k, l, got[k*n+l], ref)
+						}
+					}
+				}
+				// apply inverts the Hessian on the trust region's space.
+				gg := newGauge(r)
+				gg.setPoint(m.gaugePoint(x))
+				horizontal := func(v *sparse.Blocks) {
+					m.removeShift(v)
+					gg.remove(v)
+					m.maskFree(v)
+				}
+				rng := rand.New(rand.NewPCG(uint64(r), 3))
+				v := m.newBlocks()
+				for k := range v.Data {
+					v.Data[k] = rng.NormFloat64()
+				}
+				m.proj(v, x, v)
+				horizontal(v)
+				y := m.newBlocks()
+				p.apply(y, v)
+				m.proj(y, x, y)
+				horizontal(y)
+				m.hess(hv, x, y, lam, work)
+				horizontal(hv)
+				diff := 0.0
+				for e := range hv.Data {
+					diff = math.Max(diff, math.Abs(hv.Data[e]-v.Data[e]))
+				}
+				if diff > 1e-6*maxAbs(v.Data) {
+					t.Errorf("d=%d r=%d exact=%v: hess(apply v) - v = %g (|v| %g)", d, r, exact, diff, maxAbs(v.Data))
+				}
+			}
+		}
+	}
+}
