@@ -272,7 +272,8 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 
 	// Rounding and translation recovery.
 	t0 = time.Now()
-	poses := rounding.RoundMasked(x, d, g.LandmarkMask())
+	// The blocks whose Y no cost sees (landmarks) do not enter the rounding.
+	poses := rounding.RoundMasked(x, d, rotationFreeBlocks(q, d))
 	if opts.Problem == posegraph.Poses {
 		if err := rounding.RecoverTranslationsOrdered(g, poses, poseOrder); err != nil {
 			return nil, err
