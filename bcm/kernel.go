@@ -132,6 +132,16 @@ func (k *kernel) step(xi, qii []float64, write bool) (nuc, dec float64) {
 		return nuc, dec
 	}
 	y := k.y
+	if nuc == 0 {
+		// H = 0: every Y is a minimizer, and a landmark block (whose Y
+		// no cost sees) always has H = 0. Keep Y rather than Polar's
+		// arbitrary completion, so it stays where the rest of X lives.
+		for a := 0; a < r; a++ {
+			for t := 0; t < d; t++ {
+				y[a*d+t] = -xi[a*b+t]
+			}
+		}
+	}
 	for a := 0; a < r; a++ {
 		for t := 0; t < d; t++ {
 			xi[a*b+t] = -y[a*d+t]

@@ -1,6 +1,7 @@
 package bcm
 
 import (
+	"math"
 	"math/rand/v2"
 	stdsync "sync"
 
@@ -149,17 +150,39 @@ func (sw *sweeper) updateN(i int) {
 
 // weight returns the sampling weight of block i from the maintained N:
 // ||H_i||_* for Importance, the attainable decrease for Greedy.
+//
+// A block whose rotation part of Q_ii is zero (a landmark: no cost sees its
+// Y) always has H = 0; its importance weight is instead the norm of its
+// translation step's residual, sqrt(c dec) = ||c p + Y b + g_p||, which
+// has the units of H and vanishes exactly at the block's optimum.
 func (sw *sweeper) weight(i int, greedy bool) float64 {
 	q, k := sw.s.q, sw.k[0]
 	k.fromN(q, sw.x, sw.s.nq, i)
-	nuc, dec := k.step(sw.x.Block(i), q.Block(q.Diag[i]), false)
+	qii := q.Block(q.Diag[i])
+	nuc, dec := k.step(sw.x.Block(i), qii, false)
+	if dec < 0 { // rounding at a block optimum
+		dec = 0
+	}
 	if greedy {
-		if dec < 0 { // rounding at a block optimum
-			dec = 0
-		}
 		return dec
 	}
+	if nuc == 0 && k.pose && rotationFree(qii, k.d, k.b) {
+		return math.Sqrt(qii[k.d*k.b+k.d] * dec)
+	}
 	return nuc
+}
+
+// rotationFree reports whether the rotation part of the diagonal block qii
+// is zero, as for a landmark.
+func rotationFree(qii []float64, d, b int) bool {
+	for a := 0; a < d; a++ {
+		for c := 0; c < d; c++ {
+			if qii[a*b+c] != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // updateFromN updates block i with G_i from N, keeps N current and refreshes

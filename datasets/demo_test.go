@@ -11,7 +11,7 @@ import (
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
-var update = flag.Bool("update", false, "rewrite demo.g2o from the generator")
+var update = flag.Bool("update", false, "rewrite demo.g2o and the landmark examples in testdata from the generators")
 
 // TestDemoFile regenerates the demo graph and checks that the committed
 // demo.g2o is exactly what the generator and g2o.Write produce (go

@@ -16,6 +16,13 @@
 // estimate (the odometry composed from the first true pose) as its initial
 // poses, as a robot's log would.
 //
+// AddLandmarks adds point landmarks to any of them: points scattered
+// around the trajectory, each observed, in the observing pose's frame and
+// with N(0, I/tau) noise, by the poses within a sensor range (the nearest
+// ones, up to a cap), with the landmarks' true positions appended to the
+// ground truth (posegraph's landmark convention: a landmark is a vertex
+// with R = I whose observations have kappa = 0).
+//
 // # Noise model
 //
 // With Config.Kappa = kappa and Config.Tau = tau, edge e = (i, j) measures

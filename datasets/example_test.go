@@ -56,3 +56,24 @@ func ExampleDemo() {
 	fmt.Printf("%s: d=%d n=%d m=%d\n", g.Source, g.D, g.N(), g.M())
 	// Output: demo.g2o: d=2 n=250 m=394
 }
+
+// A 2-D grid world with landmarks: each of 200 points around the walk is
+// seen by the poses within range 3 (at most 8), and F(truth) matches the
+// noise model, observations included (each is chi-squared with d degrees
+// of freedom).
+func ExampleAddLandmarks() {
+	cfg := datasets.Config{Kappa: 500, Tau: 400, LoopProb: 0.3, Seed: 1}
+	g, truth, err := datasets.Manhattan(1000, 20, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	g, truth, err = datasets.AddLandmarks(g, truth, datasets.LandmarkConfig{N: 200, Range: 3, MaxObservers: 8, Tau: 100, Seed: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mean, variance := datasets.ExpectedCost(g, posegraph.Poses)
+	z := (g.Cost(truth, posegraph.Poses) - mean) / math.Sqrt(variance)
+	fmt.Printf("%d poses, %d landmarks, valid: %v, F(truth) within 4 sd of its mean: %v\n",
+		g.NumPoses(), g.NumLandmarks(), g.Validate() == nil, math.Abs(z) < 4)
+	// Output: 1000 poses, 200 landmarks, valid: true, F(truth) within 4 sd of its mean: true
+}

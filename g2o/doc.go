@@ -12,6 +12,20 @@
 //	VERTEX2 id x y theta                                   (TORO)
 //	EDGE2 i j dx dy dtheta Ixx Ixy Iyy Ith Ixth Iyth        (TORO)
 //	FIX id [id ...]
+//	VERTEX_XY id x y                                       (2-D landmark)
+//	EDGE_SE2_XY pose landmark x y I11 I12 I22
+//	VERTEX_TRACKXYZ id x y z                               (3-D landmark)
+//	EDGE_SE3_TRACKXYZ pose landmark offset x y z I11 I12 I13 I22 I23 I33
+//	PARAMS_SE3OFFSET id x y z qx qy qz qw                  (identity only)
+//
+// A landmark observation measures the landmark's position in the pose's
+// frame; its information matrix I becomes the isotropic precision
+// tau = d / tr(inv(I)), the rule for a pose edge's translation block, and
+// it must be positive definite. Landmarks are numbered after all poses
+// (posegraph's landmarks.go); an id used both as a pose and as a landmark
+// is an error. EDGE_SE3_TRACKXYZ names a sensor offset: only identity
+// offsets are supported (a PARAMS_SE3OFFSET that is not the identity is an
+// error), and a file that declares none is read as if all were identity.
 //
 // Information matrices are given by their upper triangle, row by row, in
 // the order x, y, theta (2-D) or x, y, z, qx, qy, qz (3-D); TORO's order is
@@ -22,7 +36,7 @@
 // line ends and any mix of spaces and tabs are fine. A file holds either
 // 2-D or 3-D records, not both.
 //
-// Other records (landmarks such as VERTEX_XY and EDGE_SE3_TRACKXYZ, priors,
+// Other records (other landmark kinds such as EDGE_BEARING_SE2_XY, priors,
 // sensor parameters, unknown tags) are errors, or with ReadOptions.Lenient
 // are skipped with one warning per tag that counts them. Every problem in a
 // file is a *ParseError that names the file, the line and the problem;

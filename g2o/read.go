@@ -151,6 +151,13 @@ type parser struct {
 	skipped      map[string]int
 	skippedOrder []string
 
+	// Landmarks (landmarks.go): ids named as landmarks (with the first
+	// line doing so), the lines of landmark vertices, and the identity
+	// sensor offsets declared (nil: none).
+	landmarks     map[int]int
+	landmarkLines map[int]bool
+	params        map[int]bool
+
 	notPD      int // edges whose full information matrix is not positive definite
 	notPDFirst int // the first one's line
 	notPDMsg   string
@@ -212,6 +219,16 @@ func (p *parser) parseLine(line []byte) *ParseError {
 		return p.edge(3, 28, false)
 	case "FIX":
 		return p.fix()
+	case "VERTEX_XY":
+		return p.landmarkVertex(2)
+	case "VERTEX_TRACKXYZ":
+		return p.landmarkVertex(3)
+	case "EDGE_SE2_XY":
+		return p.observation(2)
+	case "EDGE_SE3_TRACKXYZ":
+		return p.observation(3)
+	case "PARAMS_SE3OFFSET":
+		return p.offsetParams()
 	}
 	return p.unsupported(tag)
 }
@@ -246,11 +263,12 @@ func unsupportedReason(tag string) string {
 		return "TORO 3-D records; use g2o VERTEX_SE3:QUAT / EDGE_SE3:QUAT"
 	case strings.Contains(tag, "_XY") || strings.Contains(tag, "XYZ") || strings.Contains(tag, "POINT") ||
 		strings.Contains(tag, "LANDMARK") || strings.Contains(tag, "BEARING"):
-		return "landmarks; only pose-pose edges are read"
+		return "this kind of landmark record; position landmarks are read as VERTEX_XY / EDGE_SE2_XY and VERTEX_TRACKXYZ / EDGE_SE3_TRACKXYZ"
 	case tag == "VERTEX_SE3" || tag == "EDGE_SE3" || strings.Contains(tag, "EULER"):
 		return "use VERTEX_SE3:QUAT / EDGE_SE3:QUAT"
 	}
-	return "unknown record type; expected VERTEX_SE2, EDGE_SE2, VERTEX_SE3:QUAT, EDGE_SE3:QUAT, VERTEX2, EDGE2 or FIX"
+	return "unknown record type; expected VERTEX_SE2, EDGE_SE2, VERTEX_SE3:QUAT, EDGE_SE3:QUAT, VERTEX2, EDGE2, FIX, " +
+		"VERTEX_XY, EDGE_SE2_XY, VERTEX_TRACKXYZ, EDGE_SE3_TRACKXYZ or PARAMS_SE3OFFSET"
 }
 
 // printable quotes a token that would garble a message and shortens long ones.
@@ -525,6 +543,9 @@ func (p *parser) finish() (*posegraph.Graph, error) {
 		if !slices.Contains(g.Fixed, i) {
 			g.Fixed = append(g.Fixed, i)
 		}
+	}
+	if err := p.placeLandmarks(g); err != nil {
+		return nil, err
 	}
 	p.warn()
 	return g, nil

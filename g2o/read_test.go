@@ -212,6 +212,7 @@ func TestReadErrors(t *testing.T) {
 	const (
 		v0  = "VERTEX_SE2 0 0 0 0\n"
 		e01 = "EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n"
+		v01 = "VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\n" // declares e01's ends, after the line under test
 		i6  = " 1 0 0 0 0 0 1 0 0 0 0 1 0 0 0 1 0 0 1 0 1"
 	)
 	for _, c := range []struct {
@@ -234,11 +235,18 @@ func TestReadErrors(t *testing.T) {
 		{"not PD SE3", "EDGE_SE3:QUAT 0 1 0 0 0 0 0 0 1 1 0 0 0 0 0 1 0 0 0 0 1 0 0 0 -1 0 0 1 0 1\n", 1, "not positive definite in its rotation block"},
 		{"zero quaternion", "EDGE_SE3:QUAT 0 1 0 0 0 0 0 0 0" + i6 + "\n", 1, "zero quaternion"},
 		{"zero vertex quaternion", "VERTEX_SE3:QUAT 0 0 0 0 0 0 0 0\n", 1, "zero quaternion"},
-		{"landmark", e01 + "VERTEX_XY 5 1 2\n", 2, "VERTEX_XY is not supported (landmarks"},
-		{"landmark edge", e01 + "EDGE_SE2_XY 0 5 1 2 1 0 1\n", 2, "EDGE_SE2_XY is not supported (landmarks"},
-		{"track", "EDGE_SE3_TRACKXYZ 0 5 1 2 3 1 0 0 1 0 1\n", 1, "EDGE_SE3_TRACKXYZ is not supported (landmarks"},
+		{"bearing", e01 + "EDGE_BEARING_SE2_XY 0 5 1 1\n", 2, "EDGE_BEARING_SE2_XY is not supported (this kind of landmark record"},
+		{"observation not PD", e01 + "EDGE_SE2_XY 0 5 1 2 1 2 1\n", 2, "EDGE_SE2_XY: information matrix is not positive definite in its position block"},
+		{"observation fields", e01 + "EDGE_SE2_XY 0 5 1 2 1 0\n", 2, "too few fields: EDGE_SE2_XY needs 7 after the tag (2 ids and 5 numbers)"},
+		{"track fields", "EDGE_SE3_TRACKXYZ 0 5 1 2 3 1 0 0 1 0 1\n", 1, "too few fields: EDGE_SE3_TRACKXYZ needs 12 after the tag (3 ids and 9 numbers)"},
+		{"track offset", "PARAMS_SE3OFFSET 0 0 0 0 0 0 0 1\nEDGE_SE3_TRACKXYZ 0 5 1 1 2 3 1 0 0 1 0 1\n", 2, "uses sensor offset 1, which no PARAMS_SE3OFFSET"},
+		{"landmark as pose", e01 + "EDGE_SE2_XY 0 1 1 2 1 0 1\n", 1, "vertex 1 is a landmark (line 2) but this edge uses it as a pose"},
+		{"observation from landmark", "VERTEX_XY 5 1 2\n" + e01 + "EDGE_SE2_XY 5 0 1 1 1 0 1\n" + v01, 3, "vertex 5 is a landmark (line 1) but this observation uses it as a pose"},
+		{"landmark vertex as pose", "VERTEX_SE2 5 0 0 0\n" + e01 + "EDGE_SE2_XY 0 5 1 1 1 0 1\n" + v01, 1, "vertex 5 is a landmark (line 3) but this VERTEX record uses it as a pose"},
+		{"landmark dims", e01 + "VERTEX_TRACKXYZ 5 1 2 3\n", 2, "is a 3-D record but line 1 has a 2-D one"},
+		{"landmark twice", e01 + "VERTEX_XY 5 1 2\nVERTEX_XY 5 1 2\n", 3, "vertex 5 declared twice (first at line 2)"},
 		{"prior", e01 + "EDGE_SE2_PRIOR 0 1 0 0 1 0 0 1 0 1\n", 2, "EDGE_SE2_PRIOR is not supported (priors"},
-		{"params", "PARAMS_SE3OFFSET 0 0 0 0 0 0 0 1\n" + e01, 1, "PARAMS_SE3OFFSET is not supported (sensor parameters"},
+		{"params", "PARAMS_SE3OFFSET 0 0 0 1 0 0 0 1\n" + e01, 1, "PARAMS_SE3OFFSET 0 is not the identity"},
 		{"unknown", e01 + "\n\nHELLO world\n", 4, "HELLO is not supported (unknown record type"},
 		{"garbage tag", "\x00\x01\n", 1, `"\x00\x01" is not supported`},
 		{"mixed dimensions", e01 + "VERTEX_SE3:QUAT 0 0 0 0 0 0 0 1\n", 2, "is a 3-D record but line 1 has a 2-D one (EDGE_SE2)"},
@@ -285,14 +293,14 @@ func TestReadEmpty(t *testing.T) {
 // TestReadLenient checks that lenient reading skips unsupported records with
 // one warning per tag that counts them, and that other errors still stop it.
 func TestReadLenient(t *testing.T) {
-	src := "VERTEX_SE2 0 0 0 0\nVERTEX_XY 5 1 2\nEDGE_SE2_XY 0 5 1 2 1 0 1\n" +
-		"EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nVERTEX_XY 6 1 2\nFOO\nVERTEX_SE2 1 1 0 0\n"
+	src := "VERTEX_SE2 0 0 0 0\nVERTEX_POINTXY 5 1 2\nEDGE_BEARING_SE2_XY 0 5 1\n" +
+		"EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nVERTEX_POINTXY 6 1 2\nFOO\nVERTEX_SE2 1 1 0 0\n"
 	var warns []string
 	g := mustRead(t, src, ReadOptions{Lenient: true, Warn: func(m string) { warns = append(warns, m) }})
 	if g.N() != 2 || g.M() != 1 {
 		t.Errorf("n, m = %d, %d; want 2, 1 (landmarks skipped)", g.N(), g.M())
 	}
-	want := []string{"skipped 2 VERTEX_XY", "skipped 1 EDGE_SE2_XY", "skipped 1 FOO"}
+	want := []string{"skipped 2 VERTEX_POINTXY", "skipped 1 EDGE_BEARING_SE2_XY", "skipped 1 FOO"}
 	if len(warns) != len(want) {
 		t.Fatalf("warnings %q, want %d", warns, len(want))
 	}
@@ -301,11 +309,11 @@ func TestReadLenient(t *testing.T) {
 			t.Errorf("warning %q, want %q", warns[k], w)
 		}
 	}
-	_, err := Read(strings.NewReader("VERTEX_XY 5 1 2\n"), "x.g2o", ReadOptions{Lenient: true})
+	_, err := Read(strings.NewReader("VERTEX_POINTXY 5 1 2\n"), "x.g2o", ReadOptions{Lenient: true})
 	if err == nil || !strings.Contains(err.Error(), "no edges") {
 		t.Errorf("only landmarks: %v", err)
 	}
-	_, err = Read(strings.NewReader("VERTEX_XY 5 1 2\nVERTEX_SE2 0 0 0\n"), "x.g2o", ReadOptions{Lenient: true})
+	_, err = Read(strings.NewReader("VERTEX_POINTXY 5 1 2\nVERTEX_SE2 0 0 0\n"), "x.g2o", ReadOptions{Lenient: true})
 	if err == nil || !strings.HasPrefix(err.Error(), "x.g2o:2: too few") {
 		t.Errorf("lenient reading let a broken line through: %v", err)
 	}

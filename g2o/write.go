@@ -27,6 +27,12 @@ import (
 // turns back into kappa and tau. Clear Meas and Info after changing R, T,
 // Kappa or Tau of an edge that was read from a file.
 //
+// Landmarks are written as VERTEX_XY / VERTEX_TRACKXYZ with their
+// positions (poses[i].T), their observations as EDGE_SE2_XY /
+// EDGE_SE3_TRACKXYZ (sensor offset 0, declared the identity by a
+// PARAMS_SE3OFFSET line at the top of a 3-D file), from Meas and Info when
+// they have the right lengths, else from T and the isotropic tau I.
+//
 // Numbers are written in the shortest form that parses back to the same
 // float64. Read numbers poses by ascending id, so a graph whose IDs are not
 // ascending reads back with its poses in another order.
@@ -40,11 +46,21 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	if g.D == 3 {
 		vtag, etag = "VERTEX_SE3:QUAT ", "EDGE_SE3:QUAT "
 	}
+	if g.D == 3 && hasObservations(g) {
+		// EDGE_SE3_TRACKXYZ names a sensor offset; g2o needs it declared.
+		if _, err := bw.WriteString(identityOffset); err != nil {
+			return err
+		}
+	}
 	for i, id := range g.IDs {
 		x := poseAt(g, poses, i)
-		b = append(b[:0], vtag...)
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = appendPose(b, g.D, x.R, x.T)
+		if g.IsLandmark(i) {
+			b = appendLandmarkVertex(b[:0], g.D, id, x.T)
+		} else {
+			b = append(b[:0], vtag...)
+			b = strconv.AppendInt(b, int64(id), 10)
+			b = appendPose(b, g.D, x.R, x.T)
+		}
 		b = append(b, '\n')
 		if _, err := bw.Write(b); err != nil {
 			return err
@@ -63,7 +79,15 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 		nm, ni = 7, 21
 	}
 	var info [21]float64
-	for _, e := range g.Edges {
+	for k := range g.Edges {
+		e := &g.Edges[k]
+		if g.IsLandmark(e.J) {
+			b = appendObservation(b[:0], g, e)
+			if _, err := bw.Write(b); err != nil {
+				return err
+			}
+			continue
+		}
 		b = append(b[:0], etag...)
 		b = strconv.AppendInt(b, int64(g.IDs[e.I]), 10)
 		b = append(b, ' ')
@@ -96,7 +120,8 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	return bw.Flush()
 }
 
-// WriteTUM writes one line "timestamp tx ty tz qx qy qz qw" per pose, the
+// WriteTUM writes one line "timestamp tx ty tz qx qy qz qw" per pose (not
+// per landmark), the
 // trajectory format of the TUM RGB-D benchmark read by evo and similar
 // tools. The timestamp is the vertex id; 2-D poses get z = 0 and a
 // quaternion about the z axis. With poses nil it writes the initial
@@ -108,6 +133,9 @@ func WriteTUM(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	bw := bufio.NewWriter(w)
 	b := make([]byte, 0, 256)
 	for i, id := range g.IDs {
+		if g.IsLandmark(i) {
+			continue // a trajectory holds poses only
+		}
 		x := poseAt(g, poses, i)
 		r := x.R
 		if g.D == 2 {
@@ -166,6 +194,13 @@ func checkWritable(g *posegraph.Graph, poses []posegraph.Pose) error {
 		if !finite(e.R[:g.D*g.D]) || !finite(e.T[:g.D]) || !finite(e.Meas) || !finite(e.Info) ||
 			!finite([]float64{e.Kappa, e.Tau}) {
 			return fmt.Errorf("g2o: %s: edge %d (%d, %d) has a value that is not finite", src, k, g.IDs[e.I], g.IDs[e.J])
+		}
+		if g.IsLandmark(e.J) {
+			if len(e.Info) != g.D*(g.D+1)/2 && (!(e.Tau > 0) || math.IsInf(e.Tau, 0)) {
+				return fmt.Errorf("g2o: %s: observation %d (%d, %d) has precision tau=%g that no information matrix gives",
+					src, k, g.IDs[e.I], g.IDs[e.J], e.Tau)
+			}
+			continue
 		}
 		if len(e.Info) != infoLen(g.D) && (!(e.Kappa > 0) || !(e.Tau > 0) || math.IsInf(2*e.Kappa, 0)) {
 			return fmt.Errorf("g2o: %s: edge %d (%d, %d) has precisions kappa=%g tau=%g that no information matrix gives",

@@ -90,7 +90,13 @@ func Trajectories(path string, g *posegraph.Graph, trajs []Trajectory, opts Traj
 			name = filepath.Base(g.Source)
 		}
 		title = fmt.Sprintf("%s: %d poses, %d edges", name, g.N(), g.M())
+		if nl := g.NumLandmarks(); nl > 0 {
+			title = fmt.Sprintf("%s: %d poses, %d landmarks, %d edges", name, g.NumPoses(), nl, g.M())
+		}
 	}
+	// Landmarks follow the poses (posegraph's convention): the polylines
+	// run through the first np positions, the rest are drawn as markers.
+	np := g.NumPoses()
 
 	styles := make([]draw.LineStyle, len(trajs))
 	var entries []entry
@@ -98,14 +104,17 @@ func Trajectories(path string, g *posegraph.Graph, trajs []Trajectory, opts Traj
 		styles[k] = draw.LineStyle{Color: trajColor(k, len(trajs)), Width: vg.Points(0.9)}
 		entries = append(entries, entry{tr.Label, lineThumb{draw.LineStyle{Color: styles[k].Color, Width: vg.Points(2.5)}}})
 	}
+	glyphs := make([]draw.GlyphStyle, len(trajs))
+	if np < g.N() {
+		for k := range trajs {
+			glyphs[k] = landmarkGlyph(styles[k].Color)
+		}
+		entries = append(entries, entry{fmt.Sprintf("landmarks (%d)", g.N()-np), glyphThumb{landmarkGlyph(styles[len(trajs)-1].Color)}})
+	}
 	closureStyle := draw.LineStyle{Color: color.NRGBA{R: 0xc0, G: 0x30, B: 0x30, A: 0xa0}, Width: vg.Points(0.6)}
 	var closures [][2]int
 	if opts.LoopClosures {
-		for _, e := range g.Edges {
-			if e.J != e.I+1 && e.I != e.J+1 {
-				closures = append(closures, [2]int{e.I, e.J})
-			}
-		}
+		closures = loopClosures(g)
 		if len(closures) > 0 {
 			entries = append(entries, entry{fmt.Sprintf("loop closures (%d)", len(closures)), lineThumb{closureStyle}})
 		}
@@ -137,8 +146,13 @@ func Trajectories(path string, g *posegraph.Graph, trajs []Trajectory, opts Traj
 				p.Add(&segments{pts: proj[len(proj)-1], pairs: closures, style: closureStyle})
 			}
 			for t := range trajs {
-				l := &plotter.Line{XYs: proj[t], LineStyle: styles[t]}
+				l := &plotter.Line{XYs: proj[t][:np], LineStyle: styles[t]}
 				p.Add(l)
+			}
+			if np < g.N() {
+				for t := range trajs {
+					p.Add(&plotter.Scatter{XYs: proj[t][np:], GlyphStyle: glyphs[t]})
+				}
 			}
 			pc := tiles.At(c, k%tiles.Cols, k/tiles.Cols)
 			if v.triad {
@@ -253,4 +267,25 @@ func drawTriad(c draw.Canvas, v view) {
 		c.StrokeLine2(ls, o.X, o.Y, o.X+length*dx, o.Y+length*dy)
 		c.FillText(sty, vg.Point{X: o.X + (length+5)*dx, Y: o.Y + (length+5)*dy}, a.name)
 	}
+}
+
+// landmarkGlyph is the marker of a landmark: a small hollow triangle in
+// the colour of its trajectory, distinct from the polylines of the poses.
+func landmarkGlyph(c color.Color) draw.GlyphStyle {
+	return draw.GlyphStyle{Color: c, Radius: vg.Points(2.2), Shape: draw.TriangleGlyph{}}
+}
+
+// loopClosures returns the edges that do not join consecutive poses,
+// landmark observations left out.
+func loopClosures(g *posegraph.Graph) [][2]int {
+	var out [][2]int
+	for _, e := range g.Edges {
+		if g.IsLandmark(e.J) {
+			continue // an observation, not a loop closure
+		}
+		if e.J != e.I+1 && e.I != e.J+1 {
+			out = append(out, [2]int{e.I, e.J})
+		}
+	}
+	return out
 }

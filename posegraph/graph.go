@@ -58,6 +58,10 @@ type Graph struct {
 	HasInitial []bool
 	// Fixed lists the indices of FIX'ed poses, in file order.
 	Fixed []int
+	// Landmark marks the vertices that are landmarks (see landmarks.go):
+	// nil or all false for a pure pose graph, else one entry per vertex,
+	// with the landmarks after all poses.
+	Landmark []bool
 	// Source names the file the graph came from, for messages.
 	Source string
 	// RawRotations says that the edge rotations are SE-Sync's reading of a
@@ -92,10 +96,13 @@ func (g *Graph) N() int { return len(g.IDs) }
 func (g *Graph) M() int { return len(g.Edges) }
 
 // Anchor is the pose whose input estimate fixes the gauge: the first FIX'ed
-// pose, else pose 0.
+// pose (FIX'ed landmarks do not count: they cannot fix a rotation), else
+// pose 0.
 func (g *Graph) Anchor() int {
-	if len(g.Fixed) > 0 {
-		return g.Fixed[0]
+	for _, f := range g.Fixed {
+		if !g.IsLandmark(f) {
+			return f
+		}
 	}
 	return 0
 }
@@ -160,8 +167,10 @@ func (e *DisconnectedError) Error() string {
 // Validate checks the graph's structure: d in {2, 3}, at least one pose,
 // edge endpoints in range and distinct, finite measurements, proper
 // rotations (to 1e-6, or to RawRotationTol with RawRotations), positive
-// finite precisions, and one connected component (a *DisconnectedError
-// otherwise).
+// finite precisions, landmark observations that go from a pose to a
+// landmark with Kappa = 0 (landmarks.go), and one connected component (a
+// *DisconnectedError otherwise; landmarks count as vertices, so poses
+// linked only through a common landmark are connected).
 func (g *Graph) Validate() error {
 	if g.D != 2 && g.D != 3 {
 		return fmt.Errorf("%s: dimension %d is not 2 or 3", g.src(), g.D)
@@ -180,6 +189,9 @@ func (g *Graph) Validate() error {
 		}
 		seen[id] = i
 	}
+	if err := g.validateLandmarks(); err != nil {
+		return err
+	}
 	tol := rotationTol
 	if g.RawRotations {
 		tol = RawRotationTol
@@ -191,6 +203,9 @@ func (g *Graph) Validate() error {
 		}
 		if e.I == e.J {
 			return fmt.Errorf("%s: edge from pose %d to itself", at, g.IDs[e.I])
+		}
+		if g.IsLandmark(e.I) || g.IsLandmark(e.J) {
+			continue // validateLandmarks checks observations
 		}
 		if !(e.Kappa > 0) || !(e.Tau > 0) || math.IsInf(e.Kappa, 0) || math.IsInf(e.Tau, 0) {
 			return fmt.Errorf("%s: precisions kappa=%g tau=%g must be positive and finite", at, e.Kappa, e.Tau)
@@ -270,7 +285,8 @@ func Det(r []float64, d int) float64 {
 
 // Subgraph returns the graph induced by the given pose indices (sorted), with
 // poses renumbered in that order and only edges between them kept. IDs,
-// initial estimates, FIX marks and RawRotations carry over.
+// initial estimates, FIX marks, landmark marks and RawRotations carry over
+// (sorted indices keep the landmarks after the poses).
 func (g *Graph) Subgraph(poses []int) *Graph {
 	idx := make(map[int]int, len(poses))
 	for k, i := range poses {
@@ -284,6 +300,9 @@ func (g *Graph) Subgraph(poses []int) *Graph {
 		}
 		if len(g.HasInitial) > 0 {
 			s.HasInitial = append(s.HasInitial, g.HasInitial[i])
+		}
+		if len(g.Landmark) > 0 {
+			s.Landmark = append(s.Landmark, g.Landmark[i])
 		}
 	}
 	for _, f := range g.Fixed {

@@ -38,6 +38,10 @@ func (p Problem) BlockSize(d int) int {
 //	Q_ij += -[[kappa R, tau t], [0, tau]]
 //
 // and for Rotations d x d: Q_ii += kappa I, Q_jj += kappa I, Q_ij += -kappa R.
+//
+// A landmark observation is an edge with kappa = 0 and R = I, so the same
+// formulas give its block exactly: a landmark's rotation rows and columns
+// of Q are zero (landmarks.go).
 func (g *Graph) Laplacian(p Problem) *sparse.BlockSym {
 	d := g.D
 	b := p.BlockSize(d)

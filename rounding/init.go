@@ -32,6 +32,9 @@ func Chordal(g *posegraph.Graph) ([]posegraph.Pose, error) {
 // million-pose 3-D graph by nested dissection takes seconds. Both systems
 // use it without their anchored pose. nil computes one, as Chordal does.
 func ChordalOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose, error) {
+	if g.HasLandmarks() {
+		return chordalLandmarks(g, order)
+	}
 	poses, red, err := chordalRotations(g, order)
 	if err != nil {
 		return nil, err
@@ -319,8 +322,8 @@ func odometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 			if v == u {
 				v = e.I
 			}
-			if seen[v] {
-				continue
+			if seen[v] || g.IsLandmark(v) {
+				continue // a landmark has no rotation to pass on
 			}
 			seen[v] = true
 			queue = append(queue, v)
@@ -340,8 +343,16 @@ func odometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 			}
 		}
 	}
-	// Long products drift off SO(d) by rounding; one projection each fixes it.
 	for i := range poses {
+		if g.IsLandmark(i) {
+			poses[i].R = posegraph.Identity(d).R
+			continue
+		}
+		if !seen[i] {
+			return nil, fmt.Errorf("%s: odometry initialization: pose %d is linked to pose %d only through landmarks, "+
+				"which carry no rotation; use the chordal initialization", source(g), g.IDs[i], g.IDs[root])
+		}
+		// Long products drift off SO(d) by rounding; one projection each fixes it.
 		nearestRotation(poses[i].R[:d*d], poses[i].R[:d*d], d)
 	}
 	return poses, nil
@@ -404,6 +415,9 @@ func Random(g *posegraph.Graph, seed uint64) []posegraph.Pose {
 		poses[i].R = RandomRotation(rng, d)
 		for a := 0; a < d; a++ {
 			poses[i].T[a] = scale * rng.NormFloat64()
+		}
+		if g.IsLandmark(i) {
+			poses[i].R = posegraph.Identity(d).R
 		}
 	}
 	return poses

@@ -24,6 +24,14 @@ import (
 // Round panics if the shape of x does not fit d; that is a programming error,
 // not bad data.
 func Round(x *sparse.Blocks, d int) []posegraph.Pose {
+	return RoundMasked(x, d, nil)
+}
+
+// RoundMasked is Round for a point with landmark blocks: skip[i] marks a
+// block whose Stiefel part no cost sees (posegraph.Graph.LandmarkMask), so
+// it neither enters Y Y^T nor votes on the reflection, and its pose gets
+// R = I. skip nil means no such block.
+func RoundMasked(x *sparse.Blocks, d int, skip []bool) []posegraph.Pose {
 	if d != 2 && d != 3 {
 		panic(fmt.Sprintf("rounding: dimension %d is not 2 or 3", d))
 	}
@@ -33,7 +41,10 @@ func Round(x *sparse.Blocks, d int) []posegraph.Pose {
 	if x.R < d {
 		panic(fmt.Sprintf("rounding: rank %d is below d=%d", x.R, d))
 	}
-	return roundWith(x, d, topLeftSingular(x, d))
+	if skip != nil && len(skip) != x.N {
+		panic(fmt.Sprintf("rounding: mask of %d blocks for %d", len(skip), x.N))
+	}
+	return roundWith(x, d, topLeftSingular(x, d, skip), skip)
 }
 
 // topLeftSingular returns U_d (r x d, row-major): the top d left singular
@@ -41,10 +52,13 @@ func Round(x *sparse.Blocks, d int) []posegraph.Pose {
 // r x r matrix Y Y^T = sum_i Y_i Y_i^T. Forming Y Y^T squares the condition
 // number, but only the dominant d-dimensional subspace is wanted and at a
 // relaxation optimum it is separated from the rest by a wide gap.
-func topLeftSingular(x *sparse.Blocks, d int) []float64 {
+func topLeftSingular(x *sparse.Blocks, d int, skip []bool) []float64 {
 	r, b := x.R, x.B
 	g := make([]float64, r*r)
 	for i := 0; i < x.N; i++ {
+		if skip != nil && skip[i] {
+			continue
+		}
 		blk := x.Block(i)
 		for p := 0; p < r; p++ {
 			yp := blk[p*b : p*b+d]
@@ -88,11 +102,16 @@ func topLeftSingular(x *sparse.Blocks, d int) []float64 {
 
 // roundWith performs steps 2 and 3 of the rounding for a given basis U_d
 // (r x d, row-major, orthonormal columns).
-func roundWith(x *sparse.Blocks, d int, ud []float64) []posegraph.Pose {
+func roundWith(x *sparse.Blocks, d int, ud []float64, skip []bool) []posegraph.Pose {
 	r, b, n := x.R, x.B, x.N
 	out := make([]posegraph.Pose, n)
-	positive := 0
+	positive, voters := 0, 0
 	for i := 0; i < n; i++ {
+		if skip != nil && skip[i] {
+			out[i] = posegraph.Identity(d)
+			continue
+		}
+		voters++
 		blk := x.Block(i)
 		rh := &out[i].R
 		// R^_i = U_d^T Y_i.
@@ -112,8 +131,11 @@ func roundWith(x *sparse.Blocks, d int, ud []float64) []posegraph.Pose {
 	// U_d is determined only up to O(d); a reflection would make most R^_i
 	// improper. Flipping the last row of U_d^T (the weakest direction) is
 	// the reflection that fixes the majority.
-	flip := 2*positive < n
+	flip := 2*positive < voters
 	for i := range out {
+		if skip != nil && skip[i] {
+			continue
+		}
 		rh := &out[i].R
 		if flip {
 			for c := 0; c < d; c++ {

@@ -106,7 +106,7 @@ func TestRoundFlipsReflectedBasis(t *testing.T) {
 			reflected[p*d+d-1] = -reflected[p*d+d-1]
 		}
 		for _, ud := range [][]float64{o, reflected} {
-			got := roundWith(x, d, ud)
+			got := roundWith(x, d, ud, nil)
 			for i := range got {
 				checkRotation(t, got[i].R, d, 1e-12, "rounded rotation")
 				for k := 0; k < d*d; k++ {
@@ -157,7 +157,7 @@ func TestTopLeftSingularMatchesSVD(t *testing.T) {
 		for k := range x.Data {
 			x.Data[k] = rng.NormFloat64()
 		}
-		ud := topLeftSingular(x, d)
+		ud := topLeftSingular(x, d, nil)
 		y := mat.NewDense(r, d*n, nil)
 		for i := 0; i < n; i++ {
 			for a := 0; a < r; a++ {

@@ -223,7 +223,8 @@ func laplacianCSC(g *posegraph.Graph, drop int) *sparse.CSC {
 
 // ToGauge applies to all poses the one rigid motion that takes pose
 // g.Anchor() to its input estimate g.Initial[anchor] (the identity if it has
-// none): R_i <- R_M R_i, t_i <- R_M t_i + t_M. F is invariant under it, so
+// none): R_i <- R_M R_i, t_i <- R_M t_i + t_M (landmarks: positions only,
+// R stays I). F is invariant under it, so
 // this only chooses which of the equivalent solutions is reported.
 func ToGauge(g *posegraph.Graph, poses []posegraph.Pose) {
 	d, a := g.D, g.Anchor()
@@ -273,6 +274,12 @@ func ToGauge(g *posegraph.Graph, poses []posegraph.Pose) {
 	}
 	// The anchor is exactly its target, not just to rounding.
 	poses[a] = target
+	// A landmark has a position only; its R stays the identity.
+	for i := range poses {
+		if g.IsLandmark(i) {
+			poses[i].R = posegraph.Identity(d).R
+		}
+	}
 }
 
 func source(g *posegraph.Graph) string {

@@ -45,6 +45,10 @@ type certifier struct {
 	inv      []float64 // inverse-iteration vectors
 	inv2     []float64
 	sMulV    []float64
+	// free marks landmark blocks (nil: none; see landmarks.go) and nposes
+	// counts the others, whose Y parts the bound's eta d n pays for.
+	free   []bool
+	nposes int
 }
 
 // newCertifier prepares the checks against q. S's storage is made when S
@@ -52,7 +56,9 @@ type certifier struct {
 // memory, and at a million poses two copies of Q and three vectors would
 // add 0.85 GB to its peak.
 func newCertifier(q *sparse.BlockSym, d int, gapTol, etaFloor float64, perm []int, seed uint64) *certifier {
-	return &certifier{q: q, d: d, beta: translationBalance(q, d), gapTol: gapTol, etaFloor: etaFloor, perm: perm, seed: seed}
+	free := rotationFreeBlocks(q, d)
+	return &certifier{q: q, d: d, beta: translationBalance(q, d, free), gapTol: gapTol, etaFloor: etaFloor, perm: perm, seed: seed,
+		free: free, nposes: q.N - countFree(free)}
 }
 
 // alloc makes S's storage and the inverse iteration's vectors, once.
@@ -111,6 +117,15 @@ func (c *certifier) buildShifted(eta float64) {
 			}
 		}
 		blk := c.sh.Block(c.sh.Diag[i])
+		if c.free != nil && c.free[i] {
+			// A landmark's Y rows and columns of S are zero: any positive
+			// diagonal leaves the test unchanged, and its translation
+			// diagonal keeps the pivots in scale.
+			for a := 0; a < d; a++ {
+				blk[a*b+a] = blk[d*b+d]
+			}
+			continue
+		}
 		for a := 0; a < d; a++ {
 			blk[a*b+a] += eta
 		}
@@ -121,13 +136,17 @@ func (c *certifier) buildShifted(eta float64) {
 }
 
 // translationBalance returns beta (see buildShifted) for Q.
-func translationBalance(q *sparse.BlockSym, d int) float64 {
+// Landmark blocks (free) have no rotation diagonal and are left out.
+func translationBalance(q *sparse.BlockSym, d int, free []bool) float64 {
 	b := q.B
 	if b == d {
 		return 1
 	}
 	y, p := 0.0, 0.0
 	for i := 0; i < q.N; i++ {
+		if free != nil && free[i] {
+			continue
+		}
 		blk := q.Block(q.Diag[i])
 		for a := 0; a < d; a++ {
 			y += blk[a*b+a]
@@ -149,7 +168,7 @@ func translationBalance(q *sparse.BlockSym, d int) float64 {
 func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	nq := m.newBlocks()
 	m.mulQ(nq, x)
-	d, n := m.d, float64(m.n)
+	d, n := m.d, float64(c.nposes)
 	cert := certificate{lam: make([]float64, m.n*d*d)}
 	m.lambda(cert.lam, x, nq)
 	cert.trLambda = m.traceLambda(cert.lam)

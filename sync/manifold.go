@@ -22,11 +22,16 @@ type manifold struct {
 
 	h, y  []float64 // r x d scratch for one block
 	parts []float64 // removeShift's partial sums, r per reduction range
+
+	// free marks landmark blocks (nil: none; see landmarks.go); xg is
+	// gaugePoint's copy of the point.
+	free []bool
+	xg   *sparse.Blocks
 }
 
 func newManifold(q *sparse.BlockSym, d, r, threads int) *manifold {
 	return &manifold{q: q, d: d, r: r, b: q.B, n: q.N, threads: threads,
-		h: make([]float64, r*d), y: make([]float64, r*d)}
+		h: make([]float64, r*d), y: make([]float64, r*d), free: rotationFreeBlocks(q, d)}
 }
 
 func (m *manifold) newBlocks() *sparse.Blocks { return sparse.NewBlocks(m.r, m.b, m.n) }

@@ -110,6 +110,10 @@ type hessianPrecond struct {
 	ok     bool
 	failed int // assemblies that were not positive definite even when shifted
 
+	// free marks landmark blocks (nil: none): their Y coordinates have zero
+	// rows in H and 2 S and get a decoupled diagonal (see landmarks.go).
+	free []bool
+
 	// Totals over the solve, for the trust region's step records:
 	// numeric factorizations attempted (failed ones included) and the
 	// seconds spent in update.
@@ -155,7 +159,7 @@ var shiftLadder = []float64{0, 1e-5, 1e-4, 1e-3, 1e-2}
 // sparse.BlockOrder returns); mu is the diagonal regularization. Nothing
 // rank-dependent is built until the first update.
 func newHessianPrecond(q *sparse.BlockSym, d int, perm []int, mu float64) *hessianPrecond {
-	return &hessianPrecond{q: q, d: d, b: q.B, qper: perm, mu: mu}
+	return &hessianPrecond{q: q, d: d, b: q.B, qper: perm, mu: mu, free: rotationFreeBlocks(q, d)}
 }
 
 // setRank builds the basis, the pattern of H and its ordering for rank r.
@@ -439,6 +443,9 @@ func (p *hessianPrecond) assemble(wk *hpWork, lam []float64, lo, hi int) {
 					hb[kk*k+ll] = 2 * s
 				}
 			}
+			if i == j && p.free != nil && p.free[i] {
+				freeDiagonal(hb, p.basis, k, d, 2*sij[d*b+d])
+			}
 			if t := p.tpos[pos]; t >= 0 && j != i {
 				ht := p.h.Block(t)
 				for kk := 0; kk < k; kk++ {
@@ -628,6 +635,11 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 				blk[a*b+c] -= 2 * l[a*d+c]
 			}
 		}
+		if p.free != nil && p.free[i] {
+			for a := 0; a < d; a++ {
+				blk[a*b+a] = blk[d*b+d]
+			}
+		}
 	}
 	if p.schol == nil {
 		c, err := sparse.AnalyzeBlocks(p.s, p.qper)
@@ -658,6 +670,9 @@ func (p *hessianPrecond) commonComplement(x *sparse.Blocks) {
 		for c := a; c < r; c++ {
 			s := 0.0
 			for i := 0; i < x.N; i++ {
+				if p.free != nil && p.free[i] {
+					continue // a landmark's Y is not part of the solution
+				}
 				y := x.Block(i)
 				for t := 0; t < d; t++ {
 					s += y[a*b+t] * y[c*b+t]

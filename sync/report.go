@@ -12,8 +12,12 @@ type Report struct {
 	File    string `json:"file"`
 	Problem string `json:"problem"` // "SE(d)" or "SO(d)"
 	D       int    `json:"d"`
-	N       int    `json:"n"`
-	M       int    `json:"m"`
+	N       int    `json:"n"` // poses (landmarks not included)
+	M       int    `json:"m"` // edges, landmark observations included
+	// Landmarks and Observations count the landmark vertices and the
+	// edges that observe them (omitted when zero).
+	Landmarks    int `json:"landmarks,omitempty"`
+	Observations int `json:"observations,omitempty"`
 	// RawQuaternions is true when 3-D edge rotations were read as SE-Sync
 	// reads them (g2o.ReadOptions.RawQuaternions): Objective is then
 	// SE-Sync's tr(XQX^T).
@@ -75,7 +79,8 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		hist = []Record{}
 	}
 	return &Report{
-		File: file, Problem: res.Problem.String(), D: g.D, N: g.N(), M: g.M(), RawQuaternions: g.RawRotations,
+		File: file, Problem: res.Problem.String(), D: g.D, N: g.NumPoses(), M: g.M(), RawQuaternions: g.RawRotations,
+		Landmarks: g.NumLandmarks(), Observations: observations(g),
 		Init: string(opts.Init), InitialObjective: res.InitialObjective,
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
 		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed,

@@ -165,7 +165,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	var stale staleFactor
 	setPoint := func() {
 		m.lambda(lam, x, nq)
-		gg.setPoint(x)
+		gg.setPoint(m.gaugePoint(x))
 		pending = hp != nil && (refactor || !useHessian)
 	}
 	// horizontal removes the gauge directions (Omega X and the common
@@ -176,6 +176,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	horizontal := func(v *sparse.Blocks) {
 		m.removeShift(v)
 		gg.remove(v)
+		m.maskFree(v) // landmark Y coordinates are not variables
 	}
 	var step Record // the statistics of the step being taken
 	// factorTotals counts the factorizations made so far (the Hessian's

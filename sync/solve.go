@@ -145,6 +145,10 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 			return nil, err
 		}
 	}
+	if g.HasLandmarks() && opts.Problem == posegraph.Rotations {
+		return nil, fmt.Errorf("%s: rotation synchronization has no use for its %d landmarks, which carry no rotation; "+
+			"solve the pose problem, or drop the landmark records", g.Source, g.NumLandmarks())
+	}
 	d := g.D
 	opts.setDefaults(d)
 	if opts.Rank0 < d || opts.MaxRank < opts.Rank0 {
@@ -268,7 +272,8 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 
 	// Rounding and translation recovery.
 	t0 = time.Now()
-	poses := rounding.Round(x, d)
+	// The blocks whose Y no cost sees (landmarks) do not enter the rounding.
+	poses := rounding.RoundMasked(x, d, rotationFreeBlocks(q, d))
 	if opts.Problem == posegraph.Poses {
 		if err := rounding.RecoverTranslationsOrdered(g, poses, poseOrder); err != nil {
 			return nil, err
@@ -297,7 +302,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// bound is then the relaxation's, which can be the looser of the two
 	// (both subtract an eta d n, but eta is chosen at each point, and
 	// raised tenfold where the factorization refuses).
-	res.GapAllowed = gapAllowed(res.Objective, etaFloor, d, g.N(), opts.GapTol)
+	res.GapAllowed = gapAllowed(res.Objective, etaFloor, d, g.NumPoses(), opts.GapTol)
 	if status == Certified && res.Objective-res.DualBound > res.GapAllowed {
 		t0 = time.Now()
 		xr := g.Lift(centered(poses, d), opts.Problem, d)

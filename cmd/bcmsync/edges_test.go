@@ -278,10 +278,10 @@ func fmtFloat(x float64) string {
 // it the summary says what was dropped; solve --plots says where it wrote.
 func TestHints(t *testing.T) {
 	dir := t.TempDir()
-	lm := writeTemp(t, dir, "lm.g2o", "EDGE_SE2 0 1 1 0 0"+edge2+"VERTEX_XY 5 1 2\n")
+	lm := writeTemp(t, dir, "lm.g2o", "EDGE_SE2 0 1 1 0 0"+edge2+"EDGE_SE2_PRIOR 0 0 0 0 1 0 0 1 0 1\n")
 	for _, cmd := range []string{"solve", "info", "plot"} {
 		code, _, stderr := runCmd(cmd, lm)
-		if code != 1 || !strings.Contains(stderr, "lm.g2o:2: VERTEX_XY is not supported") || !strings.Contains(stderr, "--lenient") {
+		if code != 1 || !strings.Contains(stderr, "lm.g2o:2: EDGE_SE2_PRIOR is not supported") || !strings.Contains(stderr, "--lenient") {
 			t.Errorf("%s: exit %d, stderr %q; want 1 and a message naming --lenient", cmd, code, stderr)
 		}
 	}

@@ -66,6 +66,11 @@ type graphInfo struct {
 	// bounds how far that reading's rotations are from orthogonal.
 	RawQuaternions bool    `json:"raw_quaternions,omitempty"`
 	QuatNormError  float64 `json:"quat_norm_error,omitempty"`
+	// Landmarks and Observations count landmark vertices (included in N,
+	// the vertex count) and the edges observing them (included in M; not
+	// loop closures).
+	Landmarks    int `json:"landmarks,omitempty"`
+	Observations int `json:"observations,omitempty"`
 }
 
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -130,6 +135,10 @@ func describe(g *posegraph.Graph, file string) graphInfo {
 	for _, e := range g.Edges {
 		deg[e.I]++
 		deg[e.J]++
+		if g.IsLandmark(e.J) {
+			info.Observations++
+			continue
+		}
 		if d := g.IDs[e.I] - g.IDs[e.J]; d != 1 && d != -1 {
 			info.LoopClosures++
 		}
@@ -142,6 +151,7 @@ func describe(g *posegraph.Graph, file string) graphInfo {
 		}
 		info.DegreeMean = float64(2*g.M()) / float64(n)
 	}
+	info.Landmarks = g.NumLandmarks()
 	for _, i := range g.Fixed {
 		info.Fixed = append(info.Fixed, g.IDs[i])
 	}
@@ -170,8 +180,13 @@ func writeInfo(w io.Writer, s graphInfo) error {
 	}
 	row("file", "%s", s.File)
 	row("dimension", "%d", s.D)
-	row("poses", "%d", s.N)
-	row("edges", "%d", s.M)
+	if s.Landmarks > 0 {
+		row("poses", "%d + %d landmarks", s.N-s.Landmarks, s.Landmarks)
+		row("edges", "%d (%d landmark observations)", s.M, s.Observations)
+	} else {
+		row("poses", "%d", s.N)
+		row("edges", "%d", s.M)
+	}
 	if s.Components > 1 {
 		sizes := make([]string, len(s.ComponentSizes))
 		for k, c := range s.ComponentSizes {
@@ -188,7 +203,11 @@ func writeInfo(w io.Writer, s graphInfo) error {
 	} else {
 		row("fixed", "%s", strings.Trim(fmt.Sprint(s.Fixed), "[]"))
 	}
-	row("estimates", "%d of %d poses", s.Estimates, s.N)
+	if s.Landmarks > 0 {
+		row("estimates", "%d of %d vertices", s.Estimates, s.N)
+	} else {
+		row("estimates", "%d of %d poses", s.Estimates, s.N)
+	}
 	if s.RawQuaternions {
 		row("reading", "SE-Sync's raw quaternions, | |q|^2 - 1 | up to %.2g", s.QuatNormError)
 	}

@@ -145,7 +145,7 @@ func TestInfoErrors(t *testing.T) {
 		return p
 	}
 	good := write("good.g2o", "EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n")
-	landmarks := write("landmarks.g2o", "EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nVERTEX_XY 5 1 2\nVERTEX_XY 6 1 2\n")
+	landmarks := write("landmarks.g2o", "EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nVERTEX_POINTXY 5 1 2\nVERTEX_POINTXY 6 1 2\n")
 	for _, c := range []struct {
 		name   string
 		args   []string
@@ -156,8 +156,8 @@ func TestInfoErrors(t *testing.T) {
 		{"not PD", []string{"info", "--json", write("pd.g2o", "\n\nEDGE_SE2 0 1 1 0 0 -1 0 0 1 0 1\n")}, 1, "pd.g2o:3: EDGE_SE2: information matrix is not positive definite"},
 		{"empty", []string{"info", write("empty.g2o", "# nothing\n")}, 1, "empty.g2o: no edges"},
 		{"missing", []string{"info", filepath.Join(dir, "nope.g2o")}, 1, "nope.g2o: no such file"},
-		{"landmarks", []string{"info", landmarks}, 1, "landmarks.g2o:2: VERTEX_XY is not supported (landmarks"},
-		{"lenient", []string{"info", "--lenient", landmarks}, 0, "warning: " + landmarks + ": skipped 2 VERTEX_XY record(s)"},
+		{"landmarks", []string{"info", landmarks}, 1, "landmarks.g2o:2: VERTEX_POINTXY is not supported (this kind of landmark record"},
+		{"lenient", []string{"info", "--lenient", landmarks}, 0, "warning: " + landmarks + ": skipped 2 VERTEX_POINTXY record(s)"},
 		{"no file", []string{"info"}, 2, "bcmsync info: no FILE given"},
 		{"bad flag", []string{"info", "--frobnicate", good}, 2, "flag provided but not defined: -frobnicate"},
 		{"help flag", []string{"info", "-h"}, 0, "usage: bcmsync info"},

@@ -15,7 +15,13 @@ import (
 // dropped, where the written translations come from).
 func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s, n=%d poses, m=%d edges\n", r.File, strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1), r.N, r.M)
+	problem := strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1)
+	if r.Landmarks > 0 {
+		fmt.Fprintf(&b, "%s: %s, n=%d poses + %d landmarks, m=%d edges (%d observations)\n",
+			r.File, problem, r.N, r.Landmarks, r.M, r.Observations)
+	} else {
+		fmt.Fprintf(&b, "%s: %s, n=%d poses, m=%d edges\n", r.File, problem, r.N, r.M)
+	}
 	fmt.Fprintf(&b, "  %s\n", statusSentence(r))
 	fmt.Fprintf(&b, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
 	if r.DualBound != nil {
