@@ -20,7 +20,10 @@ type Viewer struct {
 	// Problem says whether the estimates are poses (SE(d)) or rotations
 	// only (SO(d)). For Rotations the page lays the poses out by
 	// composing the edges' translations with each estimate's rotations
-	// (see RotationLayout), since the estimate has no positions.
+	// (see RotationLayout), since the estimate has no positions. A graph
+	// with landmarks has no rotation-only page: rotation synchronization
+	// has no use for points (sync.Solve refuses it the same way), and a
+	// layout would place them only by their observations.
 	Problem posegraph.Problem
 	// Estimates are shown one at a time or overlaid, typically the
 	// initial guess and the optimized estimate. The last one is the
@@ -75,14 +78,20 @@ type pageData struct {
 	Title   string     `json:"title"`
 	D       int        `json:"d"`
 	Problem string     `json:"problem"`
-	N       int        `json:"n"`
+	N       int        `json:"n"` // vertices: the poses, then the landmarks
 	M       int        `json:"m"`
 	IDs     []int      `json:"ids"`
 	Edges   []int      `json:"edges"` // i0, j0, i1, j1, ...
-	Loop    []int8     `json:"loop"`  // 1 for a loop closure: an edge between non-consecutive poses
+	Loop    []int8     `json:"loop"`  // 1 for a loop closure: an edge between non-consecutive poses, not an observation
 	Layout  string     `json:"layout,omitempty"`
 	Est     []estimate `json:"estimates"`
 	Run     *runData   `json:"run"`
+
+	// Landmarks is how many of the n vertices are landmarks; they are
+	// the last ones (posegraph's order), so an edge into a vertex at
+	// index >= n - landmarks is an observation. The page draws them as
+	// triangles and their observations as their own class of edges.
+	Landmarks int `json:"landmarks"`
 }
 
 type estimate struct {
@@ -157,9 +166,17 @@ func buildPage(v Viewer) (*pageData, error) {
 	if err := checkTrajectories(g, v.Estimates); err != nil {
 		return nil, err
 	}
+	nl, err := checkLandmarks(g)
+	if err != nil {
+		return nil, err
+	}
+	if nl > 0 && v.Problem == posegraph.Rotations {
+		return nil, fmt.Errorf("a rotation-only (SO(%d)) page has no use for the graph's %d landmarks, which carry no rotation; "+
+			"show the pose problem", g.D, nl)
+	}
 	d, n := g.D, g.N()
 	pd := &pageData{
-		Title: v.Title, D: d, N: n, M: g.M(), IDs: g.IDs,
+		Title: v.Title, D: d, N: n, M: g.M(), IDs: g.IDs, Landmarks: nl,
 		Problem: fmt.Sprintf("SE(%d)", d),
 		Edges:   make([]int, 0, 2*g.M()),
 		Loop:    make([]int8, g.M()),
@@ -172,7 +189,7 @@ func buildPage(v Viewer) (*pageData, error) {
 	}
 	for k, e := range g.Edges {
 		pd.Edges = append(pd.Edges, e.I, e.J)
-		if e.J != e.I+1 && e.I != e.J+1 {
+		if e.J != e.I+1 && e.I != e.J+1 && !g.IsLandmark(e.J) {
 			pd.Loop[k] = 1
 		}
 	}
@@ -252,6 +269,36 @@ func buildPage(v Viewer) (*pageData, error) {
 		pd.Run = rd
 	}
 	return pd, nil
+}
+
+// checkLandmarks checks what the page assumes of g's landmarks and returns
+// their number: the mask covers every vertex, the landmarks follow all
+// poses, and an edge touching a landmark goes from a pose to it. The
+// graph need not have passed Validate (a page may show a disconnected
+// file), so this is checked here rather than assumed.
+func checkLandmarks(g *posegraph.Graph) (int, error) {
+	n := g.N()
+	if len(g.Landmark) == 0 {
+		return 0, nil
+	}
+	if len(g.Landmark) != n {
+		return 0, fmt.Errorf("landmark mask has %d entries for %d vertices", len(g.Landmark), n)
+	}
+	nl := 0
+	for i, l := range g.Landmark {
+		if l {
+			nl++
+		} else if nl > 0 {
+			return 0, fmt.Errorf("pose %d comes after a landmark (landmarks must follow all poses)", g.IDs[i])
+		}
+	}
+	for _, e := range g.Edges {
+		if g.IsLandmark(e.I) {
+			return 0, fmt.Errorf("edge (%d, %d) starts at landmark %d; an observation goes from a pose to a landmark",
+				g.IDs[e.I], g.IDs[e.J], g.IDs[e.I])
+		}
+	}
+	return nl, nil
 }
 
 func finiteOr0(v float64) float64 {

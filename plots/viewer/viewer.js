@@ -24,8 +24,17 @@
   var n = D.n, dim = D.d, m = D.m;
   var edges = Int32Array.from(D.edges);
   var isLoop = Uint8Array.from(D.loop);
-  var nLoops = 0;
-  for (var k = 0; k < m; k++) nLoops += isLoop[k];
+  // Landmarks are the last nLm vertices (posegraph's order): vertices
+  // 0..np-1 are poses, and an edge into a landmark is an observation,
+  // a class of its own (kind 2), neither odometry (0) nor loop closure (1).
+  var nLm = D.landmarks || 0, np = n - nLm;
+  var kind = new Uint8Array(m);
+  var nLoops = 0, nObs = 0;
+  for (var k = 0; k < m; k++) {
+    kind[k] = edges[2 * k + 1] >= np ? 2 : isLoop[k];
+    if (kind[k] === 1) nLoops++; else if (kind[k] === 2) nObs++;
+  }
+  var nOdom = m - nLoops - nObs;
 
   // Estimate colours (Okabe-Ito): the last estimate (the solution) blue,
   // earlier ones orange, green, purple.
@@ -35,6 +44,7 @@
     return e === last ? EST_COLOURS[0] : EST_COLOURS[1 + (e % (EST_COLOURS.length - 1))];
   }
   var LOOP_PLAIN = 'rgba(200, 40, 40, 0.45)';
+  var OBS_PLAIN = 'rgba(0, 140, 110, 0.35)';
 
   var ests = D.estimates.map(function (e, idx) {
     var p = new Float64Array(3 * n);
@@ -67,6 +77,7 @@
     [0.75, [206, 84, 58]], [1.00, [128, 0, 20]]
   ];
   var NBINS = 48;
+  var OBS_SHOWN = 2000;
   var BIN_COLOURS = [];
   for (var b = 0; b < NBINS; b++) BIN_COLOURS.push(rampCSS((b + 0.5) / NBINS));
   function ramp(t) {
@@ -128,8 +139,10 @@
 
   // ---- header ----------------------------------------------------------------
   el('file-name').textContent = D.title || 'pose graph';
-  el('file-meta').textContent = D.problem + ' · ' + n.toLocaleString('en-US') + ' poses · ' +
-    m.toLocaleString('en-US') + ' edges (' + nLoops.toLocaleString('en-US') + ' loop closures)';
+  el('file-meta').textContent = D.problem + ' · ' + np.toLocaleString('en-US') + ' poses · ' +
+    (nLm > 0 ? nLm.toLocaleString('en-US') + ' landmarks · ' : '') +
+    m.toLocaleString('en-US') + ' edges (' + nLoops.toLocaleString('en-US') + ' loop closures' +
+    (nLm > 0 ? ', ' + nObs.toLocaleString('en-US') + ' observations' : '') + ')';
   var badge = el('badge'), R = D.run;
   if (R) {
     badge.textContent = R.certified ? '✓ certified globally optimal' : '✗ ' + R.status;
@@ -157,7 +170,11 @@
   // ---- controls ----------------------------------------------------------------
   var state = {
     est: ests.length - 1, overlay: false,
-    odom: true, loops: nLoops > 0, poses: n <= 600, heads: D.problem.charAt(1) === 'O' && n <= 5000,
+    odom: true, loops: nLoops > 0, poses: np <= 600, heads: D.problem.charAt(1) === 'O' && np <= 5000,
+    // Observations are many short edges that bury the trajectory once
+    // there are more than a few per pose: shown by default only up to
+    // OBS_SHOWN of them. Landmark markers are always shown at first.
+    obs: nObs > 0 && nObs <= OBS_SHOWN, lms: nLm > 0,
     colour: ests.some(function (e) { return !e.scale.empty; }) ? 'cost' : 'plain',
     xaxis: 'iter'
   };
@@ -185,9 +202,14 @@
   }
   bindCheck('show-odom', 'odom'); bindCheck('show-loops', 'loops');
   bindCheck('show-poses', 'poses'); bindCheck('show-heads', 'heads');
-  el('n-odom').textContent = '(' + (m - nLoops).toLocaleString('en-US') + ')';
+  bindCheck('show-obs', 'obs'); bindCheck('show-lms', 'lms');
+  el('n-odom').textContent = '(' + nOdom.toLocaleString('en-US') + ')';
   el('n-loops').textContent = '(' + nLoops.toLocaleString('en-US') + ')';
+  el('n-poses').textContent = '(' + np.toLocaleString('en-US') + ')';
+  el('n-obs').textContent = '(' + nObs.toLocaleString('en-US') + ')';
+  el('n-lms').textContent = '(' + nLm.toLocaleString('en-US') + ')';
   if (nLoops === 0) el('show-loops').disabled = true;
+  if (nLm > 0) { el('lm-obs').hidden = false; el('lm-marks').hidden = false; }
   el('colour-cost').checked = state.colour === 'cost';
   el('colour-plain').checked = state.colour === 'plain';
   Array.prototype.forEach.call(document.querySelectorAll('input[name=colour]'), function (r) {
@@ -301,7 +323,7 @@
   // ---- the scene: drawing --------------------------------------------------------------
   var interacting = false;
   var MAX_FAST = 60000; // segments drawn per frame while the view moves
-  var binsOdom = [], binsLoop = [];
+  var binsOdom = [], binsLoop = [], binsObs = [];
   function resize() {
     dpr = window.devicePixelRatio || 1;
     var r = stage.getBoundingClientRect();
@@ -312,28 +334,34 @@
   }
 
   // drawEdges strokes the chosen edges of one estimate: by cost bin (cost
-  // colouring) or in one colour, odometry thicker than loop closures.
+  // colouring) or in one colour, odometry thicker than loop closures, and
+  // landmark observations thinnest, under both.
   function drawEdges(e, coloured, stride) {
     var sc = e.scale;
-    var wantOdom = state.odom, wantLoop = state.loops;
+    var want = [state.odom, state.loops, state.obs];
     if (coloured && !sc.empty) {
-      for (var b = 0; b < NBINS; b++) { binsOdom[b] = []; binsLoop[b] = []; }
+      var lists = [binsOdom, binsLoop, binsObs];
+      for (var b = 0; b < NBINS; b++) { binsOdom[b] = []; binsLoop[b] = []; binsObs[b] = []; }
       for (var k = 0; k < m; k += stride) {
-        var lp = isLoop[k];
-        if (lp ? !wantLoop : !wantOdom) continue;
+        var kd = kind[k];
+        if (!want[kd]) continue;
         var i = edges[2 * k], j = edges[2 * k + 1];
         if (!vis[i] || !vis[j]) continue;
-        (lp ? binsLoop : binsOdom)[binOf(e.cost[k], sc)].push(k);
+        lists[kd][binOf(e.cost[k], sc)].push(k);
       }
       ctx.lineCap = 'round';
+      // Bin by bin, so a costly observation still lies over a cheap
+      // odometry edge.
       for (var b2 = 0; b2 < NBINS; b2++) {
+        strokeList(binsObs[b2], BIN_COLOURS[b2], 0.6);
         strokeList(binsLoop[b2], BIN_COLOURS[b2], 0.9);
         strokeList(binsOdom[b2], BIN_COLOURS[b2], 1.6);
       }
       return;
     }
-    if (wantLoop) strokeKind(1, LOOP_PLAIN, 0.8, stride);
-    if (wantOdom) strokeKind(0, e.colour, 1.4, stride);
+    if (want[2]) strokeKind(2, OBS_PLAIN, 0.6, stride);
+    if (want[1]) strokeKind(1, LOOP_PLAIN, 0.8, stride);
+    if (want[0]) strokeKind(0, e.colour, 1.4, stride);
   }
   function strokeList(list, colour, width) {
     if (list.length === 0) return;
@@ -344,10 +372,10 @@
     }
     ctx.strokeStyle = colour; ctx.lineWidth = width; ctx.stroke();
   }
-  function strokeKind(kind, colour, width, stride) {
+  function strokeKind(which, colour, width, stride) {
     ctx.beginPath();
     for (var k = 0; k < m; k += stride) {
-      if (isLoop[k] !== kind) continue;
+      if (kind[k] !== which) continue;
       var i = edges[2 * k], j = edges[2 * k + 1];
       if (!vis[i] || !vis[j]) continue;
       ctx.moveTo(sx[i], sy[i]); ctx.lineTo(sx[j], sy[j]);
@@ -371,7 +399,7 @@
     if (coloured && !e.scale.empty) {
       var mi = maxIncident(e), bins = [];
       for (var b = 0; b < NBINS; b++) bins.push([]);
-      for (var i = 0; i < n; i += stride) if (vis[i]) bins[binOf(mi[i], e.scale)].push(i);
+      for (var i = 0; i < np; i += stride) if (vis[i]) bins[binOf(mi[i], e.scale)].push(i);
       for (var b2 = 0; b2 < NBINS; b2++) {
         if (!bins[b2].length) continue;
         ctx.beginPath();
@@ -381,15 +409,40 @@
       return;
     }
     ctx.beginPath();
-    for (var j = 0; j < n; j += stride) if (vis[j]) ctx.rect(sx[j] - r, sy[j] - r, 2 * r, 2 * r);
+    for (var j = 0; j < np; j += stride) if (vis[j]) ctx.rect(sx[j] - r, sy[j] - r, 2 * r, 2 * r);
     ctx.fillStyle = e.colour; ctx.fill();
+  }
+  // drawLandmarks draws each landmark as a hollow triangle, in 2-D and
+  // 3-D alike (a screen-space marker, unlike the poses' square dots),
+  // coloured by its largest observation cost or by the estimate.
+  function triangle(x, y, r) {
+    ctx.moveTo(x, y - r); ctx.lineTo(x + 0.866 * r, y + 0.5 * r); ctx.lineTo(x - 0.866 * r, y + 0.5 * r); ctx.closePath();
+  }
+  function drawLandmarks(e, coloured) {
+    var r = nLm > 5000 ? 2.5 : 4;
+    ctx.lineWidth = 1.3; ctx.lineJoin = 'round';
+    if (coloured && !e.scale.empty) {
+      var mi = maxIncident(e), bins = [];
+      for (var b = 0; b < NBINS; b++) bins.push([]);
+      for (var i = np; i < n; i++) if (vis[i]) bins[binOf(mi[i], e.scale)].push(i);
+      for (var b2 = 0; b2 < NBINS; b2++) {
+        if (!bins[b2].length) continue;
+        ctx.beginPath();
+        bins[b2].forEach(function (i) { triangle(sx[i], sy[i], r); });
+        ctx.strokeStyle = BIN_COLOURS[b2]; ctx.stroke();
+      }
+      return;
+    }
+    ctx.beginPath();
+    for (var j = np; j < n; j++) if (vis[j]) triangle(sx[j], sy[j], r);
+    ctx.strokeStyle = e.colour; ctx.stroke();
   }
   // drawHeadings draws each pose's R e_1 as a short tick of fixed length
   // on screen.
   function drawHeadings(e, stride) {
     var len = 9, eps = 0.01 * cam.dist / focal(), p = [0, 0, 0];
     ctx.beginPath();
-    for (var i = 0; i < n; i += stride) {
+    for (var i = 0; i < np; i += stride) {
       if (!vis[i]) continue;
       var dx, dy;
       if (dim === 2) {
@@ -510,7 +563,7 @@
     var order = [];
     if (state.overlay) { for (var e = 0; e < ests.length; e++) if (e !== state.est) order.push(e); }
     order.push(state.est);
-    var total = (state.odom ? m - nLoops : 0) + (state.loops ? nLoops : 0);
+    var total = (state.odom ? nOdom : 0) + (state.loops ? nLoops : 0) + (state.obs ? nObs : 0);
     var stride = interacting && total * order.length > MAX_FAST ? Math.ceil(total * order.length / MAX_FAST) : 1;
     order.forEach(function (idx, pos) {
       var est = ests[idx], top = pos === order.length - 1;
@@ -518,6 +571,7 @@
       ctx.globalAlpha = top ? 1 : 0.55;
       drawEdges(est, top && state.colour === 'cost', stride);
       if (state.poses) drawPoses(est, top && state.colour === 'cost', stride);
+      if (state.lms && nLm > 0) drawLandmarks(est, top && state.colour === 'cost');
       if (state.heads && top) drawHeadings(est, stride);
     });
     ctx.globalAlpha = 1;
@@ -558,9 +612,12 @@
       rows.push([ests[i].label + (top && coloured ? ' (by cost)' : ''), top && coloured ? rampCSS(0.85) : ests[i].colour, false]);
     });
     if (state.loops && nLoops > 0) rows.push(['loop closures', coloured ? rampCSS(0.6) : LOOP_PLAIN, true]);
+    if (state.obs && nObs > 0) rows.push(['landmark observations', coloured ? rampCSS(0.4) : OBS_PLAIN, true]);
+    if (state.lms && nLm > 0) rows.push(['landmarks', coloured ? rampCSS(0.85) : e.colour, 'tri']);
     rows.forEach(function (r) {
       var div = document.createElement('div'); div.className = 'row';
-      var sw = document.createElement('span'); sw.className = 'swatch' + (r[2] ? ' thin' : ''); sw.style.borderTopColor = r[1];
+      var sw = document.createElement('span'); sw.className = 'swatch' + (r[2] === 'tri' ? ' tri' : r[2] ? ' thin' : '');
+      if (r[2] === 'tri') { sw.textContent = '△'; sw.style.color = r[1]; } else sw.style.borderTopColor = r[1];
       var tx = document.createElement('span'); tx.textContent = r[0];
       div.appendChild(sw); div.appendChild(tx); box.appendChild(div);
     });
@@ -571,7 +628,7 @@
       return;
     }
     note.textContent = 'Edge cost ' + (D.problem.charAt(1) === 'O' ? 'κ‖Rⱼ − Rᵢ R̃ᵢⱼ‖²' : 'κ‖Rⱼ − Rᵢ R̃ᵢⱼ‖² + τ‖tⱼ − tᵢ − Rᵢ t̃ᵢⱼ‖²') +
-      ' at “' + e.label + '”, log scale; poses take their largest edge cost.';
+      ' at “' + e.label + '”, log scale; ' + (nLm > 0 ? 'poses and landmarks take' : 'poses take') + ' their largest edge cost.';
     var c2 = cb.getContext('2d'), w = 220, h = 46, r = window.devicePixelRatio || 1;
     cb.width = w * r; cb.height = h * r; c2.setTransform(r, 0, 0, r, 0, 0);
     c2.clearRect(0, 0, w, h);
@@ -601,12 +658,19 @@
 
   function showInfo(i) {
     var info = el('info');
-    if (i < 0) { info.textContent = 'Hover over a pose for details.'; return; }
-    var e = ests[state.est], mi = maxIncident(e), deg = 0;
-    for (var k = 0; k < m; k++) if (edges[2 * k] === i || edges[2 * k + 1] === i) deg++;
+    if (i < 0) { info.textContent = nLm > 0 ? 'Hover over a pose or landmark.' : 'Hover over a pose for details.'; return; }
+    var e = ests[state.est], mi = maxIncident(e), deg = 0, obs = 0;
+    for (var k = 0; k < m; k++) {
+      if (edges[2 * k] === i || edges[2 * k + 1] === i) { deg++; if (kind[k] === 2) obs++; }
+    }
     var p = [e.pos[3 * i], e.pos[3 * i + 1], e.pos[3 * i + 2]].slice(0, dim).map(function (v) { return fmt(v, 6); });
+    if (i >= np) {
+      info.textContent = 'landmark ' + D.ids[i] + '  (index ' + i + ')\n' + 'position (' + p.join(', ') + ')\n' +
+        'seen by ' + deg + (deg === 1 ? ' pose' : ' poses') + ', largest cost ' + fmt(mi[i], 4);
+      return;
+    }
     info.textContent = 'pose ' + D.ids[i] + '  (index ' + i + ')\n' + 'position (' + p.join(', ') + ')\n' +
-      deg + ' edges, largest cost ' + fmt(mi[i], 4);
+      deg + ' edges' + (obs > 0 ? ' (' + obs + ' observations)' : '') + ', largest cost ' + fmt(mi[i], 4);
   }
 
   // ---- interaction ---------------------------------------------------------------------
@@ -665,7 +729,8 @@
     if (mx < 0 || my < 0 || mx > W || my > H) return;
     // sx, sy hold the estimate drawn last, the one selected.
     var best = -1, bd = 64;
-    for (var i = 0; i < n; i++) {
+    var last = state.lms ? n : np; // hidden landmarks are not hovered
+    for (var i = 0; i < last; i++) {
       if (!vis[i]) continue;
       var dx = sx[i] - mx, dy = sy[i] - my, d2 = dx * dx + dy * dy;
       if (d2 < bd) { bd = d2; best = i; }
@@ -825,7 +890,7 @@
   el('conv-body').addEventListener('mouseleave', function () { drawChartCursor(-1); });
 
   // ---- options in the address ----------------------------------------------------------------
-  // FILE.html#est=0&overlay=1&colour=plain&loops=0&poses=1&heads=1&view=top&ortho=1&x=time opens
+  // FILE.html#est=0&overlay=1&colour=plain&loops=0&observations=1&landmarks=0&poses=1&heads=1&view=top&ortho=1&x=time opens
   // the page in that state, so a view can be shared or bookmarked.
   function applyHash() {
     var h = (location.hash || '').replace(/^#/, '');
@@ -839,6 +904,8 @@
         case 'colour': case 'color': if (val === 'plain' || val === 'cost') state.colour = val; break;
         case 'odometry': state.odom = on; break;
         case 'loops': state.loops = on && nLoops > 0; break;
+        case 'observations': state.obs = on && nObs > 0; break;
+        case 'landmarks': state.lms = on && nLm > 0; break;
         case 'poses': state.poses = on; break;
         case 'heads': state.heads = on; break;
         case 'view': if (VIEWS[val]) { cam.yaw = VIEWS[val][0]; cam.pitch = VIEWS[val][1]; } break;
@@ -851,7 +918,8 @@
     Array.prototype.forEach.call(document.querySelectorAll('input[name=est]'), function (r) {
       r.checked = state.overlay ? r.value === 'overlay' : r.value === String(state.est);
     });
-    [['show-odom', 'odom'], ['show-loops', 'loops'], ['show-poses', 'poses'], ['show-heads', 'heads']].forEach(function (c) {
+    [['show-odom', 'odom'], ['show-loops', 'loops'], ['show-poses', 'poses'], ['show-heads', 'heads'],
+      ['show-obs', 'obs'], ['show-lms', 'lms']].forEach(function (c) {
       el(c[0]).checked = state[c[1]];
     });
     el('colour-cost').checked = state.colour === 'cost';
@@ -887,6 +955,19 @@
       mouse(el('conv-body'), 'mousemove', cr.left + cr.width * 0.8, cr.top + cr.height / 2);
     });
     step(function () { window.dispatchEvent(new Event('resize')); });
+    // Hover over a landmark: the side bar names it, and the test reads
+    // what it said from data-hover.
+    if (nLm > 0) step(function () {
+      if (!state.lms) { state.lms = true; draw(); }
+      var rr = scene.getBoundingClientRect();
+      for (var i = n - 1; i >= np; i--) {
+        if (vis[i] && sx[i] > 0 && sy[i] > 0 && sx[i] < W && sy[i] < H) {
+          mouse(window, 'mousemove', rr.left + sx[i], rr.top + sy[i]);
+          root.setAttribute('data-hover', el('info').textContent.replace(/\n/g, ' | '));
+          break;
+        }
+      }
+    });
     // The last frame drawn while moving is the one just after the wheel.
     if (moving !== null) root.setAttribute('data-draw-ms-moving', moving);
     root.setAttribute('data-selftest', String(steps));
