@@ -29,8 +29,8 @@ func init() {
 const viewDoc = `With one FILE, solves it as "bcmsync solve" does and writes FILE.html (the base
 name, in the current directory; -o to choose): one self-contained page, no
 network needed, showing the initial and the optimized estimate, odometry and
-loop-closure edges coloured by their cost at the estimate, the certificate
-and the convergence history. With --no-solve, or with INPUT and OPTIMIZED,
+loop-closure edges (and landmarks with their observations) coloured by their
+cost at the estimate, the certificate and the convergence history. With --no-solve, or with INPUT and OPTIMIZED,
 nothing is solved: the page shows the files' VERTEX estimates, and --report
 adds a solve's certificate and history. The exit status is 0 whenever the
 page was written, certified or not (the page's header says which).`
@@ -181,10 +181,17 @@ func viewerFromFiles(files []string, reportPath string, lenient, raw, rotations 
 		} else if gk.N() != g.N() || gk.D != g.D {
 			return v, fmt.Errorf("%s: %d poses in %d-D, but %s has %d in %d-D", file, gk.N(), gk.D, files[0], g.N(), g.D)
 		}
+		if k > 0 && gk.NumLandmarks() != g.NumLandmarks() {
+			return v, fmt.Errorf("%s: %d landmarks, but %s has %d", file, gk.NumLandmarks(), files[0], g.NumLandmarks())
+		}
 		poses := make([]posegraph.Pose, gk.N())
 		for i := range poses {
 			if !gk.HasInitial[i] {
-				return v, fmt.Errorf("%s: pose %d has no VERTEX line to show", file, gk.IDs[i])
+				what := "pose"
+				if gk.IsLandmark(i) {
+					what = "landmark"
+				}
+				return v, fmt.Errorf("%s: %s %d has no VERTEX line to show", file, what, gk.IDs[i])
 			}
 			poses[i] = gk.Initial[i]
 		}
@@ -198,6 +205,9 @@ func viewerFromFiles(files []string, reportPath string, lenient, raw, rotations 
 	if rotations {
 		v.Problem = posegraph.Rotations
 	}
+	if v.Problem == posegraph.Rotations && g.HasLandmarks() {
+		return v, landmarkRotationsError(files[0], g)
+	}
 	if reportPath != "" {
 		fh, err := os.Open(reportPath)
 		if err != nil {
@@ -208,16 +218,35 @@ func viewerFromFiles(files []string, reportPath string, lenient, raw, rotations 
 		if err != nil {
 			return v, fmt.Errorf("%s: %w", reportPath, err)
 		}
-		if rep.N != g.N() || rep.D != g.D {
-			return v, fmt.Errorf("%s: the report is of %d poses in %d-D, but %s has %d in %d-D",
-				reportPath, rep.N, rep.D, files[0], g.N(), g.D)
+		// The report counts poses and landmarks apart.
+		if rep.N != g.NumPoses() || rep.Landmarks != g.NumLandmarks() || rep.D != g.D {
+			return v, fmt.Errorf("%s: the report is of %s in %d-D, but %s has %s in %d-D",
+				reportPath, vertexCount(rep.N, rep.Landmarks), rep.D, files[0], vertexCount(g.NumPoses(), g.NumLandmarks()), g.D)
 		}
 		if strings.HasPrefix(rep.Problem, "SO") {
 			v.Problem = posegraph.Rotations
+			if g.HasLandmarks() {
+				return v, landmarkRotationsError(files[0], g)
+			}
 		}
 		v.Run = runFromReport(rep)
 	}
 	return v, nil
+}
+
+// vertexCount says "n poses", or "n poses and l landmarks".
+func vertexCount(n, l int) string {
+	if l == 0 {
+		return fmt.Sprintf("%d poses", n)
+	}
+	return fmt.Sprintf("%d poses and %d landmarks", n, l)
+}
+
+// landmarkRotationsError refuses a rotation-only page of a graph with
+// landmarks, in the words sync.Solve uses to refuse the solve.
+func landmarkRotationsError(file string, g *posegraph.Graph) error {
+	return fmt.Errorf("%s: rotation synchronization has no use for its %d landmarks, which carry no rotation; "+
+		"view the pose problem (without --rotations)", file, g.NumLandmarks())
 }
 
 // runFromReport is the part of rep the viewer shows.
