@@ -36,7 +36,14 @@ the standard deviations --rot-sigma (radians) and --trans-sigma.
 
 With --outliers, wrong loop closures are appended and listed in
 FILE.outliers.txt, one "LINE ID_I ID_J" per outlier edge (LINE is the EDGE
-record's line in FILE.g2o).`
+record's line in FILE.g2o).
+
+With --landmarks N, N point landmarks are scattered around the trajectory,
+each within --landmark-range of a random pose and observed by every pose
+within that range (at most the --landmark-observers nearest), with noise
+N(0, I/tau) (VERTEX_XY/EDGE_SE2_XY or VERTEX_TRACKXYZ/EDGE_SE3_TRACKXYZ).
+They get the ids after the largest pose id; the g2o truth holds their true
+positions, so it cannot be TUM (which holds poses only).`
 )
 
 func init() {
@@ -63,6 +70,8 @@ type generateFlags struct {
 	nx, ny, nz           int
 	n, side, dim         int
 	radius               float64
+	landmarks, observers int
+	lmRange              float64
 	quiet                bool
 }
 
@@ -99,6 +108,9 @@ func (f *generateFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.side, "side", 20, "manhattan: side of the square the walk stays in")
 	fs.Float64Var(&f.radius, "radius", 1.5, "geometric: loop-closure radius (positions have unit density)")
 	fs.IntVar(&f.dim, "dim", 2, "geometric: dimension, 2 or 3")
+	fs.IntVar(&f.landmarks, "landmarks", 0, "add `N` point landmarks observed from the poses near them")
+	fs.Float64Var(&f.lmRange, "landmark-range", 3, "landmarks: the sensor's range: each landmark lies within it of a pose, and every pose within it observes the landmark")
+	fs.IntVar(&f.observers, "landmark-observers", 0, "landmarks: keep at most the `K` nearest observers of each landmark (0: all in range)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 }
 
@@ -149,6 +161,19 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			Fraction: f.outliers, Count: f.outCount, MaxTranslation: f.outMaxT, Seed: seed})
 		if err != nil {
 			return usageError{err}
+		}
+	}
+	if f.landmarks > 0 {
+		// After the outliers, which join poses only; the observations
+		// are appended after every edge, so the outlier mask extends
+		// with false.
+		g, truth, err = datasets.AddLandmarks(g, truth, datasets.LandmarkConfig{
+			N: f.landmarks, Range: f.lmRange, MaxObservers: f.observers, Tau: f.tau, NoiseFree: f.noiseFree, Seed: f.seed})
+		if err != nil {
+			return usageError{err}
+		}
+		if mask != nil {
+			mask = append(mask, make([]bool, g.M()-len(mask))...)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -204,8 +229,18 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if f.noiseFree {
 			noise = fmt.Sprintf("kappa=%.6g tau=%.6g, noise-free", f.kappa, f.tau)
 		}
-		fmt.Fprintf(stdout, "generate: %s d=%d n=%d m=%d outliers=%d %s -> %s\n",
-			family, g.D, g.N(), g.M(), nOut, noise, strings.Join(written, ", "))
+		lm := ""
+		if nl := g.NumLandmarks(); nl > 0 {
+			obs := 0
+			for k := range g.Edges {
+				if g.IsObservation(&g.Edges[k]) {
+					obs++
+				}
+			}
+			lm = fmt.Sprintf(" landmarks=%d observations=%d", nl, obs)
+		}
+		fmt.Fprintf(stdout, "generate: %s d=%d n=%d%s m=%d outliers=%d %s -> %s\n",
+			family, g.D, g.NumPoses(), lm, g.M(), nOut, noise, strings.Join(written, ", "))
 	}
 	return nil
 }
@@ -276,6 +311,25 @@ func (f *generateFlags) check(family string, set map[string]bool) error {
 	if !(f.outMaxT >= 0) || math.IsInf(f.outMaxT, 0) {
 		return fmt.Errorf("--outlier-max-translation must be positive and finite, not %g", f.outMaxT)
 	}
+	if f.landmarks < 0 {
+		return fmt.Errorf("--landmarks must be >= 0, not %d", f.landmarks)
+	}
+	if f.landmarks == 0 {
+		for _, name := range []string{"landmark-range", "landmark-observers"} {
+			if set[name] {
+				return fmt.Errorf("--%s needs --landmarks", name)
+			}
+		}
+	}
+	if !(f.lmRange > 0) || math.IsInf(f.lmRange, 0) {
+		return fmt.Errorf("--landmark-range must be positive and finite, not %g", f.lmRange)
+	}
+	if f.observers < 0 {
+		return fmt.Errorf("--landmark-observers must be >= 0, not %d", f.observers)
+	}
+	if f.landmarks > 0 && g2o.IsTUMPath(f.truth) {
+		return fmt.Errorf("--truth %s: TUM holds poses only; the landmarks' true positions need a g2o truth", f.truth)
+	}
 	truth := f.truth
 	if truth == "" {
 		truth = strings.TrimSuffix(f.out, filepath.Ext(f.out)) + ".gt.g2o"
@@ -298,6 +352,11 @@ func sameGenerated(g, h *posegraph.Graph) error {
 	}
 	if !slices.Equal(g.IDs, h.IDs) {
 		return errors.New("the vertex ids differ")
+	}
+	for i := range g.IDs {
+		if g.IsLandmark(i) != h.IsLandmark(i) {
+			return fmt.Errorf("vertex %d: landmark %t, read back %t", g.IDs[i], g.IsLandmark(i), h.IsLandmark(i))
+		}
 	}
 	rel := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b)) }
 	d := g.D
