@@ -12,7 +12,10 @@ import (
 var (
 	metaRE  = regexp.MustCompile(`id="file-meta"[^>]*>([^<]*)<`)
 	hoverRE = regexp.MustCompile(`<html[^>]*\sdata-hover="([^"]*)"`)
-	countRE = regexp.MustCompile(`id="n-(obs|lms|poses)"[^>]*>\(([\d,]+)\)<`)
+	// Rows of the legend, which lists what is drawn.
+	legendObsRE = regexp.MustCompile(`class="row"><span [^>]*></span><span>landmark observations</span>`)
+	legendLmRE  = regexp.MustCompile(`class="row"><span class="swatch tri"[^>]*>△</span><span>landmarks</span>`)
+	countRE     = regexp.MustCompile(`id="n-(obs|lms|poses)"[^>]*>\(([\d,]+)\)<`)
 )
 
 // Pages of graphs with landmarks render in 2-D and 3-D: by default, with
@@ -25,6 +28,28 @@ func TestViewerInBrowserLandmarks(t *testing.T) {
 	dir := t.TempDir()
 	for _, d := range []int{2, 3} {
 		t.Run(fmt.Sprintf("d=%d", d), func(t *testing.T) { landmarkPage(t, bin, dir, d) })
+	}
+	// Many observations are hidden at first: the legend, which lists
+	// what is drawn, leaves them out but keeps the landmarks.
+	v := landmarkBrowserGraph(2, 3000, 500)
+	many := 0
+	for _, e := range v.Graph.Edges {
+		if v.Graph.IsLandmark(e.J) {
+			many++
+		}
+	}
+	if many <= 2000 {
+		t.Fatalf("%d observations: not enough to hide", many)
+	}
+	path := filepath.Join(dir, "many.html")
+	if err := WriteHTMLFile(path, v); err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, bin, path, "")
+	dom, _ := runChromium(t, bin, "file://"+path, "--dump-dom")
+	if legendObsRE.MatchString(dom) || !legendLmRE.MatchString(dom) {
+		t.Errorf("%d observations: legend lists observations %t, landmarks %t; want false, true",
+			many, legendObsRE.MatchString(dom), legendLmRE.MatchString(dom))
 	}
 }
 
@@ -59,6 +84,10 @@ func landmarkPage(t *testing.T, bin, dir string, d int) {
 			if got[k] != w {
 				t.Errorf("d=%d: check box count %s is %q, want %q", d, k, got[k], w)
 			}
+		}
+		if !legendObsRE.MatchString(dom) || !legendLmRE.MatchString(dom) {
+			t.Errorf("d=%d: %d observations: the legend lacks observations (%t) or landmarks (%t)",
+				d, nObs, legendObsRE.MatchString(dom), legendLmRE.MatchString(dom))
 		}
 		h := hoverRE.FindStringSubmatch(dom)
 		if h == nil || !regexp.MustCompile(`^landmark 100\d\d  \(index \d+\) \| position \(-?[\d.]+, -?[\d.]+`).MatchString(h[1]) {
