@@ -90,7 +90,7 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if solve {
 		v, rep, notes, err = solveForView(ctx, files[0], &f, stderr)
 	} else {
-		v, err = viewerFromFiles(files, *report, f.lenient, f.rawQuat, f.rotations)
+		v, err = viewerFromFiles(files, *report, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat}, f.rotations)
 	}
 	if err != nil {
 		return err
@@ -135,7 +135,7 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 		}
 	}})
 	if err != nil {
-		return plots.Viewer{}, nil, nil, err
+		return plots.Viewer{}, nil, nil, lenientHint(err)
 	}
 	parse := time.Since(t0).Seconds()
 	prog := newProgress(stderr, f.quiet)
@@ -168,29 +168,16 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 // viewerFromFiles builds the viewer of files' VERTEX estimates: one file
 // is shown as it is, two as the input and the optimized estimate of the
 // first file's graph. reportPath, if set, adds a solve's report.
-func viewerFromFiles(files []string, reportPath string, lenient, raw, rotations bool) (plots.Viewer, error) {
+func viewerFromFiles(files []string, reportPath string, ro g2o.ReadOptions, rotations bool) (plots.Viewer, error) {
 	var v plots.Viewer
-	var g *posegraph.Graph
-	for k, file := range files {
-		gk, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: lenient, RawQuaternions: raw})
-		if err != nil {
-			return v, err
-		}
-		if k == 0 {
-			g = gk
-		} else if gk.N() != g.N() || gk.D != g.D {
-			return v, fmt.Errorf("%s: %d poses in %d-D, but %s has %d in %d-D", file, gk.N(), gk.D, files[0], g.N(), g.D)
-		}
-		poses := make([]posegraph.Pose, gk.N())
-		for i := range poses {
-			if !gk.HasInitial[i] {
-				return v, fmt.Errorf("%s: pose %d has no VERTEX line to show", file, gk.IDs[i])
-			}
-			poses[i] = gk.Initial[i]
-		}
+	g, ests, err := readEstimates(files, ro)
+	if err != nil {
+		return v, err
+	}
+	for k, poses := range ests {
 		label := "input"
 		if k == 1 {
-			label = "optimized (" + filepath.Base(file) + ")"
+			label = "optimized (" + filepath.Base(files[k]) + ")"
 		}
 		v.Estimates = append(v.Estimates, plots.Trajectory{Label: label, Poses: poses})
 	}
