@@ -132,25 +132,8 @@ func ReadTUM(r io.Reader, name string) (*Trajectory, error) {
 // vertices are *ParseErrors.
 func ReadVertices(r io.Reader, name string, opts ReadOptions) (*Trajectory, error) {
 	p := parser{name: name, opts: opts}
-	br := bufio.NewReaderSize(r, MaxLineLength)
-	for {
-		raw, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			p.line++
-			return nil, p.errorf("line longer than %d bytes", MaxLineLength)
-		}
-		if len(raw) > 0 {
-			p.line++
-			if perr := p.parseLine(raw); perr != nil {
-				return nil, perr
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.fileName(), err)
-		}
+	if err := p.scan(r); err != nil {
+		return nil, err
 	}
 	p.warn()
 	if len(p.verts) == 0 {
