@@ -7,7 +7,7 @@ import (
 )
 
 // EdgeCosts returns each edge's term of the objective at the poses x
-// (DESIGN.md section 1, no factor 1/2):
+// (docs/design.md section 1, no factor 1/2):
 //
 //	c_e = kappa_e ||R_j - R_i Rt_e||_F^2 + tau_e ||t_j - t_i - R_i tt_e||^2,
 //
