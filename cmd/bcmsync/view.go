@@ -143,7 +143,7 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 	res, err := bsync.Solve(ctx, g, opts)
 	prog.done()
 	if err != nil {
-		return plots.Viewer{}, nil, nil, err
+		return plots.Viewer{}, nil, nil, disconnectedHint(err)
 	}
 	res.Timings.Parse = parse
 	res.Timings.Total += parse

@@ -225,3 +225,16 @@ func TestPlotHTMLLenient(t *testing.T) {
 		t.Errorf("view without --lenient: exit %d, stderr %q; want the --lenient hint", code, stderr)
 	}
 }
+
+// TestViewDisconnectedHint: view solves as solve does, so a disconnected
+// graph's error names --largest-component, which view takes, as solve's
+// does.
+func TestViewDisconnectedHint(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "disc.g2o")
+	os.WriteFile(in, []byte("EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nEDGE_SE2 2 3 1 0 0 1 0 0 1 0 1\nEDGE_SE2 3 4 1 0 0 1 0 0 1 0 1\n"), 0o644)
+	code, _, stderr := runCmd("view", "--quiet", "-o", filepath.Join(dir, "d.html"), in)
+	if code != 1 || !strings.Contains(stderr, "--largest-component solves the largest (3 poses)") {
+		t.Errorf("exit %d, stderr %q; want 1 and the --largest-component hint", code, stderr)
+	}
+}
