@@ -290,6 +290,13 @@ func (f *generateFlags) check(family string, set map[string]bool) error {
 	if f.outFile != "" && (filepath.Clean(f.outFile) == filepath.Clean(f.out) || filepath.Clean(f.outFile) == filepath.Clean(truth)) {
 		return fmt.Errorf("--outliers-file %s is the path of another output", f.outFile)
 	}
+	// The default list path too: --truth FILE.outliers.txt (a .txt, so
+	// TUM) would be overwritten by the list written after it.
+	if f.outFile == "" && (f.outliers > 0 || f.outCount > 0) {
+		if list := strings.TrimSuffix(f.out, filepath.Ext(f.out)) + ".outliers.txt"; filepath.Clean(list) == filepath.Clean(truth) {
+			return fmt.Errorf("--truth %s is the outlier list's path; give another, or --outliers-file", truth)
+		}
+	}
 	return nil
 }
 
