@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,11 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		base := filepath.Base(files[0])
 		path = strings.TrimSuffix(base, filepath.Ext(base)) + ".html"
 	}
-	for _, in := range files {
+	inputs := files
+	if *report != "" {
+		inputs = append(slices.Clip(files), *report)
+	}
+	for _, in := range inputs {
 		if same, _ := samePath(in, path); same {
 			return usageError{fmt.Errorf("the page %s would overwrite the input %s", path, in)}
 		}

@@ -238,3 +238,22 @@ func TestViewDisconnectedHint(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and the --largest-component hint", code, stderr)
 	}
 }
+
+// TestViewKeepsReport: -o naming the --report file is a usage error, as
+// -o naming an input is; it used to replace the report with the page.
+func TestViewKeepsReport(t *testing.T) {
+	dir := t.TempDir()
+	in := demoFile(t, dir, "in.g2o")
+	rep := filepath.Join(dir, "rep.json")
+	if code, _, stderr := runCmd("solve", "--quiet", "--report", rep, in); code != 0 {
+		t.Fatalf("solve: exit %d: %s", code, stderr)
+	}
+	before, _ := os.ReadFile(rep)
+	code, _, stderr := runCmd("view", "--no-solve", "--report", rep, "-o", rep, in)
+	if code != 2 || !strings.Contains(stderr, "would overwrite the input "+rep) {
+		t.Errorf("exit %d, stderr %q; want 2 and the report named", code, stderr)
+	}
+	if after, _ := os.ReadFile(rep); string(after) != string(before) {
+		t.Error("the report was overwritten")
+	}
+}
