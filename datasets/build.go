@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -86,7 +87,7 @@ func (b *builder) measure(i, j int) {
 	d := b.d
 	pi, pj := &b.truth[i], &b.truth[j]
 	e := posegraph.Edge{I: i, J: j, Kappa: b.cfg.Kappa, Tau: b.cfg.Tau}
-	e.R = mulTN(&pi.R, &pj.R, d)
+	e.R = smalldense.MulTN(&pi.R, &pj.R, d)
 	for a := 0; a < d; a++ {
 		s := 0.0
 		for k := 0; k < d; k++ {
@@ -98,7 +99,7 @@ func (b *builder) measure(i, j int) {
 		// Both draws always happen, in this order, so that the noise
 		// stream advances identically for every edge.
 		rn := rotNoise(b.noise, d, b.cfg.Kappa)
-		e.R = mul(&e.R, &rn, d)
+		e.R = smalldense.Mul(&e.R, &rn, d)
 		sd := 1 / math.Sqrt(b.cfg.Tau)
 		for a := 0; a < d; a++ {
 			e.T[a] += sd * b.noise.NormFloat64()
@@ -140,7 +141,7 @@ func (b *builder) graph() (*posegraph.Graph, []posegraph.Pose) {
 		e := &b.edges[b.chain[j]]
 		prev := &g.Initial[j-1]
 		cur := &g.Initial[j]
-		cur.R = mul(&prev.R, &e.R, d)
+		cur.R = smalldense.Mul(&prev.R, &e.R, d)
 		for a := 0; a < d; a++ {
 			s := prev.T[a]
 			for k := 0; k < d; k++ {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -116,7 +117,7 @@ func checkChain(t *testing.T, g *posegraph.Graph, truth []posegraph.Pose, maxSte
 }
 
 func orthoDev(r [9]float64, d int) float64 {
-	rt := mulTN(&r, &r, d)
+	rt := smalldense.MulTN(&r, &r, d)
 	dev := math.Abs(posegraph.Det(r[:], d) - 1)
 	for a := 0; a < d; a++ {
 		rt[a*d+a]--
@@ -391,8 +392,8 @@ func TestBadConfig(t *testing.T) {
 // edgeNoise recovers edge e's rotation noise E = (R_i^T R_j)^T Rt and
 // translation noise eps = tt - R_i^T (t_j - t_i) from the truth.
 func edgeNoise(e posegraph.Edge, truth []posegraph.Pose, d int) (rot [9]float64, eps [3]float64) {
-	rel := mulTN(&truth[e.I].R, &truth[e.J].R, d)
-	rot = mulTN(&rel, &e.R, d)
+	rel := smalldense.MulTN(&truth[e.I].R, &truth[e.J].R, d)
+	rot = smalldense.MulTN(&rel, &e.R, d)
 	for a := 0; a < d; a++ {
 		s := 0.0
 		for k := 0; k < d; k++ {

@@ -189,36 +189,6 @@ func randomRotation(rng *rand.Rand, d int) [9]float64 {
 	}
 }
 
-// mul returns a*b for d x d row-major matrices.
-func mul(a, b *[9]float64, d int) [9]float64 {
-	var c [9]float64
-	for i := 0; i < d; i++ {
-		for j := 0; j < d; j++ {
-			s := 0.0
-			for k := 0; k < d; k++ {
-				s += a[i*d+k] * b[k*d+j]
-			}
-			c[i*d+j] = s
-		}
-	}
-	return c
-}
-
-// mulTN returns a^T*b for d x d row-major matrices.
-func mulTN(a, b *[9]float64, d int) [9]float64 {
-	var c [9]float64
-	for i := 0; i < d; i++ {
-		for j := 0; j < d; j++ {
-			s := 0.0
-			for k := 0; k < d; k++ {
-				s += a[k*d+i] * b[k*d+j]
-			}
-			c[i*d+j] = s
-		}
-	}
-	return c
-}
-
 // angleMoments returns E[1 - cos theta] and E[(1 - cos theta)^2] for the
 // angle of a Langevin(I, kappa) rotation on SO(d), by composite Simpson
 // quadrature of the angle densities above (the integrands are smooth, and

@@ -97,27 +97,35 @@ func ReadFile(path string, opts ReadOptions) (*posegraph.Graph, error) {
 // for the records understood.
 func Read(r io.Reader, name string, opts ReadOptions) (*posegraph.Graph, error) {
 	p := parser{name: name, opts: opts}
+	if err := p.scan(r); err != nil {
+		return nil, err
+	}
+	return p.finish()
+}
+
+// scan parses every line of r into p. Read and ReadVertices share it, so
+// that a trajectory is read by exactly the rules a graph is.
+func (p *parser) scan(r io.Reader) error {
 	br := bufio.NewReaderSize(r, MaxLineLength)
 	for {
 		raw, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			p.line++
-			return nil, p.errorf("line longer than %d bytes", MaxLineLength)
+			return p.errorf("line longer than %d bytes", MaxLineLength)
 		}
 		if len(raw) > 0 {
 			p.line++
 			if perr := p.parseLine(raw); perr != nil {
-				return nil, perr
+				return perr
 			}
 		}
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.fileName(), err)
+			return fmt.Errorf("%s: %w", p.fileName(), err)
 		}
 	}
-	return p.finish()
 }
 
 // vertex is a VERTEX record before ids are mapped to indices.

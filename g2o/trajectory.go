@@ -24,8 +24,30 @@ type Trajectory struct {
 	Stamps []float64
 	Poses  []posegraph.Pose
 	// Lines holds the source line of each pose, for messages.
-	Lines  []int
-	Source string
+	Lines []int
+	// Landmark marks the entries that are landmark vertices (VERTEX_XY,
+	// VERTEX_TRACKXYZ; their Poses carry the position and R = I); nil
+	// when there are none. They are not part of the trajectory: see
+	// PosesOnly.
+	Landmark []bool
+	Source   string
+}
+
+// PosesOnly returns t without its landmark entries (t itself when it has
+// none): the trajectory that error metrics compare.
+func (t *Trajectory) PosesOnly() *Trajectory {
+	if t.Landmark == nil {
+		return t
+	}
+	out := &Trajectory{D: t.D, Source: t.Source}
+	for k, l := range t.Landmark {
+		if !l {
+			out.Stamps = append(out.Stamps, t.Stamps[k])
+			out.Poses = append(out.Poses, t.Poses[k])
+			out.Lines = append(out.Lines, t.Lines[k])
+		}
+	}
+	return out
 }
 
 // IsTUMPath reports whether path names a TUM trajectory by its extension,
@@ -40,7 +62,8 @@ func IsTUMPath(path string) bool {
 }
 
 // ReadTrajectoryFile reads the trajectory at path: TUM when IsTUMPath says
-// so, else the VERTEX records of a g2o or TORO file (ReadVertices).
+// so, else the pose VERTEX records of a g2o or TORO file (ReadVertices,
+// landmark vertices left out: they are not part of a trajectory).
 func ReadTrajectoryFile(path string) (*Trajectory, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -50,7 +73,14 @@ func ReadTrajectoryFile(path string) (*Trajectory, error) {
 	if IsTUMPath(path) {
 		return ReadTUM(f, path)
 	}
-	return ReadVertices(f, path, ReadOptions{})
+	t, err := ReadVertices(f, path, ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if t = t.PosesOnly(); len(t.Poses) == 0 {
+		return nil, &ParseError{File: path, Msg: "only landmark vertices: a trajectory needs pose VERTEX lines"}
+	}
+	return t, nil
 }
 
 // maxExactStamp bounds the vertex ids used as stamps: beyond 2^53 two ids
@@ -132,25 +162,8 @@ func ReadTUM(r io.Reader, name string) (*Trajectory, error) {
 // vertices are *ParseErrors.
 func ReadVertices(r io.Reader, name string, opts ReadOptions) (*Trajectory, error) {
 	p := parser{name: name, opts: opts}
-	br := bufio.NewReaderSize(r, MaxLineLength)
-	for {
-		raw, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			p.line++
-			return nil, p.errorf("line longer than %d bytes", MaxLineLength)
-		}
-		if len(raw) > 0 {
-			p.line++
-			if perr := p.parseLine(raw); perr != nil {
-				return nil, perr
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.fileName(), err)
-		}
+	if err := p.scan(r); err != nil {
+		return nil, err
 	}
 	p.warn()
 	if len(p.verts) == 0 {
@@ -169,6 +182,14 @@ func ReadVertices(r io.Reader, name string, opts ReadOptions) (*Trajectory, erro
 		tr.Stamps = append(tr.Stamps, float64(v.id))
 		tr.Poses = append(tr.Poses, v.pose)
 		tr.Lines = append(tr.Lines, v.line)
+		if p.landmarkLines[v.line] {
+			if tr.Landmark == nil {
+				tr.Landmark = make([]bool, k, len(p.verts))
+			}
+		}
+		if tr.Landmark != nil {
+			tr.Landmark = append(tr.Landmark, p.landmarkLines[v.line])
+		}
 	}
 	return tr, nil
 }
@@ -194,7 +215,7 @@ func (t *Trajectory) Flatten() (*Trajectory, error) {
 			extent = math.Max(extent, math.Abs(x))
 		}
 	}
-	out := &Trajectory{D: 2, Stamps: t.Stamps, Lines: t.Lines, Source: t.Source, Poses: make([]posegraph.Pose, len(t.Poses))}
+	out := &Trajectory{D: 2, Stamps: t.Stamps, Lines: t.Lines, Landmark: t.Landmark, Source: t.Source, Poses: make([]posegraph.Pose, len(t.Poses))}
 	for k, p := range t.Poses {
 		r := &p.R
 		if math.Abs(p.T[2]) > PlanarTol*extent || math.Abs(r[2]) > PlanarTol || math.Abs(r[5]) > PlanarTol ||

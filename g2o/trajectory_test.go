@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,5 +151,34 @@ func TestIsTUMPath(t *testing.T) {
 		if IsTUMPath(path) != want {
 			t.Errorf("%s: %v", path, !want)
 		}
+	}
+}
+
+// TestReadTrajectoryLandmarks: landmark vertices are marked by ReadVertices
+// and left out of the trajectory that ReadTrajectoryFile returns, so
+// evaluate compares poses with poses only.
+func TestReadTrajectoryLandmarks(t *testing.T) {
+	src := "VERTEX_SE2 0 0 0 0\nVERTEX_XY 7 5 6\nVERTEX_SE2 2 1 0 0.5\nVERTEX_XY 1 2 3\n" +
+		"EDGE_SE2 0 2 1 0 0.5 4 0 0 4 0 9\nEDGE_SE2_XY 0 1 2 3 1 0 1\nEDGE_SE2_XY 2 7 4 6 1 0 1\n"
+	tr, err := ReadVertices(strings.NewReader(src), "lm.g2o", ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{false, true, false, true}; !slices.Equal(tr.Landmark, want) || !slices.Equal(tr.Stamps, []float64{0, 1, 2, 7}) {
+		t.Fatalf("stamps %v, landmark %v; want 0 1 2 7 and %v", tr.Stamps, tr.Landmark, want)
+	}
+	path := filepath.Join(t.TempDir(), "lm.g2o")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	poses, err := ReadTrajectoryFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(poses.Stamps, []float64{0, 2}) || poses.Landmark != nil || !slices.Equal(poses.Lines, []int{1, 3}) {
+		t.Fatalf("poses only: stamps %v lines %v landmark %v", poses.Stamps, poses.Lines, poses.Landmark)
+	}
+	if poses.Poses[1].T != [3]float64{1, 0} {
+		t.Fatalf("pose 2 at %v", poses.Poses[1].T)
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // EdgeCosts returns each edge's term of the objective at the poses x
-// (DESIGN.md section 1, no factor 1/2):
+// (docs/design.md section 1, no factor 1/2):
 //
 //	c_e = kappa_e ||R_j - R_i Rt_e||_F^2 + tau_e ||t_j - t_i - R_i tt_e||^2,
 //
@@ -30,36 +30,12 @@ func EdgeCosts(dst []float64, g *posegraph.Graph, x []posegraph.Pose, p posegrap
 		dst = make([]float64, len(g.Edges))
 	}
 	dst = dst[:len(g.Edges)]
-	d := g.D
 	for k := range g.Edges {
 		e := &g.Edges[k]
 		if e.I < 0 || e.I >= n || e.J < 0 || e.J >= n {
 			return nil, fmt.Errorf("plots: %s: edge %d (%d, %d) has an endpoint outside 0..%d", g.Source, k, e.I, e.J, n-1)
 		}
-		ri, rj := &x[e.I].R, &x[e.J].R
-		s := 0.0
-		for a := 0; a < d; a++ {
-			for c := 0; c < d; c++ {
-				v := rj[a*d+c]
-				for k := 0; k < d; k++ {
-					v -= ri[a*d+k] * e.R[k*d+c]
-				}
-				s += v * v
-			}
-		}
-		cost := e.Kappa * s
-		if p == posegraph.Poses {
-			s = 0
-			for a := 0; a < d; a++ {
-				v := x[e.J].T[a] - x[e.I].T[a]
-				for k := 0; k < d; k++ {
-					v -= ri[a*d+k] * e.T[k]
-				}
-				s += v * v
-			}
-			cost += e.Tau * s
-		}
-		dst[k] = cost
+		dst[k] = g.EdgeCost(e, x, p)
 	}
 	return dst, nil
 }

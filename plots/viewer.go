@@ -135,8 +135,8 @@ type lvlData struct {
 }
 
 // numbers is a float slice written to JSON with prec significant digits,
-// which keeps a 10^5-pose page to a few megabytes: coordinates to 7
-// digits are far below a pixel at any zoom the page offers.
+// which keeps a 10^5-pose page to a few megabytes (positions take
+// posDigits digits).
 type numbers struct {
 	v    []float64
 	prec int
@@ -155,6 +155,28 @@ func (x numbers) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendFloat(b, v, 'g', x.prec, 64)
 	}
 	return append(b, ']'), nil
+}
+
+// posDigits returns the significant digits that resolve the positions pos
+// (d per pose) to 1e-7 of the trajectory's extent, far below a pixel at
+// any zoom the page offers: 7 for a trajectory about the origin, more for
+// one far from it, such as a georeferenced one whose coordinates are
+// millions of metres but whose steps are centimetres.
+func posDigits(pos []float64, d int) int {
+	const digits = 7
+	extent, mag := 0.0, 0.0
+	for a := 0; a < d; a++ {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for k := a; k < len(pos); k += d {
+			lo, hi = math.Min(lo, pos[k]), math.Max(hi, pos[k])
+			mag = math.Max(mag, math.Abs(pos[k]))
+		}
+		extent = math.Max(extent, hi-lo)
+	}
+	if !(extent > 0) || !(mag > extent) {
+		return digits
+	}
+	return min(17, digits+int(math.Ceil(math.Log10(mag/extent))))
 }
 
 // buildPage checks v and turns it into the page's data.
@@ -231,7 +253,7 @@ func buildPage(v Viewer) (*pageData, error) {
 		}
 		pd.Est = append(pd.Est, estimate{
 			Label: tr.Label, Total: total,
-			Pos:  numbers{pos, 7},
+			Pos:  numbers{pos, posDigits(pos, d)},
 			Head: numbers{head, 4},
 			Cost: numbers{cost, 4},
 		})

@@ -402,3 +402,32 @@ func TestWriteHTMLSinglePose(t *testing.T) {
 		t.Errorf("n %v edges %v run %v", data["n"], data["edges"], data["run"])
 	}
 }
+
+// TestPagePositionsFarFromOrigin: a trajectory in a georeferenced frame
+// (UTM northings are millions of metres) keeps its centimetres on the
+// page. Seven significant digits, enough near the origin, would round
+// 5000000.37 to 5000000 and draw a 1-metre staircase.
+func TestPagePositionsFarFromOrigin(t *testing.T) {
+	const n = 5
+	g := &posegraph.Graph{D: 2, IDs: make([]int, n)}
+	poses := make([]posegraph.Pose, n)
+	for i := range poses {
+		g.IDs[i] = i
+		poses[i] = posegraph.Identity(2)
+		poses[i].T = [3]float64{5e6 + 0.37*float64(i), -4e5 - 0.11*float64(i)}
+		if i > 0 {
+			g.Edges = append(g.Edges, posegraph.Edge{I: i - 1, J: i, R: posegraph.Identity(2).R, Kappa: 1, Tau: 1})
+		}
+	}
+	_, data := pageJSON(t, Viewer{Title: "utm", Graph: g, Estimates: []Trajectory{{Label: "x", Poses: poses}}})
+	pos := data["estimates"].([]any)[0].(map[string]any)["pos"].([]any)
+	for i := 0; i < n; i++ {
+		for a := 0; a < 2; a++ {
+			got, want := pos[2*i+a].(float64), poses[i].T[a]
+			// A micrometre: far below a pixel of the 1.5 m trajectory.
+			if math.Abs(got-want) > 1e-6 {
+				t.Errorf("pose %d coordinate %d: %.10g on the page, %.10g given", i, a, got, want)
+			}
+		}
+	}
+}

@@ -97,41 +97,67 @@ func (g *Graph) Laplacian(p Problem) *sparse.BlockSym {
 // SO(d): Q's diagonal blocks hold kappa I, where the edge formula expanded
 // would put kappa R_e R_e^T. This is the value SE-Sync reports.
 func (g *Graph) Cost(x []Pose, p Problem) float64 {
-	d := g.D
-	raw := g.RawRotations
 	f := 0.0
-	for _, e := range g.Edges {
-		ri, rj := &x[e.I].R, &x[e.J].R
-		s := 0.0
-		for a := 0; a < d; a++ {
-			for c := 0; c < d; c++ {
-				v := rj[a*d+c]
-				for k := 0; k < d; k++ {
-					v -= ri[a*d+k] * e.R[k*d+c]
-				}
-				s += v * v
-			}
-		}
-		if raw {
-			s += float64(d)
-			for _, v := range e.R[:d*d] {
-				s -= v * v
-			}
-		}
-		f += e.Kappa * s
+	for k := range g.Edges {
+		e := &g.Edges[k]
+		rot, trans := g.edgeTerms(e, x, p, g.RawRotations)
+		f += e.Kappa * rot
 		if p == Poses {
-			s = 0
-			for a := 0; a < d; a++ {
-				v := x[e.J].T[a] - x[e.I].T[a]
-				for k := 0; k < d; k++ {
-					v -= ri[a*d+k] * e.T[k]
-				}
-				s += v * v
-			}
-			f += e.Tau * s
+			f += e.Tau * trans
 		}
 	}
 	return f
+}
+
+// EdgeCost returns edge e's term of F at x by the edge formula of Cost,
+//
+//	kappa ||R_j - R_i R_e||_F^2 + tau ||t_j - t_i - R_i t_e||^2
+//
+// (the first part alone for Rotations), without the constant
+// kappa (d - ||R_e||_F^2) that Cost adds under RawRotations: no estimate
+// changes it, so a per-edge view such as a colour scale should not show
+// it. e must be one of g's edges, or index x alike.
+func (g *Graph) EdgeCost(e *Edge, x []Pose, p Problem) float64 {
+	rot, trans := g.edgeTerms(e, x, p, false)
+	c := e.Kappa * rot
+	if p == Poses {
+		c += e.Tau * trans
+	}
+	return c
+}
+
+// edgeTerms returns ||R_j - R_i R_e||_F^2 (plus d - ||R_e||_F^2 when raw)
+// and, for Poses, ||t_j - t_i - R_i t_e||^2: the two unweighted parts of
+// an edge's term, shared by Cost and EdgeCost so that both add them in
+// the same order.
+func (g *Graph) edgeTerms(e *Edge, x []Pose, p Problem, raw bool) (rot, trans float64) {
+	d := g.D
+	ri, rj := &x[e.I].R, &x[e.J].R
+	for a := 0; a < d; a++ {
+		for c := 0; c < d; c++ {
+			v := rj[a*d+c]
+			for k := 0; k < d; k++ {
+				v -= ri[a*d+k] * e.R[k*d+c]
+			}
+			rot += v * v
+		}
+	}
+	if raw {
+		rot += float64(d)
+		for _, v := range e.R[:d*d] {
+			rot -= v * v
+		}
+	}
+	if p == Poses {
+		for a := 0; a < d; a++ {
+			v := x[e.J].T[a] - x[e.I].T[a]
+			for k := 0; k < d; k++ {
+				v -= ri[a*d+k] * e.T[k]
+			}
+			trans += v * v
+		}
+	}
+	return rot, trans
 }
 
 // Lift returns the r x (b n) block matrix X with X_i = [R_i t_i] (or R_i for

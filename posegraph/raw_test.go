@@ -135,6 +135,15 @@ func TestRawRotationsCostIsTraceCost(t *testing.T) {
 					if diff := cost - edge; math.Abs(diff-shift) > 1e-12*math.Abs(dense) {
 						t.Errorf("Cost(raw) - Cost(edge) = %.6g, want sum kappa (d - ||R||^2) = %.6g", diff, shift)
 					}
+					// EdgeCost is the edge formula whatever the flag: on
+					// the raw graph its terms sum to the flag-off Cost.
+					sum := 0.0
+					for k := range g.Edges {
+						sum += g.EdgeCost(&g.Edges[k], x, p)
+					}
+					if math.Abs(sum-edge) > 1e-12*math.Abs(dense) {
+						t.Errorf("sum of EdgeCost %.17g, Cost(edge) %.17g", sum, edge)
+					}
 				})
 			}
 		}

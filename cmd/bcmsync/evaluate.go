@@ -24,8 +24,9 @@ qy qz qw", for paths ending in .tum or .txt). Poses are matched by equal id /
 time stamp; poses without a match are counted, reported and left out.
 
 ATE: after aligning EST to GT (--align: se, the best rigid motion, Umeyama /
-Horn; sim adds a scale; none), the distance between matched positions, and
-the angle between matched rotations in degrees.
+Horn, as evo_ape -a; sim adds a scale, as evo_ape -as; none, evo's default),
+the distance between matched positions, and the angle between matched
+rotations in degrees.
 RPE: for pose pairs (i, j = i+delta), E = (GT_i^-1 GT_j)^-1 (EST_i^-1 EST_j), its
 translation norm and rotation angle (degrees). Pairs are (0, delta), (delta,
 2 delta), ... as evo's default, or every (i, i+delta) with --all-pairs.

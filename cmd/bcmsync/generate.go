@@ -9,6 +9,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/datasets"
@@ -259,6 +260,9 @@ func (f *generateFlags) check(family string, set map[string]bool) error {
 			}
 		}
 	}
+	if err := f.checkPoses(family); err != nil {
+		return err
+	}
 	if f.out == "" {
 		return errors.New("-o FILE.g2o is required: where to write the graph")
 	}
@@ -340,7 +344,54 @@ func (f *generateFlags) check(family string, set map[string]bool) error {
 	if f.outFile != "" && (filepath.Clean(f.outFile) == filepath.Clean(f.out) || filepath.Clean(f.outFile) == filepath.Clean(truth)) {
 		return fmt.Errorf("--outliers-file %s is the path of another output", f.outFile)
 	}
+	// The default list path too: --truth FILE.outliers.txt (a .txt, so
+	// TUM) would be overwritten by the list written after it.
+	if f.outFile == "" && (f.outliers > 0 || f.outCount > 0) {
+		if list := strings.TrimSuffix(f.out, filepath.Ext(f.out)) + ".outliers.txt"; filepath.Clean(list) == filepath.Clean(truth) {
+			return fmt.Errorf("--truth %s is the outlier list's path; give another, or --outliers-file", truth)
+		}
+	}
 	return nil
+}
+
+// maxGeneratePoses bounds the poses generate writes: a hundred times
+// city10000, far beyond what a benchmark needs, and still a graph that
+// fits in memory. Without it a size flag such as --rings 3037000500 made
+// the product overflow int, and the generators panicked or ran out of
+// memory instead of reporting a usage error.
+const maxGeneratePoses = 1_000_000
+
+// checkPoses rejects size flags whose pose count overflows int or exceeds
+// maxGeneratePoses. The generators check the lower bounds themselves.
+func (f *generateFlags) checkPoses(family string) error {
+	var sizes []int
+	switch family {
+	case "sphere", "torus":
+		sizes = []int{f.rings, f.perRing}
+	case "grid":
+		sizes = []int{f.nx, f.ny, f.nz}
+	default:
+		sizes = []int{f.n}
+	}
+	n, ok := 1, true
+	for _, s := range sizes {
+		if s <= 0 {
+			return nil // a generator's own error says which size is wrong
+		}
+		if n > maxGeneratePoses/s {
+			ok = false
+			break
+		}
+		n *= s
+	}
+	if ok && n <= maxGeneratePoses {
+		return nil
+	}
+	dims := make([]string, len(sizes))
+	for k, s := range sizes {
+		dims[k] = strconv.Itoa(s)
+	}
+	return fmt.Errorf("%s: %s poses is more than generate writes (at most %d)", family, strings.Join(dims, " x "), maxGeneratePoses)
 }
 
 // sameGenerated checks that h, read from the file g was written to, is g:

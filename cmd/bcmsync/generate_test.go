@@ -236,9 +236,19 @@ func TestGenerateUsage(t *testing.T) {
 		{[]string{"generate", "grid", "--outlier-seed", "4", "-o", out}, "--outlier-seed needs --outliers"},
 		{[]string{"generate", "grid", "--outliers", "0.1", "--outlier-count", "3", "-o", out}, "--outliers or --outlier-count, not both"},
 		{[]string{"generate", "grid", "--truth", out, "-o", out}, "is the graph's own path"},
+		// The default outlier list's path given as the truth: the list
+		// overwrote the truth without a word.
+		{[]string{"generate", "grid", "--outliers", "0.1", "--truth", filepath.Join(dir, "x.outliers.txt"), "-o", out}, "--truth " + filepath.Join(dir, "x.outliers.txt") + " is the outlier list's path"},
 		{[]string{"generate", "sphere", "--rings", "0", "-o", out}, "bcmsync generate: datasets: Sphere: need rings >= 1"},
 		{[]string{"generate", "geometric", "--dim", "4", "-o", out}, "dimension 4 is not 2 or 3"},
 		{[]string{"generate", "grid", "--bogus", "-o", out}, "flag provided but not defined: -bogus"},
+		// Sizes whose product overflows int, or that no machine holds, are
+		// usage errors before anything is allocated.
+		{[]string{"generate", "sphere", "--rings", "3037000500", "--per-ring", "3037000500", "-o", out}, "bcmsync generate: sphere: 3037000500 x 3037000500 poses"},
+		{[]string{"generate", "torus", "--rings", "4294967296", "--per-ring", "4294967296", "-o", out}, "bcmsync generate: torus: 4294967296 x 4294967296 poses"},
+		{[]string{"generate", "grid", "--nx", "4294967296", "--ny", "4294967296", "--nz", "2", "-o", out}, "bcmsync generate: grid: 4294967296 x 4294967296 x 2 poses"},
+		{[]string{"generate", "manhattan", "-n", "100000000", "-o", out}, "bcmsync generate: manhattan: 100000000 poses"},
+		{[]string{"generate", "geometric", "-n", "100000000", "-o", out}, "bcmsync generate: geometric: 100000000 poses"},
 	} {
 		code, _, stderr := runCmd(c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

@@ -125,36 +125,23 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
+	ro := g2o.ReadOptions{Lenient: *lenient, Warn: func(msg string) {
+		fmt.Fprintln(stderr, "warning:", msg)
+	}}
+	g, ests, err := readEstimates(files, ro)
+	if err != nil {
+		return err
+	}
 	var trajs []plots.Trajectory
-	var g *posegraph.Graph
-	for k, f := range files {
-		gk, err := g2o.ReadFile(f, g2o.ReadOptions{Lenient: *lenient, Warn: func(msg string) {
-			fmt.Fprintln(stderr, "warning:", msg)
-		}})
-		if err != nil {
-			return lenientHint(err)
-		}
-		if k == 0 {
-			g = gk
-		} else if gk.N() != g.N() || gk.D != g.D {
-			return fmt.Errorf("%s: %d poses in %d-D, but %s has %d in %d-D", f, gk.N(), gk.D, files[0], g.N(), g.D)
-		}
+	for k, poses := range ests {
 		label := "input"
 		if k == 1 {
 			label = "optimized"
 		}
-		poses := make([]posegraph.Pose, gk.N())
-		for i := range poses {
-			if gk.HasInitial[i] {
-				poses[i] = gk.Initial[i]
-			} else {
-				return fmt.Errorf("%s: pose %d has no VERTEX line to plot", f, gk.IDs[i])
-			}
-		}
 		trajs = append(trajs, plots.Trajectory{Label: label, Poses: poses})
 	}
 	if *page {
-		v, err := viewerFromFiles(files, *report, false, false, false)
+		v, err := viewerFromFiles(files, *report, g2o.ReadOptions{Lenient: *lenient}, false)
 		if err != nil {
 			return err
 		}

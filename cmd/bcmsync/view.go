@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,11 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		base := filepath.Base(files[0])
 		path = strings.TrimSuffix(base, filepath.Ext(base)) + ".html"
 	}
-	for _, in := range files {
+	inputs := files
+	if *report != "" {
+		inputs = append(slices.Clip(files), *report)
+	}
+	for _, in := range inputs {
 		if same, _ := samePath(in, path); same {
 			return usageError{fmt.Errorf("the page %s would overwrite the input %s", path, in)}
 		}
@@ -90,7 +95,7 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if solve {
 		v, rep, notes, err = solveForView(ctx, files[0], &f, stderr)
 	} else {
-		v, err = viewerFromFiles(files, *report, f.lenient, f.rawQuat, f.rotations)
+		v, err = viewerFromFiles(files, *report, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat}, f.rotations)
 	}
 	if err != nil {
 		return err
@@ -135,7 +140,7 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 		}
 	}})
 	if err != nil {
-		return plots.Viewer{}, nil, nil, err
+		return plots.Viewer{}, nil, nil, lenientHint(err)
 	}
 	parse := time.Since(t0).Seconds()
 	prog := newProgress(stderr, f.quiet)
@@ -143,7 +148,7 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 	res, err := bsync.Solve(ctx, g, opts)
 	prog.done()
 	if err != nil {
-		return plots.Viewer{}, nil, nil, err
+		return plots.Viewer{}, nil, nil, disconnectedHint(err)
 	}
 	res.Timings.Parse = parse
 	res.Timings.Total += parse
@@ -168,36 +173,16 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 // viewerFromFiles builds the viewer of files' VERTEX estimates: one file
 // is shown as it is, two as the input and the optimized estimate of the
 // first file's graph. reportPath, if set, adds a solve's report.
-func viewerFromFiles(files []string, reportPath string, lenient, raw, rotations bool) (plots.Viewer, error) {
+func viewerFromFiles(files []string, reportPath string, ro g2o.ReadOptions, rotations bool) (plots.Viewer, error) {
 	var v plots.Viewer
-	var g *posegraph.Graph
-	for k, file := range files {
-		gk, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: lenient, RawQuaternions: raw})
-		if err != nil {
-			return v, err
-		}
-		if k == 0 {
-			g = gk
-		} else if gk.N() != g.N() || gk.D != g.D {
-			return v, fmt.Errorf("%s: %d poses in %d-D, but %s has %d in %d-D", file, gk.N(), gk.D, files[0], g.N(), g.D)
-		}
-		if k > 0 && gk.NumLandmarks() != g.NumLandmarks() {
-			return v, fmt.Errorf("%s: %d landmarks, but %s has %d", file, gk.NumLandmarks(), files[0], g.NumLandmarks())
-		}
-		poses := make([]posegraph.Pose, gk.N())
-		for i := range poses {
-			if !gk.HasInitial[i] {
-				what := "pose"
-				if gk.IsLandmark(i) {
-					what = "landmark"
-				}
-				return v, fmt.Errorf("%s: %s %d has no VERTEX line to show", file, what, gk.IDs[i])
-			}
-			poses[i] = gk.Initial[i]
-		}
+	g, ests, err := readEstimates(files, ro)
+	if err != nil {
+		return v, err
+	}
+	for k, poses := range ests {
 		label := "input"
 		if k == 1 {
-			label = "optimized (" + filepath.Base(file) + ")"
+			label = "optimized (" + filepath.Base(files[k]) + ")"
 		}
 		v.Estimates = append(v.Estimates, plots.Trajectory{Label: label, Poses: poses})
 	}

@@ -171,3 +171,89 @@ func TestViewErrors(t *testing.T) {
 		t.Errorf("the input is gone: %v", err)
 	}
 }
+
+// TestViewFilesMatchIDs: OPTIMIZED is paired with INPUT by vertex id, so
+// a file of other ids is an error naming both (it was paired by rank and
+// drawn as if it were the input's estimate), and an OPTIMIZED of VERTEX
+// lines alone, as many optimizers write, is enough.
+func TestViewFilesMatchIDs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.g2o")
+	os.WriteFile(in, []byte("VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nVERTEX_SE2 2 2 0 0\n"+
+		"EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nEDGE_SE2 1 2 1 0 0 1 0 0 1 0 1\n"), 0o644)
+	other := filepath.Join(dir, "other.g2o")
+	os.WriteFile(other, []byte("VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nVERTEX_SE2 7 2 0 0\n"+
+		"EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nEDGE_SE2 1 7 1 0 0 1 0 0 1 0 1\n"), 0o644)
+	page := filepath.Join(dir, "p.html")
+	for _, args := range [][]string{
+		{"view", "-o", page, in, other},
+		{"plot", "--html", "-o", filepath.Join(dir, "plots"), in, other},
+	} {
+		code, _, stderr := runCmd(args...)
+		if code != 1 || !strings.Contains(stderr, "other.g2o:3: vertex 7") || !strings.Contains(stderr, "in.g2o") {
+			t.Errorf("%q: exit %d, stderr %q; want 1 and the first id that differs", args, code, stderr)
+		}
+	}
+
+	vonly := filepath.Join(dir, "vonly.g2o")
+	os.WriteFile(vonly, []byte("VERTEX_SE2 2 2.5 0 0\nVERTEX_SE2 0 0.5 0 0\nVERTEX_SE2 1 1.5 0 0\n"), 0o644)
+	if code, _, stderr := runCmd("view", "-o", page, in, vonly); code != 0 {
+		t.Fatalf("VERTEX-only OPTIMIZED: exit %d: %s", code, stderr)
+	}
+	ests := viewData(t, page)["estimates"].([]any)
+	pos := ests[1].(map[string]any)["pos"].([]any)
+	if len(pos) != 6 || pos[0] != 0.5 || pos[2] != 1.5 || pos[4] != 2.5 {
+		t.Errorf("VERTEX-only OPTIMIZED: positions %v, want x = 0.5, 1.5, 2.5 by id", pos)
+	}
+}
+
+// TestPlotHTMLLenient: plot --html reads the files as plot does, so
+// --lenient skips an unsupported record (a prior) for the page too.
+func TestPlotHTMLLenient(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "lm.g2o")
+	os.WriteFile(in, []byte("EDGE_SE2_PRIOR 0 0 0 0 1 0 0 1 0 1\nVERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nEDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n"), 0o644)
+	plotDir := filepath.Join(dir, "plots")
+	if code, _, stderr := runCmd("plot", "--lenient", "--html", "-o", plotDir, in); code != 0 {
+		t.Fatalf("plot --lenient --html: exit %d: %s", code, stderr)
+	}
+	if data := viewData(t, filepath.Join(plotDir, "view.html")); data["n"] != 2.0 {
+		t.Errorf("n = %v, want 2", data["n"])
+	}
+	code, _, stderr := runCmd("view", "--no-solve", "-o", filepath.Join(dir, "p.html"), in)
+	if code != 1 || !strings.Contains(stderr, "--lenient skips") {
+		t.Errorf("view without --lenient: exit %d, stderr %q; want the --lenient hint", code, stderr)
+	}
+}
+
+// TestViewDisconnectedHint: view solves as solve does, so a disconnected
+// graph's error names --largest-component, which view takes, as solve's
+// does.
+func TestViewDisconnectedHint(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "disc.g2o")
+	os.WriteFile(in, []byte("EDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\nEDGE_SE2 2 3 1 0 0 1 0 0 1 0 1\nEDGE_SE2 3 4 1 0 0 1 0 0 1 0 1\n"), 0o644)
+	code, _, stderr := runCmd("view", "--quiet", "-o", filepath.Join(dir, "d.html"), in)
+	if code != 1 || !strings.Contains(stderr, "--largest-component solves the largest (3 poses)") {
+		t.Errorf("exit %d, stderr %q; want 1 and the --largest-component hint", code, stderr)
+	}
+}
+
+// TestViewKeepsReport: -o naming the --report file is a usage error, as
+// -o naming an input is; it used to replace the report with the page.
+func TestViewKeepsReport(t *testing.T) {
+	dir := t.TempDir()
+	in := demoFile(t, dir, "in.g2o")
+	rep := filepath.Join(dir, "rep.json")
+	if code, _, stderr := runCmd("solve", "--quiet", "--report", rep, in); code != 0 {
+		t.Fatalf("solve: exit %d: %s", code, stderr)
+	}
+	before, _ := os.ReadFile(rep)
+	code, _, stderr := runCmd("view", "--no-solve", "--report", rep, "-o", rep, in)
+	if code != 2 || !strings.Contains(stderr, "would overwrite the input "+rep) {
+		t.Errorf("exit %d, stderr %q; want 2 and the report named", code, stderr)
+	}
+	if after, _ := os.ReadFile(rep); string(after) != string(before) {
+		t.Error("the report was overwritten")
+	}
+}

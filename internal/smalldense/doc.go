@@ -17,7 +17,8 @@
 //
 // NearestRotation uses the same kernel with the determinant correction of the
 // orthogonal Procrustes problem. Nuclear returns the sum of singular values
-// alone.
+// alone. Mul and MulTN are the d x d products on the fixed-size arrays of
+// posegraph.Pose, shared by the generators and trajectory evaluation.
 //
 // The routines keep their scratch on the stack for r <= MaxRows; larger r
 // works but allocates.

@@ -80,7 +80,7 @@ func Identity(d int) Transform {
 // translation Scale R t_p + T.
 func (tr *Transform) Apply(p Pose, d int) Pose {
 	var q Pose
-	q.R = mul(&tr.R, &p.R, d)
+	q.R = smalldense.Mul(&tr.R, &p.R, d)
 	for a := 0; a < d; a++ {
 		s := 0.0
 		for k := 0; k < d; k++ {
@@ -167,36 +167,6 @@ func Align(d int, est, ref []Pose, kind Alignment) (Transform, error) {
 		tr.T[a] = my[a] - tr.Scale*s
 	}
 	return tr, nil
-}
-
-// mul returns a*b for d x d row-major matrices.
-func mul(a, b *[9]float64, d int) [9]float64 {
-	var c [9]float64
-	for i := 0; i < d; i++ {
-		for j := 0; j < d; j++ {
-			s := 0.0
-			for k := 0; k < d; k++ {
-				s += a[i*d+k] * b[k*d+j]
-			}
-			c[i*d+j] = s
-		}
-	}
-	return c
-}
-
-// mulTN returns a^T*b for d x d row-major matrices.
-func mulTN(a, b *[9]float64, d int) [9]float64 {
-	var c [9]float64
-	for i := 0; i < d; i++ {
-		for j := 0; j < d; j++ {
-			s := 0.0
-			for k := 0; k < d; k++ {
-				s += a[k*d+i] * b[k*d+j]
-			}
-			c[i*d+j] = s
-		}
-	}
-	return c
 }
 
 // RotationAngle returns the angle in radians, in [0, pi], of the d x d

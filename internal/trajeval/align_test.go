@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/bcmsync/bcmsync/internal/smalldense"
 )
 
 // TestAlignExactTransform: a trajectory moved by a known SE(d) (or Sim(d))
@@ -26,7 +28,7 @@ func TestAlignExactTransform(t *testing.T) {
 			est := make([]Pose, len(ref))
 			for k, p := range ref {
 				// x = R^T (y - t) / s, R_est = R^T R_ref.
-				est[k].R = mulTN(&g.R, &p.R, d)
+				est[k].R = smalldense.MulTN(&g.R, &p.R, d)
 				for a := 0; a < d; a++ {
 					s := 0.0
 					for b := 0; b < d; b++ {
@@ -202,7 +204,7 @@ func TestAlignOracle(t *testing.T) {
 			for k := 0; k < 50; k++ {
 				pert := got
 				step := 1e-3 * float64(1+k%5)
-				pert.R = mul(&got.R, ptr(smallRotation(rng, d, step)), d)
+				pert.R = smalldense.Mul(&got.R, ptr(smallRotation(rng, d, step)), d)
 				for a := 0; a < d; a++ {
 					pert.T[a] += step * rng.NormFloat64()
 				}
@@ -309,8 +311,8 @@ func TestRotationAngle(t *testing.T) {
 		rng := rand.New(rand.NewPCG(5, 6))
 		g := randRotation(rng, 3)
 		rz := rotZ(th)
-		tmp := mul(&g, &rz, 3)
-		r3 := mul(&tmp, ptr(transpose3(g)), 3)
+		tmp := smalldense.Mul(&g, &rz, 3)
+		r3 := smalldense.Mul(&tmp, ptr(transpose3(g)), 3)
 		if got := RotationAngle(&r3, 3); math.Abs(got-th) > 1e-14 {
 			t.Errorf("3-D %v: %v", th, got)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/bcmsync/bcmsync/internal/smalldense"
 )
 
 // Stats summarizes a sequence of errors as evo does.
@@ -175,7 +177,7 @@ func Evaluate(d int, est, ref []Pose, opts Options) (*Result, error) {
 			e += (q.T[a] - p.T[a]) * (q.T[a] - p.T[a])
 		}
 		res.ATE[k] = math.Sqrt(e)
-		r := mulTN(&q.R, &p.R, d)
+		r := smalldense.MulTN(&q.R, &p.R, d)
 		res.ATERot[k] = degrees(RotationAngle(&r, d))
 	}
 	if opts.AllPairs {
@@ -210,14 +212,14 @@ func relativeError(d int, pi, pj, qi, qj *Pose) (trans, angle float64) {
 	for a := 0; a < d; a++ {
 		e += (relP.T[a] - relQ.T[a]) * (relP.T[a] - relQ.T[a])
 	}
-	r := mulTN(&relQ.R, &relP.R, d)
+	r := smalldense.MulTN(&relQ.R, &relP.R, d)
 	return math.Sqrt(e), RotationAngle(&r, d)
 }
 
 // relative returns p^-1 q = (R_p^T R_q, R_p^T (t_q - t_p)).
 func relative(d int, p, q *Pose) Pose {
 	var out Pose
-	out.R = mulTN(&p.R, &q.R, d)
+	out.R = smalldense.MulTN(&p.R, &q.R, d)
 	for a := 0; a < d; a++ {
 		s := 0.0
 		for k := 0; k < d; k++ {
