@@ -29,6 +29,21 @@ const (
 	Cancelled Status = "cancelled"
 )
 
+// Estimate names where a Result's poses came from.
+type Estimate string
+
+const (
+	// EstimateRounded: the staircase's final point, rounded onto SO(d)^n
+	// with exactly optimal translations (at rank d, the point itself).
+	EstimateRounded Estimate = "rounded"
+	// EstimateRefined: the rounded final point, refined by the trust
+	// region at rank d (a local solve), which lowered F.
+	EstimateRefined Estimate = "refined at rank d"
+	// EstimateCritical: the rank-d critical point the staircase left
+	// before climbing, lower than the rounded and the refined estimates.
+	EstimateCritical Estimate = "rank-d critical point"
+)
+
 // Record is one point of the convergence history.
 type Record struct {
 	Rank     int     `json:"rank"`
@@ -120,21 +135,34 @@ type Result struct {
 	// HasBound reports whether a certificate passed: only then are
 	// DualBound and SuboptimalityBound set.
 	HasBound bool
-	// DualBound is tr(Lambda) - Eta d n, a rigorous lower bound on the
-	// optimum: S + Eta D_Y was proven positive definite (D_Y the identity on
-	// the rotation coordinates).
+	// DualBound is tr(Lambda) - Eta d EtaPoses, a rigorous lower bound on
+	// the optimum: S + Eta D was proven positive definite (D the identity
+	// on the rotation coordinates of EtaPoses poses). It is the bound of
+	// the certified relaxation (or of the estimate itself, when that is
+	// higher), and bounds every estimate, whatever its rank.
 	DualBound float64
 	// SuboptimalityBound is Objective - DualBound >= Objective - F*.
 	SuboptimalityBound float64
 	// GapAllowed is what Certified allows of SuboptimalityBound:
-	// Options.GapTol |F| plus the certificate's rounding floor.
+	// max(Options.GapTol |Objective|, Options.GapAbs), nothing more.
 	GapAllowed float64
 	// MinEigenvalue estimates lambda_min(S) at the certified point (an
 	// upper estimate from inverse iteration), or at the last point tried.
 	MinEigenvalue float64
-	// Eta is the certificate's shift on the rotation coordinates.
-	Eta  float64
-	Rank int
+	// Eta is the certificate's shift on the rotation coordinates of
+	// EtaPoses poses: 1 (the anchor pose the factor eliminates last) or
+	// all n. The dual bound pays Eta d EtaPoses for it.
+	Eta      float64
+	EtaPoses int
+	// Estimate says where Poses came from (see the Estimate constants):
+	// the final point rounded, or, above rank d, the better of that
+	// rounding refined at rank d and the staircase's rank-d critical point.
+	Estimate Estimate
+	// Refine is the rank-d trust region run from the rounded estimate when
+	// the final rank is above d and the rounding did not meet the gap
+	// (nil otherwise); its steps are in History with phase "refine".
+	Refine *Level
+	Rank   int
 	// Initial is the initialization's objective and poses (before any
 	// optimization), for plots.
 	InitialObjective float64
