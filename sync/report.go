@@ -24,20 +24,24 @@ type Report struct {
 	RelaxationObjective float64 `json:"relaxation_objective"`
 	// DualBound and the suboptimality bounds are null unless a certificate
 	// passed: tr(Lambda) bounds nothing when S is not positive semidefinite.
-	DualBound          *float64   `json:"dual_bound"`
-	SuboptimalityBound *float64   `json:"suboptimality_bound"`
-	RelativeGap        *float64   `json:"relative_suboptimality_bound"`
-	GapAllowed         float64    `json:"gap_allowed"`
-	Certified          bool       `json:"certified"`
-	Status             string     `json:"status"`
-	Rank               int        `json:"rank"`
-	MinEigenvalue      float64    `json:"min_eigenvalue"`
-	Eta                float64    `json:"eta"`
-	Timings            Timings    `json:"timings"`
-	PeakRSSBytes       int64      `json:"peak_rss_bytes,omitempty"`
-	Levels             []Level    `json:"levels"`
-	History            []Record   `json:"history"`
-	Options            ReportOpts `json:"options"`
+	DualBound          *float64 `json:"dual_bound"`
+	SuboptimalityBound *float64 `json:"suboptimality_bound"`
+	RelativeGap        *float64 `json:"relative_suboptimality_bound"`
+	GapAllowed         float64  `json:"gap_allowed"`
+	Certified          bool     `json:"certified"`
+	Status             string   `json:"status"`
+	Rank               int      `json:"rank"`
+	MinEigenvalue      float64  `json:"min_eigenvalue"`
+	Eta                float64  `json:"eta"`
+	// EtaPoses is the number of poses the shift eta is on (Result.EtaPoses).
+	EtaPoses int `json:"eta_poses,omitempty"`
+	// Estimate says where the returned poses came from (Result.Estimate).
+	Estimate     string     `json:"estimate"`
+	Timings      Timings    `json:"timings"`
+	PeakRSSBytes int64      `json:"peak_rss_bytes,omitempty"`
+	Levels       []Level    `json:"levels"`
+	History      []Record   `json:"history"`
+	Options      ReportOpts `json:"options"`
 }
 
 // ReportOpts records the options that shaped the result.
@@ -50,6 +54,7 @@ type ReportOpts struct {
 	GradTol float64 `json:"grad_tol"`
 	EigTol  float64 `json:"eig_tol"`
 	GapTol  float64 `json:"gap_tol"`
+	GapAbs  float64 `json:"gap_abs"`
 	BCMTol  float64 `json:"bcm_tol"`
 	BCMMax  int     `json:"bcm_sweeps"`
 	Limit   float64 `json:"time_limit_seconds"`
@@ -78,11 +83,11 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
 		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed,
 		Certified: res.Certified, Status: string(res.Status), Rank: res.Rank,
-		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, Timings: res.Timings,
+		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate), Timings: res.Timings,
 		Levels: res.Levels, History: hist,
 		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
 			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,
-			GapTol: opts.GapTol, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds()},
+			GapTol: opts.GapTol, GapAbs: opts.GapAbs, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds()},
 	}
 }
 

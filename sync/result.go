@@ -22,7 +22,18 @@ const (
 	// large next to F). The estimate is within SuboptimalityBound of F*.
 	Bounded Status = "certified only to the reported suboptimality bound"
 	// NotCertified: the certificate still failed at the maximum rank.
+	// Result.HasBound may still hold: a failing level can prove a weaker
+	// lower bound on F* (Result.DualBound).
 	NotCertified Status = "not certified at max rank"
+	// Inconsistent: no certificate, and the staircase stopped because a
+	// proven lower bound on F* (Result.DualBound) lies more than
+	// InconsistentZ standard deviations above ExpectedObjective, what F is
+	// at the truth when the measurements have the covariances their
+	// weights claim. The measurements contradict their weights (wrong loop
+	// closures, usually): the optimum of this objective is not a
+	// meaningful estimate, and a robust cost is the remedy. The estimate
+	// is the best the solver held, within SuboptimalityBound of F*.
+	Inconsistent Status = "not certified: the measurements contradict their weights"
 	// TimeLimit: stopped by the time limit before a certificate.
 	TimeLimit Status = "stopped by time limit"
 	// Cancelled: the context was cancelled.
@@ -132,8 +143,10 @@ type Result struct {
 	Objective float64
 	// RelaxationObjective is F at the final rank-r point.
 	RelaxationObjective float64
-	// HasBound reports whether a certificate passed: only then are
-	// DualBound and SuboptimalityBound set.
+	// HasBound reports whether a lower bound on F* was proven: only then
+	// are DualBound and SuboptimalityBound set. A certificate gives one;
+	// a level that failed it may still give a weaker one (NotCertified,
+	// Inconsistent, TimeLimit).
 	HasBound bool
 	// DualBound is tr(Lambda) - Eta d EtaPoses, a rigorous lower bound on
 	// the optimum: S + Eta D was proven positive definite (D the identity
@@ -163,6 +176,14 @@ type Result struct {
 	// (nil otherwise); its steps are in History with phase "refine".
 	Refine *Level
 	Rank   int
+	// ExpectedObjective and ExpectedObjectiveSD are the mean and standard
+	// deviation of F at the true poses for measurements whose errors have
+	// the covariances their weights claim: F is then a chi-squared sum
+	// with m (d(d-1)/2 + d) degrees of freedom (m d(d-1)/2 for rotations).
+	// F* lies below F at the truth, so a proven lower bound on F* many
+	// standard deviations above the mean says the data contradict their
+	// weights (see Inconsistent).
+	ExpectedObjective, ExpectedObjectiveSD float64
 	// Initial is the initialization's objective and poses (before any
 	// optimization), for plots.
 	InitialObjective float64
