@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -191,4 +192,6 @@ type Result struct {
 	Levels           []Level
 	History          []Record
 	Timings          Timings
+
+	final *sparse.Blocks // the staircase's last point (tests check its certificate)
 }

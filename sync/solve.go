@@ -293,6 +293,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 		}
 		x = xn
 	}
+	res.final = x
 	res.MinEigenvalue = last.minEig
 	res.Eta, res.EtaPoses = last.eta, last.shiftPoses
 	haveBound := last.psd
