@@ -224,7 +224,15 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	res.ExpectedObjective, res.ExpectedObjectiveSD = expectedObjective(g, opts.Problem)
 	status := NotCertified
 	for r := opts.Rank0; ; r++ {
-		lv, c, err := solveLevel(ctx, res, q, solver, cert, qFactor, hp, x, r, d, deadline, start, opts)
+		var lv Level
+		var c certificate
+		var err error
+		if r == d && r == opts.Rank0 && zeroResidual(res.InitialObjective, g, opts.Problem) {
+			lv, c, err = initialLevel(res, q, cert, x, d, opts)
+		}
+		if !c.psd && err == nil {
+			lv, c, err = solveLevel(ctx, res, q, solver, cert, qFactor, hp, x, r, d, deadline, start, opts)
+		}
 		res.Levels = append(res.Levels, lv)
 		if r == d && err == nil {
 			rankD = x // an escape makes a new x; this one is kept as it is
@@ -380,6 +388,10 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 		res.Timings.Certify += time.Since(t0).Seconds()
 	}
 	res.HasBound = haveBound || hasLower
+	if res.HasBound && res.DualBound < 0 && !g.RawRotations {
+		// F is a sum of squares: F* >= 0 is proven too, and better.
+		res.DualBound = 0
+	}
 	if res.HasBound {
 		res.SuboptimalityBound = res.Objective - res.DualBound
 	}
@@ -537,6 +549,45 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 
 	t0 = time.Now()
 	c, err := cert.check(m, x)
+	lv.CertifySeconds = time.Since(t0).Seconds()
+	res.Timings.Certify += lv.CertifySeconds
+	if err != nil {
+		return lv, c, err
+	}
+	lv.DualBound, lv.MinEigenvalue, lv.EigMethod, lv.Certified = c.dualBound, c.minEig, c.method, c.psd
+	return lv, c, nil
+}
+
+// zeroResidual reports whether F at the initial estimate is at the
+// rounding level of the weights: below 1e-20 of sum_e (d kappa_e + tau_e),
+// every weighted residual is about 1e-10 of its weight's scale or less.
+// The measurements then agree with each other exactly (noise-free data, a
+// tree, closures that are exactly consistent), the chordal estimate solves
+// the problem, and a relative gradient, the ratio of two rounding errors,
+// cannot say so: BCM and the trust region would stall on noise.
+func zeroResidual(f float64, g *posegraph.Graph, prob posegraph.Problem) bool {
+	if g.RawRotations {
+		return false // F carries SE-Sync's constant: 0 is not its floor
+	}
+	w := 0.0
+	for _, e := range g.Edges {
+		w += float64(g.D) * e.Kappa
+		if prob == posegraph.Poses {
+			w += e.Tau
+		}
+	}
+	return f <= 1e-20*w
+}
+
+// initialLevel certifies the initial point at rank d as it is, without BCM
+// or the trust region (see zeroResidual). The level is recorded with no
+// sweeps and no steps; when the certificate fails, the caller solves the
+// level as usual from the same point.
+func initialLevel(res *Result, q *sparse.BlockSym, cert *certifier, x *sparse.Blocks, d int, opts Options) (Level, certificate, error) {
+	t0 := time.Now()
+	m := newManifold(q, d, d, opts.Threads)
+	c, err := cert.checkOnly(m, x)
+	lv := Level{Rank: d, F: res.InitialObjective, BCMStop: "initial point", RTRStop: "initial point"}
 	lv.CertifySeconds = time.Since(t0).Seconds()
 	res.Timings.Certify += lv.CertifySeconds
 	if err != nil {
