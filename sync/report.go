@@ -22,8 +22,9 @@ type Report struct {
 	InitialObjective    float64 `json:"initial_objective"`
 	Objective           float64 `json:"objective"`
 	RelaxationObjective float64 `json:"relaxation_objective"`
-	// DualBound and the suboptimality bounds are null unless a certificate
-	// passed: tr(Lambda) bounds nothing when S is not positive semidefinite.
+	// DualBound and the suboptimality bounds are null unless a lower bound
+	// on F* was proven (Result.HasBound): tr(Lambda) bounds nothing when S
+	// is not positive semidefinite.
 	DualBound          *float64 `json:"dual_bound"`
 	SuboptimalityBound *float64 `json:"suboptimality_bound"`
 	RelativeGap        *float64 `json:"relative_suboptimality_bound"`
@@ -36,12 +37,16 @@ type Report struct {
 	// EtaPoses is the number of poses the shift eta is on (Result.EtaPoses).
 	EtaPoses int `json:"eta_poses,omitempty"`
 	// Estimate says where the returned poses came from (Result.Estimate).
-	Estimate     string     `json:"estimate"`
-	Timings      Timings    `json:"timings"`
-	PeakRSSBytes int64      `json:"peak_rss_bytes,omitempty"`
-	Levels       []Level    `json:"levels"`
-	History      []Record   `json:"history"`
-	Options      ReportOpts `json:"options"`
+	Estimate string `json:"estimate"`
+	// ExpectedObjective and its standard deviation: F at the truth for
+	// measurements as precise as their weights claim (Result.ExpectedObjective).
+	ExpectedObjective   float64    `json:"expected_objective"`
+	ExpectedObjectiveSD float64    `json:"expected_objective_sd"`
+	Timings             Timings    `json:"timings"`
+	PeakRSSBytes        int64      `json:"peak_rss_bytes,omitempty"`
+	Levels              []Level    `json:"levels"`
+	History             []Record   `json:"history"`
+	Options             ReportOpts `json:"options"`
 }
 
 // ReportOpts records the options that shaped the result.
@@ -83,7 +88,8 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
 		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed,
 		Certified: res.Certified, Status: string(res.Status), Rank: res.Rank,
-		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate), Timings: res.Timings,
+		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate),
+		ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
 		Levels: res.Levels, History: hist,
 		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
 			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,

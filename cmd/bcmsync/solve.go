@@ -209,13 +209,22 @@ func printSummary(w io.Writer, r *bsync.Report) {
 	fmt.Fprintf(w, "%s: %s, n=%d poses, m=%d edges\n", r.File, strings.Replace(r.Problem, "d", fmt.Sprint(r.D), 1), r.N, r.M)
 	fmt.Fprintf(w, "  %s at rank %d\n", mark, r.Rank)
 	fmt.Fprintf(w, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
+	if r.Estimate != "" && r.Estimate != string(bsync.EstimateRounded) {
+		fmt.Fprintf(w, "  estimate           %s (relaxation F %.12g)\n", r.Estimate, r.RelaxationObjective)
+	}
 	if r.DualBound != nil {
 		fmt.Fprintf(w, "  dual bound         %.12g   (proven: no estimate has F below it)\n", *r.DualBound)
-		fmt.Fprintf(w, "  suboptimality      <= %.3g (relative %.2g)\n", *r.SuboptimalityBound, *r.SuboptimalityBound/r.Objective)
+		fmt.Fprintf(w, "  suboptimality      <= %.3g (relative %.2g; allowed %.3g)\n", *r.SuboptimalityBound, *r.SuboptimalityBound/r.Objective, r.GapAllowed)
 	} else {
 		fmt.Fprintf(w, "  no bound: S = Q - Lambda is not positive semidefinite at the last point\n")
 	}
-	fmt.Fprintf(w, "  lambda_min(S)      %.3g   (certificate shift eta %.3g)\n", r.MinEigenvalue, r.Eta)
+	if r.DualBound != nil && r.ExpectedObjectiveSD > 0 {
+		if z := (*r.DualBound - r.ExpectedObjective) / r.ExpectedObjectiveSD; z > bsync.InconsistentZ {
+			fmt.Fprintf(w, "  inconsistent data  F* >= %.6g is %.0f sd above %.6g, F at the truth for measurements as precise as their weights say:\n", *r.DualBound, z, r.ExpectedObjective)
+			fmt.Fprintf(w, "                     some measurements contradict the others (wrong loop closures?); try --robust gnc-tls\n")
+		}
+	}
+	fmt.Fprintf(w, "  lambda_min(S)      %.3g   (certificate shift eta %.3g on %d poses)\n", r.MinEigenvalue, r.Eta, r.EtaPoses)
 	t := r.Timings
 	fmt.Fprintf(w, "  time %.3fs: parse %.3f, init %.3f, optimize %.3f, certify %.3f, round %.3f\n",
 		t.Total, t.Parse, t.Init, t.Optimize, t.Certify, t.Round)
