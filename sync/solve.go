@@ -327,7 +327,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	res.Poses, res.Objective, res.Estimate = poses, g.Cost(poses, opts.Problem), EstimateRounded
 	res.GapAllowed = gapAllowed(res.Objective, opts.GapTol, opts.GapAbs)
 	tightEnough := haveBound && res.Objective-res.DualBound <= res.GapAllowed
-	if res.Rank > d && !tightEnough && status != Cancelled {
+	if res.Rank > d && status != Cancelled {
 		if rankD != nil {
 			p, err := roundEstimate(g, rankD, d, opts.Problem, poseOrder)
 			if err != nil {
@@ -337,16 +337,19 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 				res.Poses, res.Objective, res.Estimate = p, f, EstimateCritical
 			}
 		}
-		xr := g.Lift(centered(poses, d), opts.Problem, d)
-		lv, err := refineLevel(ctx, res, q, qFactor, hp, xr, d, deadline, start, opts)
-		res.Refine = &lv
-		if err == nil || errors.Is(err, context.DeadlineExceeded) {
-			p, err := roundEstimate(g, xr, d, opts.Problem, poseOrder)
-			if err != nil {
-				return nil, err
-			}
-			if f := g.Cost(p, opts.Problem); f < res.Objective {
-				res.Poses, res.Objective, res.Estimate = p, f, EstimateRefined
+		if !tightEnough {
+			// Refine the rounding (the critical point is one already).
+			xr := g.Lift(centered(poses, d), opts.Problem, d)
+			lv, err := refineLevel(ctx, res, q, qFactor, hp, xr, d, deadline, start, opts)
+			res.Refine = &lv
+			if err == nil || errors.Is(err, context.DeadlineExceeded) {
+				p, err := roundEstimate(g, xr, d, opts.Problem, poseOrder)
+				if err != nil {
+					return nil, err
+				}
+				if f := g.Cost(p, opts.Problem); f < res.Objective {
+					res.Poses, res.Objective, res.Estimate = p, f, EstimateRefined
+				}
 			}
 		}
 	}
@@ -379,8 +382,10 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 			return nil, err
 		}
 		// Both bounds are rigorous; the better one counts.
-		if c.psd && (!res.HasBound && !hasLower || c.dualBound > res.DualBound) {
-			res.DualBound, res.MinEigenvalue, res.Eta, res.EtaPoses = c.dualBound, c.minEig, c.eta, c.shiftPoses
+		if c.psd {
+			if (!haveBound && !hasLower) || c.dualBound > res.DualBound {
+				res.DualBound, res.MinEigenvalue, res.Eta, res.EtaPoses = c.dualBound, c.minEig, c.eta, c.shiftPoses
+			}
 			if !haveBound {
 				haveBound, status = true, Certified
 			}
