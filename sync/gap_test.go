@@ -89,3 +89,14 @@ func TestZeroResidualChainCertifiedWithoutClimbing(t *testing.T) {
 		}
 	}
 }
+
+// A tolerance that is negative, NaN or infinite is an error, not a
+// certificate that can never (or always) pass.
+func TestGapTolerancesChecked(t *testing.T) {
+	g, _ := noisyGraph(2, 10, 3, 0.05, 0.05, 1)
+	for _, o := range []Options{{GapTol: -1}, {GapTol: math.NaN()}, {GapAbs: -1e-9}, {GapAbs: math.Inf(1)}} {
+		if _, err := Solve(context.Background(), g, o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}

@@ -157,6 +157,14 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	}
 	d := g.D
 	opts.setDefaults(d)
+	for _, v := range []struct {
+		name string
+		val  float64
+	}{{"GapTol", opts.GapTol}, {"GapAbs", opts.GapAbs}} {
+		if !(v.val >= 0) || math.IsInf(v.val, 0) {
+			return nil, fmt.Errorf("sync: %s = %g must be a finite number >= 0", v.name, v.val)
+		}
+	}
 	if opts.Rank0 < d || opts.MaxRank < opts.Rank0 {
 		return nil, fmt.Errorf("ranks must satisfy d = %d <= rank0 = %d <= max rank = %d", d, opts.Rank0, opts.MaxRank)
 	}
