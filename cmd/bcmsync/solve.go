@@ -224,7 +224,11 @@ func printSummary(w io.Writer, r *bsync.Report) {
 			fmt.Fprintf(w, "                     some measurements contradict the others (wrong loop closures?); try --robust gnc-tls\n")
 		}
 	}
-	fmt.Fprintf(w, "  lambda_min(S)      %.3g   (certificate shift eta %.3g on %d poses)\n", r.MinEigenvalue, r.Eta, r.EtaPoses)
+	on := "every pose"
+	if r.EtaPoses == 1 {
+		on = "one anchor pose"
+	}
+	fmt.Fprintf(w, "  lambda_min(S)      %.3g   (certificate shift eta %.3g on %s)\n", r.MinEigenvalue, r.Eta, on)
 	t := r.Timings
 	fmt.Fprintf(w, "  time %.3fs: parse %.3f, init %.3f, optimize %.3f, certify %.3f, round %.3f\n",
 		t.Total, t.Parse, t.Init, t.Optimize, t.Certify, t.Round)
