@@ -14,7 +14,9 @@ const (
 	// global optimum.
 	Certified Status = "certified"
 	// CertifiedRelaxation: the relaxation is solved and certified, but its
-	// solution has rank > d, so the rounded estimate is only within
+	// solution has rank > d and no estimate attains its bound: the
+	// estimate, the best of the rounding, its refinement at rank d and the
+	// staircase's rank-d critical point (Result.Estimate), is within
 	// SuboptimalityBound of the optimum.
 	CertifiedRelaxation Status = "relaxation certified, rounding not tight"
 	// Bounded: S is proven positive semidefinite up to the certificate's
