@@ -19,7 +19,7 @@ import (
 //
 // An observation measures the landmark's position in the pose's frame. Its
 // information matrix becomes the isotropic precision tau = d / tr(inv(I)),
-// the rule DESIGN.md section 2 applies to a pose edge's translation block;
+// the rule docs/design.md section 2 applies to a pose edge's translation block;
 // it must be positive definite. The offset of EDGE_SE3_TRACKXYZ names a
 // sensor offset (PARAMS_SE3OFFSET): only the identity offset is supported,
 // and a file that declares none is read as if every offset were the

@@ -14,23 +14,38 @@
 // they fail badly, the smallest diagonal shift that factors is used.
 //
 // The certificate (docs/design.md section 5) forms Lambda_i = sym(Y_i^T (XQ)_i)
-// and S = Q - Lambda. If S + eta D_Y (a shift on the rotation coordinates
-// only, the common translation grounded) has a Cholesky factor, then
-// tr(Lambda) - eta d n is a proven lower bound on the optimum, and the
+// and S = Q - Lambda. If S plus a shift eta on rotation coordinates has a
+// Cholesky factor (the common translation grounded), then tr(Lambda) minus
+// eta times the trace the relaxation fixes on those coordinates is a
+// proven lower bound on the optimum: eta d when the shift sits on one
+// anchor pose, the one the factor eliminates last (tried first, since its
+// cost does not grow with n), eta d n when it sits on every pose. The
 // estimate is optimal to within F(estimate) minus that bound, the reported
-// suboptimality bound; eta is chosen from Options.GapTol. Otherwise the
+// suboptimality bound, and is Certified exactly when that bound is at
+// most max(Options.GapTol |F|, Options.GapAbs); eta is chosen so that it
+// costs at most half of that, and nothing else is allowed. Otherwise the
 // smallest eigenpair of S gives a direction of negative curvature at rank
 // r+1: Solve steps along it (the saddle escape) and solves again, up to
-// Options.MaxRank.
+// Options.MaxRank. A failing level still proves a weaker lower bound when
+// S + mu D_Y factors for mu a little above |lambda_min|; if that bound
+// lies InconsistentZ standard deviations above the chi-squared
+// expectation of F (Result.ExpectedObjective), the measurements
+// contradict their weights and Solve stops with status Inconsistent.
 //
 // Rounding projects the final point onto SO(d)^n, recovers the
 // translations exactly, and expresses the answer in the input's gauge
-// (package rounding). When the final point's bound leaves more than the
-// allowed gap (its translations are only as accurate as the last step),
-// the rounded estimate, with exactly optimal translations, is certified
-// as well. Result reports every quantity of the proof, the history of
-// each staircase level and of each trust-region step (tCG iterations and
-// factorizations), and the time spent in each stage.
+// (package rounding). Above rank d the relaxation may not be tight; the
+// returned estimate is then the best of that rounding, the rounding
+// refined by the trust region at rank d, and the rank-d critical point the
+// staircase left (Result.Estimate), so it is never worse than a point the
+// solver held. When the final point's bound leaves more than the allowed
+// gap (its translations are only as accurate as the last step), the
+// estimate, with exactly optimal translations, is certified as well. An
+// initial estimate whose F is at the rounding level of the weights (data
+// that agree exactly: F* = 0) is certified as it is, without BCM or the
+// trust region. Result reports every quantity of the proof, the history
+// of each staircase level and of each trust-region step (tCG iterations
+// and factorizations), and the time spent in each stage.
 //
 // The package name shadows the standard library's sync; this package does
 // not need it, and callers that need both import one under another name.

@@ -298,7 +298,7 @@ func TestLandmarkCertificateMatchesDense(t *testing.T) {
 			if countFree(m.free) != g.NumLandmarks() {
 				t.Fatalf("%d free blocks, %d landmarks", countFree(m.free), g.NumLandmarks())
 			}
-			c, err := newCertifier(q, d, 1e-6, 1e-13*q.MaxDiag(), nil, 3).check(m, x)
+			c, err := newCertifier(q, d, 1e-6, 0, 1e-13*q.MaxDiag(), nil, 3).check(m, x)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -447,6 +447,31 @@ func TestSolveLandmarksOptions(t *testing.T) {
 			}
 			if !res.Certified || math.Abs(res.Objective-ref.Objective) > 1e-6*ref.Objective {
 				t.Fatalf("d=%d %+v: %s, F %.12g, want %.12g", d, o, res.Status, res.Objective, ref.Objective)
+			}
+		}
+	}
+}
+
+// TestCertificateAnchorIsPose: the certificate grounds the common
+// translation and puts its anchor shift on the pose its factor eliminates
+// last, never on a landmark (whose rotation coordinates are decoupled and
+// left ungrounded), however the fill-reducing order places the landmarks.
+func TestCertificateAnchorIsPose(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for seed := uint64(1); seed <= 4; seed++ {
+			g, _ := landmarkGraph(d, 30, 4, 40, 0.01, 0.01, seed, true)
+			q := g.Laplacian(posegraph.Poses)
+			x := sparse.NewBlocks(d, q.B, q.N)
+			bcm.RandomStiefel(x, d, seed)
+			c := newCertifier(q, d, 1e-6, 0, 1e-13*q.MaxDiag(), sparse.BlockOrder(q, 0), seed)
+			if _, err := c.checkOnly(newManifold(q, d, d, 1), x); err != nil {
+				t.Fatal(err)
+			}
+			if g.IsLandmark(c.anchor) {
+				t.Fatalf("d=%d seed=%d: anchor %d is a landmark", d, seed, c.anchor)
+			}
+			if last := c.chol.LastPivot() / q.B; c.anchor != last && !g.IsLandmark(last) {
+				t.Fatalf("d=%d seed=%d: anchor %d, but pose %d is eliminated last", d, seed, c.anchor, last)
 			}
 		}
 	}

@@ -379,6 +379,7 @@ func TestHessianPrecondSplit(t *testing.T) {
 			continue
 		}
 		p := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*q.MaxDiag())
+		p.keepSplit = true
 		pe := newHessianPrecond(q, d, sparse.BlockAMD(q, 0), 1e-12*q.MaxDiag())
 		pe.exact = true
 		m := newManifold(q, d, r, 1)

@@ -23,7 +23,7 @@ import (
 // aboveOptimum lists the graphs whose f_star lies above the certified
 // optimum of SE-Sync's reading by more than 1e-7, with the relative margin
 // allowed. parking-garage: certified F = 1.26248413588 (proven lower bound
-// 1.26248206256 with GapTol 1e-9), f_star = 1.26248553498, 1.1e-6 relative
+// 1.262484080 with GapTol 1e-7), f_star = 1.26248553498, 1.1e-6 relative
 // above F and 2.7e-6 above the bound. So f_star is a value the peer reached,
 // not the minimum: the likely cause is SE-Sync's loose default stop (Riemannian
 // gradient norm 1e-2, absolute) on a graph with F = 1.26 and a badly
@@ -32,6 +32,18 @@ import (
 // so the peer's path would have to be slower there than ours.
 var aboveOptimum = map[string]float64{
 	"parking-garage.g2o": 2e-6,
+}
+
+// gapTol3D is the relative gap the 3-D graphs are certified to: 1e-9, but
+// 1e-7 for parking-garage (F = 1.26), whose proven bound is 4e-8 to 7e-9
+// relative: its certificate's shift has to clear a Schur complement of
+// -4e-9 left by the trust region's tolerance. That still puts f_star, 1.1e-6
+// above F, above the proven lower bound.
+func gapTol3D(file string) float64 {
+	if file == "parking-garage.g2o" {
+		return 1e-7
+	}
+	return 1e-9
 }
 
 // large graphs are skipped with -short.
@@ -97,7 +109,7 @@ func TestReferenceOptima(t *testing.T) {
 			}
 			// SE-Sync's reading, certified tightly enough for the proven
 			// bound to say where f_star lies.
-			res := solveCertified(t, g, bsync.Options{Seed: 1, GapTol: 1e-9})
+			res := solveCertified(t, g, bsync.Options{Seed: 1, GapTol: gapTol3D(ref.File)})
 			f, dual := res.Objective, res.DualBound
 			rel := (f - ref.FStar) / ref.FStar
 			if margin, ok := aboveOptimum[ref.File]; ok {
@@ -123,7 +135,7 @@ func TestReferenceOptima(t *testing.T) {
 			shift := rawQuatShift(g)
 			fdef, how := def.Cost(res.Poses, posegraph.Poses), "at the raw optimum"
 			if !large[ref.File] {
-				fdef, how = solveCertified(t, def, bsync.Options{Seed: 1, GapTol: 1e-9}).Objective, "certified"
+				fdef, how = solveCertified(t, def, bsync.Options{Seed: 1, GapTol: gapTol3D(ref.File)}).Objective, "certified"
 			}
 			if got := f - fdef; math.Abs(got-shift) > 0.2*math.Abs(shift)+1e-9*f {
 				t.Errorf("F_raw - F_default = %.4g (default %s), predicted %.4g", got, how, shift)

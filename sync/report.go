@@ -26,25 +26,34 @@ type Report struct {
 	InitialObjective    float64 `json:"initial_objective"`
 	Objective           float64 `json:"objective"`
 	RelaxationObjective float64 `json:"relaxation_objective"`
-	// DualBound and the suboptimality bounds are null unless a certificate
-	// passed: tr(Lambda) bounds nothing when S is not positive semidefinite.
-	// RelativeGap, SuboptimalityBound / |Objective|, is also null when that
-	// ratio is not a finite number (Objective 0, as on noise-free data, or
-	// so near 0 that the ratio overflows): JSON has no Inf or NaN.
-	DualBound          *float64   `json:"dual_bound"`
-	SuboptimalityBound *float64   `json:"suboptimality_bound"`
-	RelativeGap        *float64   `json:"relative_suboptimality_bound"`
-	GapAllowed         float64    `json:"gap_allowed"`
-	Certified          bool       `json:"certified"`
-	Status             string     `json:"status"`
-	Rank               int        `json:"rank"`
-	MinEigenvalue      float64    `json:"min_eigenvalue"`
-	Eta                float64    `json:"eta"`
-	Timings            Timings    `json:"timings"`
-	PeakRSSBytes       int64      `json:"peak_rss_bytes,omitempty"`
-	Levels             []Level    `json:"levels"`
-	History            []Record   `json:"history"`
-	Options            ReportOpts `json:"options"`
+	// DualBound and the suboptimality bounds are null unless a lower bound
+	// on F* was proven (Result.HasBound): tr(Lambda) bounds nothing when S
+	// is not positive semidefinite. RelativeGap, SuboptimalityBound /
+	// |Objective|, is also null when that ratio is not a finite number
+	// (Objective 0, as on noise-free data, or so near 0 that the ratio
+	// overflows): JSON has no Inf or NaN.
+	DualBound          *float64 `json:"dual_bound"`
+	SuboptimalityBound *float64 `json:"suboptimality_bound"`
+	RelativeGap        *float64 `json:"relative_suboptimality_bound"`
+	GapAllowed         float64  `json:"gap_allowed"`
+	Certified          bool     `json:"certified"`
+	Status             string   `json:"status"`
+	Rank               int      `json:"rank"`
+	MinEigenvalue      float64  `json:"min_eigenvalue"`
+	Eta                float64  `json:"eta"`
+	// EtaPoses is the number of poses the shift eta is on (Result.EtaPoses).
+	EtaPoses int `json:"eta_poses,omitempty"`
+	// Estimate says where the returned poses came from (Result.Estimate).
+	Estimate string `json:"estimate"`
+	// ExpectedObjective and its standard deviation: F at the truth for
+	// measurements as precise as their weights claim (Result.ExpectedObjective).
+	ExpectedObjective   float64    `json:"expected_objective"`
+	ExpectedObjectiveSD float64    `json:"expected_objective_sd"`
+	Timings             Timings    `json:"timings"`
+	PeakRSSBytes        int64      `json:"peak_rss_bytes,omitempty"`
+	Levels              []Level    `json:"levels"`
+	History             []Record   `json:"history"`
+	Options             ReportOpts `json:"options"`
 }
 
 // ReportOpts records the options that shaped the result.
@@ -57,6 +66,7 @@ type ReportOpts struct {
 	GradTol float64 `json:"grad_tol"`
 	EigTol  float64 `json:"eig_tol"`
 	GapTol  float64 `json:"gap_tol"`
+	GapAbs  float64 `json:"gap_abs"`
 	BCMTol  float64 `json:"bcm_tol"`
 	BCMMax  int     `json:"bcm_sweeps"`
 	Limit   float64 `json:"time_limit_seconds"`
@@ -85,11 +95,12 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
 		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed,
 		Certified: res.Certified, Status: string(res.Status), Rank: res.Rank,
-		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, Timings: res.Timings,
+		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate),
+		ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
 		Levels: res.Levels, History: hist,
 		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
 			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,
-			GapTol: opts.GapTol, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds()},
+			GapTol: opts.GapTol, GapAbs: opts.GapAbs, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds()},
 	}
 }
 

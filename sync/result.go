@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -13,7 +14,9 @@ const (
 	// global optimum.
 	Certified Status = "certified"
 	// CertifiedRelaxation: the relaxation is solved and certified, but its
-	// solution has rank > d, so the rounded estimate is only within
+	// solution has rank > d and no estimate attains its bound: the
+	// estimate, the best of the rounding, its refinement at rank d and the
+	// staircase's rank-d critical point (Result.Estimate), is within
 	// SuboptimalityBound of the optimum.
 	CertifiedRelaxation Status = "relaxation certified, rounding not tight"
 	// Bounded: S is proven positive semidefinite up to the certificate's
@@ -22,11 +25,37 @@ const (
 	// large next to F). The estimate is within SuboptimalityBound of F*.
 	Bounded Status = "certified only to the reported suboptimality bound"
 	// NotCertified: the certificate still failed at the maximum rank.
+	// Result.HasBound may still hold: a failing level can prove a weaker
+	// lower bound on F* (Result.DualBound).
 	NotCertified Status = "not certified at max rank"
+	// Inconsistent: no certificate, and the staircase stopped because a
+	// proven lower bound on F* (Result.DualBound) lies more than
+	// InconsistentZ standard deviations above ExpectedObjective, what F is
+	// at the truth when the measurements have the covariances their
+	// weights claim. The measurements contradict their weights (wrong loop
+	// closures, usually): the optimum of this objective is not a
+	// meaningful estimate, and a robust cost is the remedy. The estimate
+	// is the best the solver held, within SuboptimalityBound of F*.
+	Inconsistent Status = "not certified: the measurements contradict their weights"
 	// TimeLimit: stopped by the time limit before a certificate.
 	TimeLimit Status = "stopped by time limit"
 	// Cancelled: the context was cancelled.
 	Cancelled Status = "cancelled"
+)
+
+// Estimate names where a Result's poses came from.
+type Estimate string
+
+const (
+	// EstimateRounded: the staircase's final point, rounded onto SO(d)^n
+	// with exactly optimal translations (at rank d, the point itself).
+	EstimateRounded Estimate = "rounded"
+	// EstimateRefined: the rounded final point, refined by the trust
+	// region at rank d (a local solve), which lowered F.
+	EstimateRefined Estimate = "refined at rank d"
+	// EstimateCritical: the rank-d critical point the staircase left
+	// before climbing, lower than the rounded and the refined estimates.
+	EstimateCritical Estimate = "rank-d critical point"
 )
 
 // Record is one point of the convergence history.
@@ -117,24 +146,47 @@ type Result struct {
 	Objective float64
 	// RelaxationObjective is F at the final rank-r point.
 	RelaxationObjective float64
-	// HasBound reports whether a certificate passed: only then are
-	// DualBound and SuboptimalityBound set.
+	// HasBound reports whether a lower bound on F* was proven: only then
+	// are DualBound and SuboptimalityBound set. A certificate gives one;
+	// a level that failed it may still give a weaker one (NotCertified,
+	// Inconsistent, TimeLimit).
 	HasBound bool
-	// DualBound is tr(Lambda) - Eta d n, a rigorous lower bound on the
-	// optimum: S + Eta D_Y was proven positive definite (D_Y the identity on
-	// the rotation coordinates).
+	// DualBound is tr(Lambda) - Eta d EtaPoses, a rigorous lower bound on
+	// the optimum: S + Eta D was proven positive definite (D the identity
+	// on the rotation coordinates of EtaPoses poses). It is the bound of
+	// the certified relaxation (or of the estimate itself, when that is
+	// higher), and bounds every estimate, whatever its rank.
 	DualBound float64
 	// SuboptimalityBound is Objective - DualBound >= Objective - F*.
 	SuboptimalityBound float64
 	// GapAllowed is what Certified allows of SuboptimalityBound:
-	// Options.GapTol |F| plus the certificate's rounding floor.
+	// max(Options.GapTol |Objective|, Options.GapAbs), nothing more.
 	GapAllowed float64
 	// MinEigenvalue estimates lambda_min(S) at the certified point (an
 	// upper estimate from inverse iteration), or at the last point tried.
 	MinEigenvalue float64
-	// Eta is the certificate's shift on the rotation coordinates.
-	Eta  float64
-	Rank int
+	// Eta is the certificate's shift on the rotation coordinates of
+	// EtaPoses poses: 1 (the anchor pose the factor eliminates last) or
+	// all n. The dual bound pays Eta d EtaPoses for it.
+	Eta      float64
+	EtaPoses int
+	// Estimate says where Poses came from (see the Estimate constants):
+	// the final point rounded, or, above rank d, the better of that
+	// rounding refined at rank d and the staircase's rank-d critical point.
+	Estimate Estimate
+	// Refine is the rank-d trust region run from the rounded estimate when
+	// the final rank is above d and the rounding did not meet the gap
+	// (nil otherwise); its steps are in History with phase "refine".
+	Refine *Level
+	Rank   int
+	// ExpectedObjective and ExpectedObjectiveSD are the mean and standard
+	// deviation of F at the true poses for measurements whose errors have
+	// the covariances their weights claim: F is then a chi-squared sum
+	// with m (d(d-1)/2 + d) degrees of freedom (m d(d-1)/2 for rotations).
+	// F* lies below F at the truth, so a proven lower bound on F* many
+	// standard deviations above the mean says the data contradict their
+	// weights (see Inconsistent).
+	ExpectedObjective, ExpectedObjectiveSD float64
 	// Initial is the initialization's objective and poses (before any
 	// optimization), for plots.
 	InitialObjective float64
@@ -142,4 +194,6 @@ type Result struct {
 	Levels           []Level
 	History          []Record
 	Timings          Timings
+
+	final *sparse.Blocks // the staircase's last point (tests check its certificate)
 }

@@ -101,7 +101,8 @@ func TestRoundingNotTightIsReported(t *testing.T) {
 // leaves F; above rank d the split form factors H and S; and each step
 // names a preconditioner and what it cost. The saddle instances climb from
 // rank d, where the d = 3 Hessian factors with raised pivots, to the
-// split form, where S does not factor at first and Q's factor serves.
+// split form, where S does not factor at first and the full Hessian
+// serves the rest of the rank (one factorization a step, none of Q).
 func TestStepRecordsAddUp(t *testing.T) {
 	raised, split, onQ := 0, 0, 0
 	for _, c := range saddleInstances() {
@@ -151,12 +152,10 @@ func TestStepRecordsAddUp(t *testing.T) {
 					if h.Raised > 0 {
 						raised++
 					}
-					if lv.Rank > c.d && h.Precond == "hessian" && h.Factorizations > 0 {
-						// The split form factors H and then S.
+					if lv.Rank > c.d && h.Precond == "hessian" && h.Factorizations >= 2 {
+						// The split form factors H and then S (or,
+						// when S fails, switches to the full form).
 						split++
-						if h.Factorizations < 2 {
-							t.Errorf("%s: the split form made its preconditioner in %d factorizations", where, h.Factorizations)
-						}
 					}
 					if h.FactorSeconds < 0 || (h.Factorizations == 0) != (h.FactorSeconds == 0) {
 						t.Errorf("%s: %d factorizations in %g s", where, h.Factorizations, h.FactorSeconds)
@@ -170,8 +169,8 @@ func TestStepRecordsAddUp(t *testing.T) {
 			}
 		}
 	}
-	if raised == 0 || split == 0 || onQ == 0 {
-		t.Errorf("the instances should cover raised pivots (%d steps), the split form's factors (%d) and Q's factor (%d)", raised, split, onQ)
+	if raised == 0 || split == 0 || onQ != 0 {
+		t.Errorf("the instances should cover raised pivots (%d steps) and the split form's factors (%d), and never need Q's factor (%d steps)", raised, split, onQ)
 	}
 }
 

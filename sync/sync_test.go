@@ -16,7 +16,7 @@ import (
 // denseMinEig is the oracle: lambda_min of S = Q - Lambda(X) by gonum.
 func denseMinEig(t *testing.T, q *sparse.BlockSym, lam []float64, d int) float64 {
 	t.Helper()
-	c := newCertifier(q, d, 1e-6, 0, nil, 1)
+	c := newCertifier(q, d, 1e-6, 0, 0, nil, 1)
 	c.buildS(lam, d)
 	var es mat.EigenSym
 	if !es.Factorize(mat.NewSymDense(c.s.Dim(), c.s.Dense()), false) {
@@ -36,7 +36,7 @@ func TestCertificateMatchesDenseEigenvalues(t *testing.T) {
 				bcm.RandomStiefel(x, d, 7)
 				m := newManifold(q, d, r, 1)
 				eta := 1e-13 * q.MaxDiag()
-				c, err := newCertifier(q, d, 1e-6, eta, nil, 3).check(m, x)
+				c, err := newCertifier(q, d, 1e-6, 0, eta, nil, 3).check(m, x)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -46,7 +46,7 @@ func TestCertificateMatchesDenseEigenvalues(t *testing.T) {
 				}
 				// The eigenvector is a unit eigenvector of S.
 				sv := make([]float64, len(c.vector))
-				cc := newCertifier(q, d, 1e-6, 0, nil, 1)
+				cc := newCertifier(q, d, 1e-6, 0, 0, nil, 1)
 				cc.buildS(c.lam, d)
 				cc.s.MulVec(sv, c.vector)
 				res, nv := 0.0, 0.0
@@ -186,27 +186,49 @@ func TestSuboptimalityBoundIsRigorous(t *testing.T) {
 	}
 }
 
-// Noise-free graphs have F* = 0: the gap test must not turn rounding noise
-// into "not tight".
+// Noise-free graphs have F* = 0, where a relative tolerance cannot be
+// proven: the certificate's shift is at least its rounding floor, so the
+// bound is positive while GapTol |F| is ~1e-21. By default (GapAbs 0) the
+// status says so; with an absolute tolerance above the floor's cost the
+// same solve certifies, and GapAllowed is exactly max(GapTol |F|, GapAbs).
 func TestZeroResidualCertified(t *testing.T) {
 	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
 		for _, d := range []int{2, 3} {
-			g, truth := noisyGraph(d, 30, 10, 0, 0, 4)
-			res, err := Solve(context.Background(), g, Options{Problem: prob})
-			if err != nil {
-				t.Fatal(err)
+			g, _ := noisyGraph(d, 30, 10, 0, 0, 4)
+			for k := range g.Edges {
+				// Exact measurements with ordinary weights: the rounding
+				// floor's cost then lies far below 1e-6.
+				g.Edges[k].Kappa, g.Edges[k].Tau = 50, 10
 			}
-			if !res.Certified || res.Objective > 1e-12*float64(g.M()) {
-				t.Errorf("%v d=%d: status %s, F = %g", prob, d, res.Status, res.Objective)
-			}
-			if prob == posegraph.Rotations {
-				for i := range res.Poses {
-					if res.Poses[i].T != [3]float64{} {
-						t.Fatalf("rotation result carries a translation at %d", i)
+			for _, gapAbs := range []float64{0, 1e-6} {
+				res, err := Solve(context.Background(), g, Options{Problem: prob, GapAbs: gapAbs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Objective > 1e-12*float64(g.M()) || !res.HasBound {
+					t.Errorf("%v d=%d GapAbs %g: F = %g, has bound %v", prob, d, gapAbs, res.Objective, res.HasBound)
+				}
+				if want := math.Max(1e-6*res.Objective, gapAbs); res.GapAllowed != want {
+					t.Errorf("%v d=%d GapAbs %g: gap allowed %g, want %g", prob, d, gapAbs, res.GapAllowed, want)
+				}
+				if res.Certified != (res.SuboptimalityBound <= res.GapAllowed) {
+					t.Errorf("%v d=%d GapAbs %g: certified %v with bound %g, allowed %g", prob, d, gapAbs, res.Certified, res.SuboptimalityBound, res.GapAllowed)
+				}
+				want := Bounded
+				if gapAbs > 0 {
+					want = Certified
+				}
+				if res.Status != want {
+					t.Errorf("%v d=%d GapAbs %g: status %q, want %q (bound %g)", prob, d, gapAbs, res.Status, want, res.SuboptimalityBound)
+				}
+				if prob == posegraph.Rotations {
+					for i := range res.Poses {
+						if res.Poses[i].T != [3]float64{} {
+							t.Fatalf("rotation result carries a translation at %d", i)
+						}
 					}
 				}
 			}
-			_ = truth
 		}
 	}
 }
@@ -355,7 +377,7 @@ func TestCertificateMinEigAtCriticalPoint(t *testing.T) {
 			if rr, err := rtr(context.Background(), m, x, nil, hp, rtrOptions{GradTol: 1e-12, MaxIter: 100}); err != nil || rr.RelGrad > 1e-10 {
 				t.Fatalf("%v d=%d: no critical point (%+v, %v)", prob, d, rr, err)
 			}
-			c, err := newCertifier(q, d, 1e-6, 1e-13*q.MaxDiag(), nil, 3).check(m, x)
+			c, err := newCertifier(q, d, 1e-6, 0, 1e-13*q.MaxDiag(), nil, 3).check(m, x)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -100,8 +100,10 @@ func TestFlagErrors(t *testing.T) {
 	}
 	// The boundary values stay valid: 0 where it means a default, d.
 	for _, args := range [][]string{
-		{"solve", "--quiet", "--rank0", "0", "--max-rank", "2", "--threads", "0", "--time-limit", "0", "--grad-tol", "0", in},
-		{"solve", "--quiet", "--rank0", "3", "--max-rank", "3", "--threads", "1", in3},
+		// (The graphs' measurements are exact, F* = 0: certified needs an
+		// absolute tolerance.)
+		{"solve", "--quiet", "--gap-abs", "1e-9", "--rank0", "0", "--max-rank", "2", "--threads", "0", "--time-limit", "0", "--grad-tol", "0", in},
+		{"solve", "--quiet", "--gap-abs", "1e-9", "--rank0", "3", "--max-rank", "3", "--threads", "1", in3},
 	} {
 		if code, _, stderr := runCmd(args...); code != 0 {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
@@ -300,14 +302,14 @@ func TestHints(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "3 components of sizes [3 2 2]") || !strings.Contains(stderr, "--largest-component solves the largest (3 poses)") {
 		t.Errorf("disconnected: exit %d, stderr %q", code, stderr)
 	}
-	code, stdout, stderr := runCmd("solve", "--largest-component", disc)
+	code, stdout, stderr := runCmd("solve", "--gap-abs", "1e-9", "--largest-component", disc)
 	if code != 0 || !strings.Contains(stdout, "n=3 poses, m=2 edges") ||
 		!strings.Contains(stdout, "largest component: kept 3 of 7 poses and 2 of 4 edges; dropped 4 poses and 2 edges in 2 other component(s)") {
 		t.Errorf("--largest-component: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	// With --json the report is stdout's only content and the note goes
 	// to stderr.
-	code, stdout, stderr = runCmd("solve", "--largest-component", "--json", disc)
+	code, stdout, stderr = runCmd("solve", "--gap-abs", "1e-9", "--largest-component", "--json", disc)
 	var m map[string]any
 	if err := json.Unmarshal([]byte(stdout), &m); code != 0 || err != nil || !strings.Contains(stderr, "note: largest component: kept 3 of 7") {
 		t.Errorf("--json --largest-component: exit %d, %v, stderr %q", code, err, stderr)
@@ -336,7 +338,13 @@ func TestZeroResidualSummary(t *testing.T) {
 			"EDGE_SE2 2 3 1 0 1.5707963267948966" + edge2 + "EDGE_SE2 3 0 1 0 1.5707963267948966" + edge2},
 	} {
 		in := writeTemp(t, dir, c.name, c.src)
+		// No relative tolerance can be met at F* = 0: without --gap-abs
+		// the status says so and names the flag.
 		code, stdout, stderr := runCmd("solve", in)
+		if code != 1 || !strings.Contains(stdout, "--gap-abs") {
+			t.Errorf("%s without --gap-abs: exit %d, stdout %q; want 1 and the --gap-abs hint", c.name, code, stdout)
+		}
+		code, stdout, stderr = runCmd("solve", "--gap-abs", "1e-9", in)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
 		}
@@ -350,7 +358,7 @@ func TestZeroResidualSummary(t *testing.T) {
 			strings.Contains(line, "Inf") || strings.Contains(line, "e+") {
 			t.Errorf("%s: suboptimality line %q", c.name, line)
 		}
-		code, stdout, _ = runCmd("solve", "--json", in)
+		code, stdout, _ = runCmd("solve", "--gap-abs", "1e-9", "--json", in)
 		var m map[string]any
 		if err := json.Unmarshal([]byte(stdout), &m); code != 0 || err != nil {
 			t.Fatalf("%s: --json: exit %d, %v", c.name, code, err)

@@ -29,6 +29,7 @@ type solveFlags struct {
 	seed                    uint64
 	gradTol, eigTol, bcmTol float64
 	gapTol, bcmDecrease     float64
+	gapAbs                  float64
 	bcmSweeps               int
 	timeLimit               time.Duration
 	rotations, largest      bool
@@ -54,7 +55,8 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed, any value (BCM samplers, random initialization, eigensolver)")
 	fs.Float64Var(&f.gradTol, "grad-tol", 0, "relative gradient norm ||grad F||/||2XQ|| to reach at each rank (0: 1e-9)")
 	fs.Float64Var(&f.eigTol, "eig-tol", 0, "smallest certificate shift eta, relative to the largest diagonal entry of Q (0: 1e-13)")
-	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6)")
+	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6): certified means bound <= max(gap-tol*|F|, gap-abs)")
+	fs.Float64Var(&f.gapAbs, "gap-abs", 0, "absolute suboptimality, in units of F, that also certifies (default 0: purely relative; needed when F* = 0)")
 	fs.Float64Var(&f.bcmTol, "bcm-tol", 0, "relative gradient norm at which BCM hands over to the trust region (0: 1e-3)")
 	fs.Float64Var(&f.bcmDecrease, "bcm-decrease", 0, "hand over to the trust region when a BCM sweep lowers F by less than this fraction (0: 1e-5)")
 	fs.IntVar(&f.bcmSweeps, "bcm-sweeps", 0, "maximum BCM sweeps per rank (0: 5; negative: skip BCM)")
@@ -78,7 +80,7 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	for _, v := range []struct {
 		name string
 		val  float64
-	}{{"grad-tol", f.gradTol}, {"eig-tol", f.eigTol}, {"gap-tol", f.gapTol}, {"bcm-tol", f.bcmTol}, {"bcm-decrease", f.bcmDecrease}} {
+	}{{"grad-tol", f.gradTol}, {"eig-tol", f.eigTol}, {"gap-tol", f.gapTol}, {"gap-abs", f.gapAbs}, {"bcm-tol", f.bcmTol}, {"bcm-decrease", f.bcmDecrease}} {
 		if !(v.val >= 0) || math.IsInf(v.val, 0) {
 			return o, fmt.Errorf("--%s must be a finite number >= 0, not %g", v.name, v.val)
 		}
@@ -105,7 +107,7 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	}
 	o = bsync.Options{
 		Init: init, Rank0: f.rank0, MaxRank: f.maxRank, Rule: rule, Threads: f.threads, Seed: f.seed,
-		GradTol: f.gradTol, EigTol: f.eigTol, GapTol: f.gapTol, BCMTol: f.bcmTol, BCMMaxSweeps: f.bcmSweeps, BCMDecreaseTol: f.bcmDecrease,
+		GradTol: f.gradTol, EigTol: f.eigTol, GapTol: f.gapTol, GapAbs: f.gapAbs, BCMTol: f.bcmTol, BCMMaxSweeps: f.bcmSweeps, BCMDecreaseTol: f.bcmDecrease,
 		TimeLimit: f.timeLimit, LargestComponent: f.largest,
 	}
 	if f.rotations {

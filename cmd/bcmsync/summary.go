@@ -24,13 +24,26 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 	}
 	fmt.Fprintf(&b, "  %s\n", statusSentence(r))
 	fmt.Fprintf(&b, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
+	if r.Estimate != "" && r.Estimate != string(bsync.EstimateRounded) {
+		fmt.Fprintf(&b, "  estimate           the %s (relaxation F %.12g)\n", r.Estimate, r.RelaxationObjective)
+	}
 	if r.DualBound != nil {
 		fmt.Fprintf(&b, "  dual bound         %.12g   (proven: no estimate has F below it)\n", *r.DualBound)
-		fmt.Fprintf(&b, "  suboptimality      <= %.3g %s\n", *r.SuboptimalityBound, relativeNote(*r.SuboptimalityBound, r.Objective))
+		fmt.Fprintf(&b, "  suboptimality      <= %.3g %s; allowed %.3g\n", *r.SuboptimalityBound, relativeNote(*r.SuboptimalityBound, r.Objective), r.GapAllowed)
 	} else {
 		fmt.Fprintf(&b, "  no bound: S = Q - Lambda is not positive semidefinite at the last point\n")
 	}
-	fmt.Fprintf(&b, "  lambda_min(S)      %.3g   (certificate shift eta %.3g)\n", r.MinEigenvalue, r.Eta)
+	if r.DualBound != nil && r.ExpectedObjectiveSD > 0 {
+		if z := (*r.DualBound - r.ExpectedObjective) / r.ExpectedObjectiveSD; z > bsync.InconsistentZ {
+			fmt.Fprintf(&b, "  inconsistent data  F* >= %.6g is %.0f sd above %.6g, F at the truth for measurements as precise as their weights say:\n", *r.DualBound, z, r.ExpectedObjective)
+			fmt.Fprintf(&b, "                     some measurements contradict the others (wrong loop closures?); try --robust gnc-tls\n")
+		}
+	}
+	on := "every pose"
+	if r.EtaPoses == 1 {
+		on = "one anchor pose"
+	}
+	fmt.Fprintf(&b, "  lambda_min(S)      %.3g   (certificate shift eta %.3g on %s)\n", r.MinEigenvalue, r.Eta, on)
 	t := r.Timings
 	fmt.Fprintf(&b, "  time %.3fs: parse %.3f, init %.3f, optimize %.3f, certify %.3f, round %.3f\n",
 		t.Total, t.Parse, t.Init, t.Optimize, t.Certify, t.Round)
@@ -41,10 +54,11 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 }
 
 // relativeNote qualifies a suboptimality bound: relative to |F| where that
-// means something, absolute where F is 0 or below the bound itself (a
-// noise-free graph has F* = 0, and dividing by F printed +Inf or 1e+20).
+// means something, absolute where F is 0 or not above the bound itself (a
+// noise-free graph has F* = 0, and dividing by F printed +Inf or 1e+20;
+// a relative bound of 1 says no more than F* >= 0).
 func relativeNote(bound, f float64) string {
-	if rel := bound / math.Abs(f); f != 0 && math.Abs(bound) <= math.Abs(f) && !math.IsNaN(rel) {
+	if rel := bound / math.Abs(f); f != 0 && math.Abs(bound) < math.Abs(f) && !math.IsNaN(rel) {
 		return fmt.Sprintf("(relative %.2g)", rel)
 	}
 	return "(absolute: F is not above the bound, as where F* = 0, so no relative bound)"
@@ -61,14 +75,22 @@ func statusSentence(r *bsync.Report) string {
 		return fmt.Sprintf("NOT certified optimal: the relaxation is certified at rank %d, but its solution has rank above %d, "+
 			"so rounding is not tight; the estimate is within the suboptimality bound below", r.Rank, r.D)
 	case bsync.Bounded:
-		return fmt.Sprintf("NOT certified to the gap tolerance: the certificate holds at rank %d, "+
+		msg := fmt.Sprintf("NOT certified to the gap tolerance: the certificate holds at rank %d, "+
 			"but the bound it proves (below) is above the allowed %.3g", r.Rank, r.GapAllowed)
+		if r.SuboptimalityBound != nil && *r.SuboptimalityBound >= math.Abs(r.Objective) {
+			// F* = 0 data: F is itself at rounding level, and no relative
+			// tolerance can be proven.
+			msg += " (F is at rounding level, as where the measurements agree exactly: --gap-abs sets an absolute tolerance)"
+		}
+		return msg
 	case bsync.NotCertified:
 		why := "no saddle escape was found"
 		if r.Rank >= r.Options.MaxRank {
 			why = "the last rank --max-rank allows"
 		}
 		return fmt.Sprintf("NOT certified: the certificate failed at rank %d (%s)", r.Rank, why)
+	case bsync.Inconsistent:
+		return fmt.Sprintf("NOT certified: the measurements contradict their weights (stopped at rank %d; see below)", r.Rank)
 	case bsync.TimeLimit:
 		return fmt.Sprintf("NOT certified: stopped by the time limit at rank %d", r.Rank)
 	case bsync.Cancelled:

@@ -1,6 +1,7 @@
 package sparse
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -385,6 +386,38 @@ func TestFactorizeBlocksPattern(t *testing.T) {
 			}
 			if err := c.FactorizeBlocks(q, 1); err != nil {
 				t.Errorf("%s, pass %d: FactorizeBlocks refused the analysed pattern: %v", name, pass, err)
+			}
+		}
+	}
+}
+
+// LastPivot is the coordinate eliminated last: lowering only its diagonal
+// entry until the matrix is indefinite changes no other pivot, so the
+// factorization fails there and nowhere earlier, under every ordering and
+// on the block and the scalar paths.
+func TestLastPivot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, tc := range []struct{ nb, b int }{{1, 3}, {12, 3}, {40, 4}, {25, 1}} {
+		q := randomBlockSym(rng, tc.nb, tc.b, 0.2, 1)
+		for _, perm := range [][]int{BlockAMD(q, 0), randomBlockPerm(rng, q.N, q.B), nil} {
+			c, err := AnalyzeBlocks(q, perm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := c.LastPivot()
+			if p < 0 || p >= q.N*q.B {
+				t.Fatalf("nb=%d b=%d: last pivot %d out of range", tc.nb, tc.b, p)
+			}
+			a := q.Clone()
+			blk := a.Block(a.Diag[p/q.B])
+			blk[(p%q.B)*q.B+p%q.B] -= 1e6 * (1 + q.MaxDiag())
+			err = c.FactorizeBlocks(a, 0.5)
+			var npd *NotPositiveDefiniteError
+			if !errors.As(err, &npd) || npd.Column != p {
+				t.Errorf("nb=%d b=%d: lowering the last pivot %d's diagonal gave %v", tc.nb, tc.b, p, err)
+			}
+			if err := c.FactorizeBlocks(q, 0.5); err != nil {
+				t.Errorf("nb=%d b=%d: the unchanged matrix failed: %v", tc.nb, tc.b, err)
 			}
 		}
 	}

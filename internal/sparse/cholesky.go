@@ -745,3 +745,14 @@ func (c *Cholesky) MinPivot() (col int, pivot float64) {
 	}
 	return col, pivot
 }
+
+// LastPivot returns the original index of the factor's last pivot, the
+// row and column its ordering eliminates last. A caller that wants one
+// coordinate's Schur complement, everything else eliminated first, shifts
+// there (sync's certificate grounds its gauge at the last pivot's pose).
+func (c *Cholesky) LastPivot() int { return c.perm[c.n-1] }
+
+// Pivot returns the original index of the factor's k-th pivot (0 <= k < n,
+// in elimination order): LastPivot is Pivot(n-1). A caller that must
+// ground at a coordinate of some kind walks back from the last.
+func (c *Cholesky) Pivot(k int) int { return c.perm[k] }
