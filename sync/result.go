@@ -142,4 +142,9 @@ type Result struct {
 	Levels           []Level
 	History          []Record
 	Timings          Timings
+	// Robust is the outlier rejection's account (nil without
+	// Options.Robust): each edge's weight, the rejected edges, the outer
+	// iterations. With it, Graph is the final weighted graph, the one the
+	// certificate is of.
+	Robust *RobustResult
 }

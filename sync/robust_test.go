@@ -1,0 +1,169 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// robustCase is a synthetic graph corrupted with random wrong loop
+// closures (datasets.AddOutliers, as confident as a typical inlier).
+type robustCase struct {
+	d        int
+	fraction float64
+}
+
+func (c robustCase) graphs(t testing.TB) (clean, corrupted *posegraph.Graph, mask []bool, kappa, tau float64) {
+	kappa, tau = 200, 100
+	n, radius := 150, 2.5
+	if c.d == 3 {
+		radius = 2.2
+	}
+	g, _, err := datasets.Geometric(c.d, n, radius, datasets.Config{Kappa: kappa, Tau: tau, LoopProb: 0.3, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, mask, err := datasets.AddOutliers(g, datasets.OutlierConfig{Fraction: c.fraction, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, out, mask, kappa, tau
+}
+
+// trajectoryError returns the largest rotation angle between matching poses
+// and the absolute trajectory error (root mean square translation
+// difference). Both solves express their answer in the input's gauge (the
+// anchor keeps its input pose), so no alignment is needed.
+func trajectoryError(d int, a, b []posegraph.Pose) (maxAngle, ate float64) {
+	for i := range a {
+		m := mul(d, transpose(d, a[i].R), b[i].R)
+		tr := 0.0
+		for k := 0; k < d; k++ {
+			tr += m[k*d+k]
+		}
+		// tr = 2 cos theta (2-D) or 1 + 2 cos theta (3-D).
+		c := (tr - float64(d-2)) / 2
+		maxAngle = math.Max(maxAngle, math.Acos(math.Max(-1, math.Min(1, c))))
+		for k := 0; k < d; k++ {
+			v := a[i].T[k] - b[i].T[k]
+			ate += v * v
+		}
+	}
+	return maxAngle, math.Sqrt(ate / float64(len(a)))
+}
+
+// TestRobustRejectsOutliers: on 2-D and 3-D graphs with 5%, 10% and 20%
+// wrong loop closures, GNC-TLS rejects every outlier, keeps at least 99% of
+// the inliers, certifies the final (inlier) problem, and its estimate is
+// within the noise of the clean graph's certified optimum: the largest
+// rotation difference is below one noise standard deviation per axis,
+// 1/sqrt(2 kappa), and the ATE below the translation noise's 1/sqrt(tau).
+// The plain solve of the corrupted graph, for contrast, is far off.
+func TestRobustRejectsOutliers(t *testing.T) {
+	for _, c := range []robustCase{{2, 0.05}, {2, 0.10}, {2, 0.20}, {3, 0.05}, {3, 0.10}, {3, 0.20}} {
+		t.Run(fmt.Sprintf("d=%d/%g", c.d, c.fraction), func(t *testing.T) {
+			clean, bad, mask, kappa, tau := c.graphs(t)
+			ref, err := Solve(context.Background(), clean, Options{})
+			if err != nil || !ref.Certified {
+				t.Fatalf("clean solve: %v, %+v", err, ref)
+			}
+			res, err := Solve(context.Background(), bad, Options{Robust: RobustOptions{Loss: RobustGNCTLS}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rr := res.Robust
+			if rr == nil || !rr.Converged || !res.Certified {
+				t.Fatalf("robust solve: status %q, stop %q", res.Status, rr.Stop)
+			}
+			if !strings.HasPrefix(string(res.Status), "certified (robust: of the ") {
+				t.Errorf("status %q", res.Status)
+			}
+			outliers, inliers, missed, lost := 0, 0, 0, 0
+			for k, w := range rr.Weights {
+				if w != 0 && w != 1 {
+					t.Errorf("edge %d: converged with weight %g", k, w)
+				}
+				if mask[k] {
+					outliers++
+					if w != 0 {
+						missed++
+					}
+				} else {
+					inliers++
+					if w == 0 {
+						lost++
+					}
+				}
+			}
+			if missed > 0 {
+				t.Errorf("%d of %d outliers kept", missed, outliers)
+			}
+			if float64(lost) > 0.01*float64(inliers) {
+				t.Errorf("%d of %d inliers rejected (more than 1%%)", lost, inliers)
+			}
+			if res.Graph.M() != len(rr.Kept) || len(rr.Kept)+len(rr.Rejected) != bad.M() {
+				t.Errorf("kept %d + rejected %d edges, input %d, solved graph %d", len(rr.Kept), len(rr.Rejected), bad.M(), res.Graph.M())
+			}
+			rot, ate := trajectoryError(c.d, ref.Poses, res.Poses)
+			t.Logf("%d outliers, %d of %d inliers rejected, %d solves, final mu %.3g; max rotation error %.2e rad, ATE %.2e",
+				outliers, lost, inliers, len(rr.Iterations), rr.Mu, rot, ate)
+			if rot > 1/math.Sqrt(2*kappa) || ate > 1/math.Sqrt(tau) {
+				t.Errorf("against the clean optimum: max rotation error %g rad (noise %g), ATE %g (noise %g)",
+					rot, 1/math.Sqrt(2*kappa), ate, 1/math.Sqrt(tau))
+			}
+			// The first solve is the plain one: the outliers ruin it.
+			plain, err := Solve(context.Background(), bad, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prot, pate := trajectoryError(c.d, ref.Poses, plain.Poses); prot < 10/math.Sqrt(2*kappa) && pate < 10/math.Sqrt(tau) {
+				t.Errorf("the plain solve is already close (rotation %g, ATE %g): the test does not test rejection", prot, pate)
+			}
+		})
+	}
+}
+
+// TestRobustSchedule checks the loop's mu schedule against the rule: the
+// first solve is unweighted (mu 0), the second uses
+// c^2 / (2 max r_e^2 - c^2) over the untrusted edges' terms at the first
+// estimate, each later one 1.4 times the one before.
+func TestRobustSchedule(t *testing.T) {
+	_, bad, _, _, _ := robustCase{2, 0.1}.graphs(t)
+	res, err := Solve(context.Background(), bad, Options{Robust: RobustOptions{Loss: RobustGNCTLS, MaxIterations: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := res.Robust
+	if len(rr.Iterations) != 4 || rr.Stop != "iterations" || rr.Converged {
+		t.Fatalf("%d solves, stop %q; want 4 and iterations", len(rr.Iterations), rr.Stop)
+	}
+	if !strings.Contains(string(res.Status), "not converged") {
+		t.Errorf("status %q does not say GNC stopped early", res.Status)
+	}
+	first, err := Solve(context.Background(), bad, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := bad.EdgeCosts(nil, first.Poses, posegraph.Poses)
+	r2max := 0.0
+	for k, v := range r2 {
+		if e := bad.Edges[k]; e.I-e.J != 1 && e.J-e.I != 1 {
+			r2max = math.Max(r2max, v)
+		}
+	}
+	mu0 := rr.Threshold / (2*r2max - rr.Threshold)
+	want := []float64{0, mu0, 1.4 * mu0, 1.4 * 1.4 * mu0}
+	for k, it := range rr.Iterations {
+		if math.Abs(it.Mu-want[k]) > 1e-9*want[k] {
+			t.Errorf("solve %d: mu %g, want %g", k, it.Mu, want[k])
+		}
+	}
+	if rr.Iterations[0].Inliers != bad.M() {
+		t.Errorf("the first solve has %d inliers of %d edges", rr.Iterations[0].Inliers, bad.M())
+	}
+}
