@@ -72,8 +72,14 @@ type RobustOptions struct {
 	// MuStep is the factor by which GNC raises mu each outer iteration
 	// (0: 1.4, the paper's choice; must exceed 1).
 	MuStep float64
-	// MaxIterations bounds the weighted solves after the first (0: 100).
+	// MaxIterations bounds GNC's weight updates (0: 100).
 	MaxIterations int
+	// InnerMaxRank is the last staircase rank of the weighted solves on
+	// the way to converged weights (0: two above the first rank,
+	// Options.Rank0 or d).
+	// The final weights are solved with the whole staircase, up to
+	// Options.MaxRank, whenever the rank-limited solve did not certify.
+	InnerMaxRank int
 }
 
 func (o *RobustOptions) check() error {
@@ -88,6 +94,9 @@ func (o *RobustOptions) check() error {
 	}
 	if o.MuStep != 0 && !(o.MuStep > 1) || math.IsInf(o.MuStep, 0) {
 		return fmt.Errorf("robust mu step %g must be a finite number > 1", o.MuStep)
+	}
+	if o.InnerMaxRank < 0 {
+		return fmt.Errorf("robust inner max rank %d is negative", o.InnerMaxRank)
 	}
 	if o.MaxIterations < 0 {
 		return fmt.Errorf("robust max iterations %d is negative", o.MaxIterations)
@@ -110,7 +119,9 @@ type RobustIteration struct {
 	Objective float64 `json:"objective"`
 	TLS       float64 `json:"tls_cost"`
 	Status    string  `json:"status"`
-	Seconds   float64 `json:"seconds"`
+	// MaxRank is the last staircase rank this solve was allowed.
+	MaxRank int     `json:"max_rank"`
+	Seconds float64 `json:"seconds"`
 }
 
 // RobustResult is the outlier rejection's account of a solve.
@@ -231,6 +242,26 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 	inner.Robust = RobustOptions{}
 	inner.LargestComponent = false
 
+	// The weighted solves on the way stop at the first rank of the
+	// staircase (InnerMaxRank): GNC needs a good estimate for its next
+	// weights, not a proof, and a problem still full of half-weighted
+	// outliers can send the staircase through every rank (intel with 5%
+	// outliers: 41 s for the plain solve to fail at rank 10, and 390 s
+	// for the whole GNC run). Rank d alone is too little: its local minima
+	// misled GNC there into rejecting 11 inliers; two ranks more found the
+	// right 125 in 30 s (one run each, under load). Once the weights have
+	// converged, a solve that did not certify is repeated with the whole
+	// staircase.
+	full := inner
+	fast := inner
+	fast.MaxRank = ro.InnerMaxRank
+	if fast.MaxRank == 0 {
+		fast.MaxRank = max(opts.Rank0, d) + 2
+	}
+	if opts.MaxRank != 0 {
+		fast.MaxRank = min(fast.MaxRank, opts.MaxRank)
+	}
+	climbed := false
 	w := make([]float64, m)
 	for k := range w {
 		w[k] = 1
@@ -240,20 +271,24 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 	var first, res *Result
 	var r2 []float64
 	mu := 0.0
-	for it := 0; ; it++ {
+	for it, solves := 0, 0; ; solves++ {
 		t0 := time.Now()
 		wg, kept, bridged := weightedGraph(g, w)
-		if it > 0 {
-			inner.Init, inner.InitialPoses = InitGiven, res.Poses
+		o := fast
+		if climbed {
+			o = full
+		}
+		if solves > 0 {
+			o.Init, o.InitialPoses = InitGiven, res.Poses
 		}
 		if !deadline.IsZero() {
-			inner.TimeLimit = time.Until(deadline)
-			if inner.TimeLimit <= 0 {
+			o.TimeLimit = time.Until(deadline)
+			if o.TimeLimit <= 0 {
 				rr.Stop = "time limit"
 				break
 			}
 		}
-		r, err := Solve(ctx, wg, inner)
+		r, err := Solve(ctx, wg, o)
 		if err != nil {
 			return nil, err
 		}
@@ -265,7 +300,8 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		rr.Kept, rr.Bridged, rr.Mu = kept, bridged, mu
 		addTimings(&total, &r.Timings)
 		r2 = g.EdgeCosts(r2, r.Poses, opts.Problem)
-		iter := RobustIteration{Mu: mu, Objective: r.Objective, TLS: tlsCost(r2, c2), Status: string(r.Status), Seconds: time.Since(t0).Seconds()}
+		iter := RobustIteration{Mu: mu, Objective: r.Objective, TLS: tlsCost(r2, c2), Status: string(r.Status),
+			MaxRank: o.MaxRank, Seconds: time.Since(t0).Seconds()}
 		for _, v := range w {
 			switch {
 			case v == 1:
@@ -278,7 +314,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		}
 		rr.Iterations = append(rr.Iterations, iter)
 		log.Info("robust", "iteration", it, "mu", mu, "inliers", iter.Inliers, "fractional", iter.Fractional,
-			"rejected", iter.Rejected, "F", r.Objective, "tls", iter.TLS, "status", string(r.Status))
+			"rejected", iter.Rejected, "F", r.Objective, "tls", iter.TLS, "status", string(r.Status), "seconds", iter.Seconds)
 
 		if r.Status == TimeLimit || r.Status == Cancelled {
 			rr.Stop = string(r.Status)
@@ -286,6 +322,17 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 				rr.Stop = "time limit"
 			}
 			break
+		}
+		// done is the end of the loop once the weights have settled: a
+		// certified solve ends it, else the whole staircase gets one try
+		// with the same weights.
+		done := func(stop string) bool {
+			if r.Status == Certified || climbed {
+				rr.Stop, rr.Converged = stop, true
+				return true
+			}
+			climbed = true
+			return false
 		}
 		if it == 0 {
 			r2max := 0.0
@@ -295,8 +342,10 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 				}
 			}
 			if r2max <= c2 {
-				rr.Stop, rr.Converged = "no outliers", true
-				break
+				if done("no outliers") {
+					break
+				}
+				continue
 			}
 			mu = gncInitialMu(c2, r2max)
 		} else {
@@ -317,14 +366,18 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 			}
 		}
 		if it > 0 && binary && same {
-			rr.Stop, rr.Converged = "converged", true
-			break
+			if done("converged") {
+				break
+			}
+			mu /= ro.MuStep // the same weights again, at the whole staircase
+			continue
 		}
 		if it == ro.MaxIterations {
 			rr.Stop = "iterations"
 			break
 		}
 		w, next = next, w
+		it++
 	}
 	if res == nil {
 		return nil, fmt.Errorf("robust: the time limit passed before the first solve")

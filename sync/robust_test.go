@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -145,7 +146,8 @@ func TestRobustSchedule(t *testing.T) {
 	if !strings.Contains(string(res.Status), "not converged") {
 		t.Errorf("status %q does not say GNC stopped early", res.Status)
 	}
-	first, err := Solve(context.Background(), bad, Options{})
+	// The first solve of the loop: unweighted, staircase up to d + 2.
+	first, err := Solve(context.Background(), bad, Options{MaxRank: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,5 +167,138 @@ func TestRobustSchedule(t *testing.T) {
 	}
 	if rr.Iterations[0].Inliers != bad.M() {
 		t.Errorf("the first solve has %d inliers of %d edges", rr.Iterations[0].Inliers, bad.M())
+	}
+}
+
+// TestRobustRotationsUntrustedOdometry runs the rotation-only problem with
+// odometry checked like every other edge: the threshold then has
+// d(d-1)/2 degrees of freedom. A random outlier's rotation alone can agree
+// with the truth to within the noise (in 2-D with kappa = 200 and
+// c^2 = 10.8, about one in twenty lands within 0.16 rad): such an edge is
+// no outlier of the rotation problem: the estimate moves a little to fit it
+// as it would for a noisy inlier (one of those in 2-D has a term of 11.5 at
+// the clean optimum, just above c^2, and within it at the robust one). So
+// the test asks that every outlier whose term at the clean graph's optimum
+// exceeds 2 c^2 is rejected, that at least 99% of the inliers stay, and
+// that the rotations are within three noise standard deviations
+// 3/sqrt(2 kappa) of the clean optimum (in 3-D, where no outlier is
+// consistent, they agree to 3e-8).
+func TestRobustRotationsUntrustedOdometry(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		clean, bad, mask, kappa, _ := robustCase{d, 0.1}.graphs(t)
+		opts := Options{Problem: posegraph.Rotations}
+		ref, err := Solve(context.Background(), clean, opts)
+		if err != nil || !ref.Certified {
+			t.Fatalf("d=%d: clean solve: %v %+v", d, err, ref)
+		}
+		opts.Robust = RobustOptions{Loss: RobustGNCTLS, CheckOdometry: true}
+		res, err := Solve(context.Background(), bad, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr := res.Robust
+		if rr.DOF != d*(d-1)/2 || !rr.Converged || !res.Certified {
+			t.Fatalf("d=%d: dof %d, stop %q, status %q", d, rr.DOF, rr.Stop, res.Status)
+		}
+		for k := range rr.Trusted {
+			if rr.Trusted[k] {
+				t.Fatalf("d=%d: edge %d trusted with CheckOdometry", d, k)
+			}
+		}
+		atRef := bad.EdgeCosts(nil, ref.Poses, posegraph.Rotations)
+		lost, inliers, consistent := 0, 0, 0
+		for k, w := range rr.Weights {
+			if mask[k] && w != 0 {
+				if atRef[k] > 2*rr.Threshold {
+					t.Errorf("d=%d: outlier %d (term %g at the clean optimum, c^2 %g) has weight %g", d, k, atRef[k], rr.Threshold, w)
+				}
+				consistent++
+			}
+			if !mask[k] {
+				inliers++
+				if w == 0 {
+					lost++
+				}
+			}
+		}
+		if float64(lost) > 0.01*float64(inliers) {
+			t.Errorf("d=%d: %d of %d inliers rejected", d, lost, inliers)
+		}
+		rot, _ := trajectoryError(d, ref.Poses, res.Poses)
+		t.Logf("d=%d: %d outliers kept as consistent, %d of %d inliers rejected, max rotation error %.2e", d, consistent, lost, inliers, rot)
+		if rot > 3/math.Sqrt(2*kappa) {
+			t.Errorf("d=%d: max rotation error %g against the clean optimum (noise %g)", d, rot, 1/math.Sqrt(2*kappa))
+		}
+	}
+}
+
+// TestWeightedGraph checks the weighted graph by hand on a 4-pose chain
+// 0-1-2-3 with a closure 0-2: weights scale kappa, tau and the recorded
+// information matrix; a zero-weight closure is left out; a zero-weight
+// chain edge that alone joins pose 3 is kept at weight 1 and reported.
+func TestWeightedGraph(t *testing.T) {
+	id := posegraph.Identity(2)
+	e := func(i, j int) posegraph.Edge {
+		return posegraph.Edge{I: i, J: j, R: id.R, Kappa: 10, Tau: 4, Info: []float64{4, 0, 0, 4, 0, 10}}
+	}
+	g := &posegraph.Graph{D: 2, IDs: []int{0, 1, 2, 3}, Edges: []posegraph.Edge{e(0, 1), e(1, 2), e(2, 3), e(0, 2)}}
+	wg, kept, bridged := weightedGraph(g, []float64{1, 0.5, 0, 0})
+	if fmt.Sprint(kept) != "[0 1 2]" || fmt.Sprint(bridged) != "[2]" {
+		t.Fatalf("kept %v bridged %v, want [0 1 2] and [2]", kept, bridged)
+	}
+	if h := wg.Edges[1]; h.Kappa != 5 || h.Tau != 2 || fmt.Sprint(h.Info) != "[2 0 0 2 0 5]" {
+		t.Errorf("half-weight edge: kappa %g tau %g info %v", h.Kappa, h.Tau, h.Info)
+	}
+	if h := wg.Edges[2]; h.Kappa != 10 || h.Tau != 4 {
+		t.Errorf("bridge: kappa %g tau %g, want its full weight", h.Kappa, h.Tau)
+	}
+	if fmt.Sprint(g.Edges[1].Info) != "[4 0 0 4 0 10]" || g.Edges[1].Kappa != 10 {
+		t.Errorf("the input graph changed: %+v", g.Edges[1])
+	}
+	if err := wg.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestWarmStart: a solve started from a certified optimum (Options.
+// InitialPoses) returns the same optimum; a warm start of the wrong length
+// or with a non-finite entry is an error, not a panic.
+func TestWarmStart(t *testing.T) {
+	g, _, _, _, _ := robustCase{3, 0}.graphs(t)
+	ref, err := Solve(context.Background(), g, Options{})
+	if err != nil || !ref.Certified {
+		t.Fatalf("%v %+v", err, ref)
+	}
+	res, err := Solve(context.Background(), g, Options{InitialPoses: ref.Poses})
+	if err != nil || !res.Certified {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if math.Abs(res.InitialObjective-ref.Objective) > 1e-9*ref.Objective || math.Abs(res.Objective-ref.Objective) > 1e-9*ref.Objective {
+		t.Errorf("warm start: initial F %g, final %g, want the optimum %g", res.InitialObjective, res.Objective, ref.Objective)
+	}
+	if _, err := Solve(context.Background(), g, Options{InitialPoses: ref.Poses[1:]}); err == nil || !strings.Contains(err.Error(), "initial poses") {
+		t.Errorf("short warm start: %v", err)
+	}
+	bad := append([]posegraph.Pose(nil), ref.Poses...)
+	bad[3].T[1] = math.NaN()
+	if _, err := Solve(context.Background(), g, Options{InitialPoses: bad}); err == nil || !strings.Contains(err.Error(), "not finite") {
+		t.Errorf("NaN warm start: %v", err)
+	}
+}
+
+// TestRobustTimeLimit: a time limit ends the loop with an answer and an
+// honest status, not an error.
+func TestRobustTimeLimit(t *testing.T) {
+	_, bad, _, _, _ := robustCase{2, 0.1}.graphs(t)
+	res, err := Solve(context.Background(), bad, Options{TimeLimit: time.Millisecond, Robust: RobustOptions{Loss: RobustGNCTLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := res.Robust
+	if rr.Converged || rr.Stop != "time limit" || res.Certified || !strings.Contains(string(res.Status), "not converged, stopped by time limit") {
+		t.Errorf("stop %q, status %q, certified %v", rr.Stop, res.Status, res.Certified)
+	}
+	if len(res.Poses) != bad.N() {
+		t.Errorf("%d poses for %d", len(res.Poses), bad.N())
 	}
 }
