@@ -132,6 +132,8 @@ type RobustResult struct {
 	Threshold float64
 	Quantile  float64
 	DOF       int
+	// TrustOdometry is true unless RobustOptions.CheckOdometry was set.
+	TrustOdometry bool
 	// Input is the graph given (its largest component with
 	// Options.LargestComponent); the slices below are indexed by its edges.
 	Input *posegraph.Graph
@@ -211,7 +213,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 	if ro.MaxIterations == 0 {
 		ro.MaxIterations = 100
 	}
-	rr := &RobustResult{Loss: ro.Loss, Input: g, DOF: d * (d - 1) / 2}
+	rr := &RobustResult{Loss: ro.Loss, Input: g, DOF: d * (d - 1) / 2, TrustOdometry: !ro.CheckOdometry}
 	if opts.Problem == posegraph.Poses {
 		rr.DOF += d
 	}

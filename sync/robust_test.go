@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -300,5 +302,59 @@ func TestRobustTimeLimit(t *testing.T) {
 	}
 	if len(res.Poses) != bad.N() {
 		t.Errorf("%d poses for %d", len(res.Poses), bad.N())
+	}
+}
+
+// TestRobustReport: the report's robust section survives a JSON round trip
+// and names each rejected edge by its file ids and source line (the graph
+// goes through a g2o file so its edges have lines).
+func TestRobustReport(t *testing.T) {
+	_, bad, mask, _, _ := robustCase{2, 0.05}.graphs(t)
+	var buf bytes.Buffer
+	if err := g2o.Write(&buf, bad, nil); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Split(buf.String(), "\n")
+	g, err := g2o.Read(strings.NewReader(buf.String()), "bad.g2o", g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Robust: RobustOptions{Loss: RobustGNCTLS}}
+	res, err := Solve(context.Background(), g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js bytes.Buffer
+	if err := NewReport("bad.g2o", res, opts).WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ReadReport(&js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := rep.Robust
+	if rr == nil || !rr.Converged || rr.InputEdges != g.M() || len(rr.Edges) != g.M() || rr.Inliers+len(rr.Rejected) != g.M() {
+		t.Fatalf("robust section %+v", rr)
+	}
+	if rep.M != rr.Inliers || !rep.Certified || !rr.TrustOdometry || rr.DOF != 3 || rr.Quantile != DefaultRobustQuantile {
+		t.Errorf("m %d, inliers %d, certified %v, trust %v, dof %d, quantile %g", rep.M, rr.Inliers, rep.Certified, rr.TrustOdometry, rr.DOF, rr.Quantile)
+	}
+	outliers := 0
+	for _, m := range mask {
+		if m {
+			outliers++
+		}
+	}
+	if len(rr.Rejected) != outliers {
+		t.Errorf("%d rejected, %d outliers", len(rr.Rejected), outliers)
+	}
+	for _, e := range rr.Rejected {
+		if !mask[e.Edge] || e.Weight != 0 || e.Residual <= rr.Threshold {
+			t.Errorf("rejected %+v: outlier %v, threshold %g", e, mask[e.Edge], rr.Threshold)
+		}
+		want := fmt.Sprintf("EDGE_SE2 %d %d ", e.From, e.To)
+		if e.Line < 1 || e.Line > len(text) || !strings.HasPrefix(text[e.Line-1], want) {
+			t.Errorf("rejected %+v: line %d does not start with %q", e, e.Line, want)
+		}
 	}
 }
