@@ -148,8 +148,9 @@ func TestRobustSchedule(t *testing.T) {
 	if !strings.Contains(string(res.Status), "not converged") {
 		t.Errorf("status %q does not say GNC stopped early", res.Status)
 	}
-	// The first solve of the loop: unweighted, staircase up to d + 2.
-	first, err := Solve(context.Background(), bad, Options{MaxRank: 4})
+	// The first solve of the loop: unweighted, staircase up to d + 2,
+	// gradient to 1e-6.
+	first, err := Solve(context.Background(), bad, Options{MaxRank: 4, GradTol: 1e-6})
 	if err != nil {
 		t.Fatal(err)
 	}
