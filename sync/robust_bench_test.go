@@ -11,7 +11,8 @@ import (
 
 // BenchmarkRobustIntel solves intel.g2o with 125 wrong loop closures (about
 // 5% of its edges) added by datasets.AddOutliers, in robust mode, and
-// reports the outer iterations (weighted solves after the first), the
+// reports the outer iterations (weighted solves after the first, the final
+// one with the caller's options included), the
 // precision (rejected edges that are outliers) and the recall (outliers
 // rejected).
 func BenchmarkRobustIntel(b *testing.B) {
