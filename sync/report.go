@@ -54,6 +54,9 @@ type Report struct {
 	Levels              []Level    `json:"levels"`
 	History             []Record   `json:"history"`
 	Options             ReportOpts `json:"options"`
+	// Robust is the outlier rejection's account (robust mode only); N, M
+	// and the objectives are then of the final weighted graph.
+	Robust *RobustReport `json:"robust,omitempty"`
 }
 
 // ReportOpts records the options that shaped the result.
@@ -101,6 +104,7 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
 			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,
 			GapTol: opts.GapTol, GapAbs: opts.GapAbs, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds()},
+		Robust: newRobustReport(res.Robust),
 	}
 }
 

@@ -196,4 +196,9 @@ type Result struct {
 	Timings          Timings
 
 	final *sparse.Blocks // the staircase's last point (tests check its certificate)
+	// Robust is the outlier rejection's account (nil without
+	// Options.Robust): each edge's weight, the rejected edges, the outer
+	// iterations. With it, Graph is the final weighted graph, the one the
+	// certificate is of.
+	Robust *RobustResult
 }

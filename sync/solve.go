@@ -25,6 +25,9 @@ const (
 	InitOdometry Init = "odometry" // compose measurements along a spanning tree
 	InitVertices Init = "vertices" // the file's VERTEX estimates
 	InitRandom   Init = "random"   // random rotations (tests, stress)
+	// InitGiven starts from Options.InitialPoses: a warm start, as the
+	// robust mode's weighted solves use (not a command-line name).
+	InitGiven Init = "given"
 )
 
 // ParseInit checks an initialization name.
@@ -41,6 +44,13 @@ type Options struct {
 	// Problem: posegraph.Poses (SE(d), the default) or posegraph.Rotations.
 	Problem posegraph.Problem
 	Init    Init
+	// InitialPoses, indexed like the graph, is the starting estimate for
+	// Init InitGiven (which an empty Init with InitialPoses set means).
+	// Only the rotations count for Rotations.
+	InitialPoses []posegraph.Pose
+	// Robust selects outlier rejection (the zero value: none, plain least
+	// squares); see SolveRobust.
+	Robust RobustOptions
 	// Rank0 is the first rank of the staircase (0: d, so a graph whose
 	// relaxation is exact, the common case, never pays for a larger rank);
 	// MaxRank the last (0: 10).
@@ -109,6 +119,9 @@ type Options struct {
 func (o *Options) setDefaults(d int) {
 	if o.Init == "" {
 		o.Init = InitChordal
+		if o.InitialPoses != nil {
+			o.Init = InitGiven
+		}
 	}
 	if o.Rank0 == 0 {
 		o.Rank0 = d
@@ -144,7 +157,11 @@ func (o *Options) setDefaults(d int) {
 // trust-region finish, the certificate, a saddle escape when it fails),
 // then round and recover translations. When LargestComponent is set and g is
 // disconnected, Result.Poses index the largest component: see Result.Graph.
+// With Options.Robust set it is SolveRobust.
 func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, error) {
+	if opts.Robust.Loss != RobustNone {
+		return SolveRobust(ctx, g, opts)
+	}
 	start := time.Now()
 	if err := g.Validate(); err != nil {
 		if !opts.LargestComponent || !posegraph.IsDisconnected(err) {
@@ -488,6 +505,8 @@ func initialize(g *posegraph.Graph, opts Options, order []int) ([]posegraph.Pose
 		return rounding.FromVertices(g)
 	case InitRandom:
 		return rounding.Random(g, opts.Seed), nil
+	case InitGiven:
+		return givenPoses(g, opts.InitialPoses)
 	}
 	return nil, fmt.Errorf("unknown initialization %q", opts.Init)
 }

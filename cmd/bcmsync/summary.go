@@ -44,6 +44,9 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 		on = "one anchor pose"
 	}
 	fmt.Fprintf(&b, "  lambda_min(S)      %.3g   (certificate shift eta %.3g on %s)\n", r.MinEigenvalue, r.Eta, on)
+	if r.Robust != nil {
+		printRobust(&b, r)
+	}
 	t := r.Timings
 	fmt.Fprintf(&b, "  time %.3fs: parse %.3f, init %.3f, optimize %.3f, certify %.3f, round %.3f\n",
 		t.Total, t.Parse, t.Init, t.Optimize, t.Certify, t.Round)
@@ -68,6 +71,16 @@ func relativeNote(bound, f float64) string {
 // status of package sync. A status this command does not know (a newer
 // package sync) still prints sensibly: certified or not, its name, the rank.
 func statusSentence(r *bsync.Report) string {
+	s := statusWords(r)
+	if r.Robust != nil {
+		// The certificate is of the final weighted (inlier) graph.
+		s += " (" + r.Robust.Describe + ")"
+	}
+	return s
+}
+
+// statusWords is statusSentence without the robust mode's qualification.
+func statusWords(r *bsync.Report) string {
 	switch bsync.Status(r.Status) {
 	case bsync.Certified:
 		return fmt.Sprintf("CERTIFIED globally optimal at rank %d", r.Rank)
