@@ -70,7 +70,12 @@ type RobustOptions struct {
 	// gauge fixed whatever GNC rejects.
 	CheckOdometry bool
 	// MuStep is the factor by which GNC raises mu each outer iteration
-	// (0: 1.4, the paper's choice; must exceed 1).
+	// (0: 1.2; must exceed 1). The paper takes 1.4, with each weighted
+	// problem solved globally; here the solves on the way stop early (see
+	// SolveRobust), and the slower schedule gives GNC more steps to
+	// recover from their local estimates: on intel with 125 wrong loop
+	// closures (outlier seeds 1 to 4), 1.4 lost 4 inliers on seed 1 and
+	// 1.2 none, in about the same time (8-11 s per solve, one run each).
 	MuStep float64
 	// MaxIterations bounds GNC's weight updates (0: 100).
 	MaxIterations int
@@ -218,7 +223,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 	}
 	d, m := g.D, g.M()
 	if ro.MuStep == 0 {
-		ro.MuStep = 1.4
+		ro.MuStep = 1.2
 	}
 	if ro.MaxIterations == 0 {
 		ro.MaxIterations = 100
