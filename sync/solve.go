@@ -114,7 +114,6 @@ type Options struct {
 	Progress func(Record)
 	// Logger receives one line per stage and level (nil: silent).
 	Logger *slog.Logger
-
 }
 
 func (o *Options) setDefaults(d int) {
