@@ -25,7 +25,7 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 	fmt.Fprintf(&b, "  %s\n", statusSentence(r))
 	fmt.Fprintf(&b, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
 	if r.Estimate != "" && r.Estimate != string(bsync.EstimateRounded) {
-		fmt.Fprintf(&b, "  estimate           the %s (relaxation F %.12g)\n", r.Estimate, r.RelaxationObjective)
+		fmt.Fprintf(&b, "  estimate           %s (the relaxation's F %.12g)\n", r.Estimate, r.RelaxationObjective)
 	}
 	if r.DualBound != nil {
 		fmt.Fprintf(&b, "  dual bound         %.12g   (proven: no estimate has F below it)\n", *r.DualBound)
@@ -43,7 +43,11 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 	if r.EtaPoses == 1 {
 		on = "one anchor pose"
 	}
-	fmt.Fprintf(&b, "  lambda_min(S)      %.3g   (certificate shift eta %.3g on %s)\n", r.MinEigenvalue, r.Eta, on)
+	if r.Eta > 0 {
+		fmt.Fprintf(&b, "  lambda_min(S)      %.3g   (certificate shift eta %.3g on %s)\n", r.MinEigenvalue, r.Eta, on)
+	} else {
+		fmt.Fprintf(&b, "  lambda_min(S)      %.3g\n", r.MinEigenvalue)
+	}
 	if r.Robust != nil {
 		printRobust(&b, r)
 	}
