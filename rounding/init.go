@@ -186,15 +186,25 @@ func chordalRelaxed(g *posegraph.Graph, all []int) ([][9]float64, []int, error) 
 // poses. s is Q's largest diagonal entry, so that pose 0's pivots pass
 // the factorization's relative threshold whatever the weights' units.
 func chordalSystem(g *posegraph.Graph) (*sparse.BlockSym, []float64) {
-	n, d := g.N(), g.D
 	q := g.Laplacian(posegraph.Rotations)
-	s := q.MaxDiag()
-	m := n * d
-	b := make([]float64, m*d)
+	return q, groundAtPose0(q, g.D, q.MaxDiag())
+}
+
+// groundAtPose0 grounds q (block size q.B >= d, the first d coordinates of
+// each block being a relaxed rotation's rows) at pose 0 for the chordal
+// least squares with X_0 = [I 0]: it zeroes pose 0's coupling blocks, sets
+// its diagonal block to s I, and returns the d right-hand sides
+// (column-major, q.N q.B x d): s X_0^T for pose 0 and -Q_j0 X_0^T for its
+// neighbours j. Column a of -Q_j0 X_0^T is -(Q_j0)[:, a] = -(row a of
+// Q_0j), since Q_j0 = Q_0j^T. Both chordalSystem (q.B = d) and
+// chordalLandmarkSystem (q.B = d+1) ground this way.
+func groundAtPose0(q *sparse.BlockSym, d int, s float64) []float64 {
+	n, b := q.N, q.B
+	m := n * b
+	rhs := make([]float64, m*d)
 	for a := 0; a < d; a++ {
-		b[a*m+a] = s
+		rhs[a*m+a] = s
 	}
-	// Q_j0 = Q_0j^T: entry (c, a) of Q_j0 is entry (a, c) of Q_0j.
 	for k := q.RowPtr[0]; k < q.RowPtr[1]; k++ {
 		j := q.ColIdx[k]
 		if j == 0 {
@@ -202,8 +212,8 @@ func chordalSystem(g *posegraph.Graph) (*sparse.BlockSym, []float64) {
 		}
 		blk := q.Block(k)
 		for a := 0; a < d; a++ {
-			for c := 0; c < d; c++ {
-				b[a*m+j*d+c] -= blk[a*d+c]
+			for c := 0; c < b; c++ {
+				rhs[a*m+j*b+c] -= blk[a*b+c]
 			}
 		}
 	}
@@ -215,13 +225,13 @@ func chordalSystem(g *posegraph.Graph) (*sparse.BlockSym, []float64) {
 			blk := q.Block(k)
 			clear(blk)
 			if i == 0 && q.ColIdx[k] == 0 {
-				for a := 0; a < d; a++ {
-					blk[a*d+a] = s
+				for a := 0; a < b; a++ {
+					blk[a*b+a] = s
 				}
 			}
 		}
 	}
-	return q, b
+	return rhs
 }
 
 // blockPerm expands an order of n blocks into the scalar permutation that

@@ -94,46 +94,18 @@ func chordalLandmarks(g *posegraph.Graph, order []int) ([]posegraph.Pose, error)
 // -Q_j0 X_0^T for its neighbours j, X_0 = [I 0]. s is Q's largest
 // diagonal entry, so the pivots pass the factorization's relative test.
 func chordalLandmarkSystem(g *posegraph.Graph) (*sparse.BlockSym, []float64) {
-	n, d := g.N(), g.D
-	b := d + 1
 	q := g.Laplacian(posegraph.Poses)
 	s := q.MaxDiag()
-	m := n * b
-	rhs := make([]float64, m*d)
-	for a := 0; a < d; a++ {
-		rhs[a*m+a] = s
-	}
-	// Column a of -Q_j0 X_0^T is -(Q_j0)[:, a] = -(row a of Q_0j).
-	for k := q.RowPtr[0]; k < q.RowPtr[1]; k++ {
-		j := q.ColIdx[k]
-		if j == 0 {
+	rhs := groundAtPose0(q, g.D, s)
+	b := q.B
+	for i := 1; i < g.N(); i++ {
+		// A landmark no edge reaches has no diagonal block to set.
+		if !g.IsLandmark(i) || q.ColIdx[q.Diag[i]] != i {
 			continue
 		}
-		blk := q.Block(k)
-		for a := 0; a < d; a++ {
-			for c := 0; c < b; c++ {
-				rhs[a*m+j*b+c] -= blk[a*b+c]
-			}
-		}
-	}
-	for i := 0; i < n; i++ {
-		for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
-			j := q.ColIdx[k]
-			blk := q.Block(k)
-			if i == 0 || j == 0 {
-				clear(blk)
-				if i == 0 && j == 0 {
-					for a := 0; a < b; a++ {
-						blk[a*b+a] = s
-					}
-				}
-				continue
-			}
-			if i == j && g.IsLandmark(i) {
-				for a := 0; a < d; a++ {
-					blk[a*b+a] = s
-				}
-			}
+		blk := q.Block(q.Diag[i])
+		for a := 0; a < g.D; a++ {
+			blk[a*b+a] = s
 		}
 	}
 	return q, rhs
