@@ -30,14 +30,8 @@ func (p *parser) landmarkVertex(d int) *ParseError {
 	if err := p.setDim(d); err != nil {
 		return err
 	}
-	if err := p.count(1, d); err != nil {
-		return err
-	}
-	id, err := p.parseID(1)
+	id, err := p.idRecord(d)
 	if err != nil {
-		return err
-	}
-	if err := p.parseVals(2); err != nil {
 		return err
 	}
 	v := vertex{id: id, line: p.line, pose: posegraph.Identity(d)}
@@ -117,14 +111,8 @@ func (p *parser) observation(d int) *ParseError {
 // the identity offset: a sensor offset would change every observation's
 // frame, which this package does not model.
 func (p *parser) offsetParams() *ParseError {
-	if err := p.count(1, 7); err != nil {
-		return err
-	}
-	id, err := p.parseID(1)
+	id, err := p.idRecord(7)
 	if err != nil {
-		return err
-	}
-	if err := p.parseVals(2); err != nil {
 		return err
 	}
 	v := p.vals

@@ -322,6 +322,20 @@ func (p *parser) count(ids, nv int) *ParseError {
 	return nil
 }
 
+// idRecord reads a record of one id and nv numbers (a vertex, a landmark,
+// a parameter block): it checks the field count, returns the id and leaves
+// the numbers in p.vals.
+func (p *parser) idRecord(nv int) (int, *ParseError) {
+	if err := p.count(1, nv); err != nil {
+		return 0, err
+	}
+	id, err := p.parseID(1)
+	if err != nil {
+		return 0, err
+	}
+	return id, p.parseVals(2)
+}
+
 func (p *parser) parseID(k int) (int, *ParseError) {
 	f := p.fields[k]
 	v, err := strconv.ParseInt(string(f), 10, 64)
@@ -359,14 +373,8 @@ func (p *parser) vertex(d, nv int) *ParseError {
 	if err := p.setDim(d); err != nil {
 		return err
 	}
-	if err := p.count(1, nv); err != nil {
-		return err
-	}
-	id, err := p.parseID(1)
+	id, err := p.idRecord(nv)
 	if err != nil {
-		return err
-	}
-	if err := p.parseVals(2); err != nil {
 		return err
 	}
 	v := vertex{id: id, line: p.line}
