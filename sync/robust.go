@@ -212,14 +212,9 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 	if err := ro.check(); err != nil {
 		return nil, err
 	}
-	if err := g.Validate(); err != nil {
-		if !opts.LargestComponent || !posegraph.IsDisconnected(err) {
-			return nil, err
-		}
-		g = g.Subgraph(g.Components()[0])
-		if err := g.Validate(); err != nil {
-			return nil, err
-		}
+	g, err := solvable(g, opts)
+	if err != nil {
+		return nil, err
 	}
 	d, m := g.D, g.M()
 	if ro.MuStep == 0 {

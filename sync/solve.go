@@ -163,14 +163,9 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 		return SolveRobust(ctx, g, opts)
 	}
 	start := time.Now()
-	if err := g.Validate(); err != nil {
-		if !opts.LargestComponent || !posegraph.IsDisconnected(err) {
-			return nil, err
-		}
-		g = g.Subgraph(g.Components()[0])
-		if err := g.Validate(); err != nil {
-			return nil, err
-		}
+	g, err := solvable(g, opts)
+	if err != nil {
+		return nil, err
 	}
 	if g.HasLandmarks() && opts.Problem == posegraph.Rotations {
 		return nil, fmt.Errorf("%s: rotation synchronization has no use for its %d landmarks, which carry no rotation; "+
@@ -593,6 +588,24 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 	}
 	lv.DualBound, lv.MinEigenvalue, lv.EigMethod, lv.Certified = c.dualBound, c.minEig, c.method, c.psd
 	return lv, c, nil
+}
+
+// solvable validates g and, when it is only disconnected and
+// opts.LargestComponent is set, returns its largest component (validated
+// in turn) instead; Solve and SolveRobust both start here.
+func solvable(g *posegraph.Graph, opts Options) (*posegraph.Graph, error) {
+	err := g.Validate()
+	if err == nil {
+		return g, nil
+	}
+	if !opts.LargestComponent || !posegraph.IsDisconnected(err) {
+		return nil, err
+	}
+	g = g.Subgraph(g.Components()[0])
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // zeroResidual reports whether F at the initial estimate is at the
