@@ -334,35 +334,13 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		p.setRank(x.R)
 	}
 	r := p.r
-	q := p.q
 	p.x = x
-	rr := r * r
 	if p.split {
 		p.commonComplement(x)
 	}
-	nc := p.chunks()
-	forChunks(q.N, nc, func(t, lo, hi int) {
-		wk := p.works[t]
-		for i := lo; i < hi; i++ {
-			if p.split {
-				p.completeCommon(wk, p.w[i*rr:(i+1)*rr], x.Block(i))
-			} else {
-				p.complete(wk, p.w[i*rr:(i+1)*rr], x.Block(i))
-			}
-		}
-	})
-	forChunks(q.N, nc, func(t, lo, hi int) {
-		p.assemble(p.works[t], lam, lo, hi)
-	})
-	p.scale = p.h.MaxDiag()
-	if p.chol == nil {
-		c, err := sparse.AnalyzeBlocks(p.h, p.perm)
-		if err != nil {
-			p.ok = false
-			p.failed++
-			return false
-		}
-		p.chol = c
+	p.assembleAt(x, lam)
+	if p.chol == nil && !p.analyze() {
+		return false
 	}
 	from := 0
 	if p.resume {
@@ -394,22 +372,31 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	return p.ok
 }
 
-// updateFull is update's assembly and factorization of the full Hessian,
-// after setRank left the split form.
-func (p *hessianPrecond) updateFull(x *sparse.Blocks, lam []float64) bool {
-	r, q := p.r, p.q
-	rr := r * r
+// assembleAt completes every block's basis at x (the common complement's
+// in the split form, prepared by commonComplement) and assembles the
+// Hessian from them, recording its scale. update and updateFull share it.
+func (p *hessianPrecond) assembleAt(x *sparse.Blocks, lam []float64) {
+	rr := p.r * p.r
 	nc := p.chunks()
-	forChunks(q.N, nc, func(t, lo, hi int) {
+	forChunks(p.q.N, nc, func(t, lo, hi int) {
 		wk := p.works[t]
 		for i := lo; i < hi; i++ {
-			p.complete(wk, p.w[i*rr:(i+1)*rr], x.Block(i))
+			if p.split {
+				p.completeCommon(wk, p.w[i*rr:(i+1)*rr], x.Block(i))
+			} else {
+				p.complete(wk, p.w[i*rr:(i+1)*rr], x.Block(i))
+			}
 		}
 	})
-	forChunks(q.N, nc, func(t, lo, hi int) {
+	forChunks(p.q.N, nc, func(t, lo, hi int) {
 		p.assemble(p.works[t], lam, lo, hi)
 	})
 	p.scale = p.h.MaxDiag()
+}
+
+// analyze computes the symbolic factorization of the Hessian's pattern; on
+// failure it marks the preconditioner failed and reports false.
+func (p *hessianPrecond) analyze() bool {
 	c, err := sparse.AnalyzeBlocks(p.h, p.perm)
 	if err != nil {
 		p.ok = false
@@ -417,6 +404,16 @@ func (p *hessianPrecond) updateFull(x *sparse.Blocks, lam []float64) bool {
 		return false
 	}
 	p.chol = c
+	return true
+}
+
+// updateFull is update's assembly and factorization of the full Hessian,
+// after setRank left the split form.
+func (p *hessianPrecond) updateFull(x *sparse.Blocks, lam []float64) bool {
+	p.assembleAt(x, lam)
+	if !p.analyze() {
+		return false
+	}
 	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, 0, len(shiftLadder)-1, true, &p.factorizations)
 	if !p.ok {
 		p.failed++
