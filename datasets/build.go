@@ -88,13 +88,8 @@ func (b *builder) measure(i, j int) {
 	pi, pj := &b.truth[i], &b.truth[j]
 	e := posegraph.Edge{I: i, J: j, Kappa: b.cfg.Kappa, Tau: b.cfg.Tau}
 	e.R = smalldense.MulTN(&pi.R, &pj.R, d)
-	for a := 0; a < d; a++ {
-		s := 0.0
-		for k := 0; k < d; k++ {
-			s += pi.R[k*d+a] * (pj.T[k] - pi.T[k])
-		}
-		e.T[a] = s
-	}
+	dt := [3]float64{pj.T[0] - pi.T[0], pj.T[1] - pi.T[1], pj.T[2] - pi.T[2]}
+	e.T = smalldense.MulTVec(&pi.R, &dt, d)
 	if !b.cfg.NoiseFree {
 		// Both draws always happen, in this order, so that the noise
 		// stream advances identically for every edge.

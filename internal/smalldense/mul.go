@@ -32,3 +32,18 @@ func MulTN(a, b *[9]float64, d int) [9]float64 {
 	}
 	return c
 }
+
+// MulTVec returns a^T v for a d x d matrix laid out as for Mul and a
+// d-vector; with a a pose's rotation and v a difference of positions it
+// expresses v in that pose's frame (the translation of a relative pose).
+func MulTVec(a *[9]float64, v *[3]float64, d int) [3]float64 {
+	var c [3]float64
+	for i := 0; i < d; i++ {
+		s := 0.0
+		for k := 0; k < d; k++ {
+			s += a[k*d+i] * v[k]
+		}
+		c[i] = s
+	}
+	return c
+}

@@ -40,3 +40,33 @@ func TestMul(t *testing.T) {
 		}
 	}
 }
+
+// TestMulTVec compares MulTVec with gonum's a^T v for d = 1..3, and checks
+// that the entries beyond d stay zero.
+func TestMulTVec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for d := 1; d <= 3; d++ {
+		var a [9]float64
+		var v [3]float64
+		for k := 0; k < d*d; k++ {
+			a[k] = rng.NormFloat64()
+		}
+		for k := 0; k < d; k++ {
+			v[k] = rng.NormFloat64()
+		}
+		ma := mat.NewDense(d, d, append([]float64(nil), a[:d*d]...))
+		var want mat.VecDense
+		want.MulVec(ma.T(), mat.NewVecDense(d, append([]float64(nil), v[:d]...)))
+		got := MulTVec(&a, &v, d)
+		for i := 0; i < d; i++ {
+			if math.Abs(got[i]-want.AtVec(i)) > 1e-14 {
+				t.Errorf("d=%d: MulTVec[%d] = %v, want %v", d, i, got[i], want.AtVec(i))
+			}
+		}
+		for k := d; k < 3; k++ {
+			if got[k] != 0 {
+				t.Errorf("d=%d: entry %d beyond d is %v", d, k, got[k])
+			}
+		}
+	}
+}

@@ -220,13 +220,8 @@ func relativeError(d int, pi, pj, qi, qj *Pose) (trans, angle float64) {
 func relative(d int, p, q *Pose) Pose {
 	var out Pose
 	out.R = smalldense.MulTN(&p.R, &q.R, d)
-	for a := 0; a < d; a++ {
-		s := 0.0
-		for k := 0; k < d; k++ {
-			s += p.R[k*d+a] * (q.T[k] - p.T[k])
-		}
-		out.T[a] = s
-	}
+	dt := [3]float64{q.T[0] - p.T[0], q.T[1] - p.T[1], q.T[2] - p.T[2]}
+	out.T = smalldense.MulTVec(&p.R, &dt, d)
 	return out
 }
 
