@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -65,19 +66,8 @@ func randomGraph(rng *rand.Rand, d, n, extra int, rotNoise, transNoise float64) 
 	return g, truth
 }
 
-func mulRot(a, b [9]float64, d int) [9]float64 {
-	var c [9]float64
-	for p := 0; p < d; p++ {
-		for q := 0; q < d; q++ {
-			s := 0.0
-			for k := 0; k < d; k++ {
-				s += a[p*d+k] * b[k*d+q]
-			}
-			c[p*d+q] = s
-		}
-	}
-	return c
-}
+// mulRot is smalldense.Mul for values (the call sites pass expressions).
+func mulRot(a, b [9]float64, d int) [9]float64 { return smalldense.Mul(&a, &b, d) }
 
 func transpose(a [9]float64, d int) [9]float64 {
 	var t [9]float64
