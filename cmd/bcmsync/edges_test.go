@@ -342,7 +342,7 @@ func TestZeroResidualSummary(t *testing.T) {
 		// the status says so and names the flag.
 		code, stdout, stderr := runCmd("solve", in)
 		if code != 1 || !strings.Contains(stdout, "--gap-abs") {
-			t.Errorf("%s without --gap-abs: exit %d, stdout %q; want 1 and the --gap-abs hint", c.name, code, stdout)
+			t.Errorf("%s without --gap-abs: exit %d, stdout %q, stderr %q; want 1 and the --gap-abs hint", c.name, code, stdout, stderr)
 		}
 		code, stdout, stderr = runCmd("solve", "--gap-abs", "1e-9", in)
 		if code != 0 {

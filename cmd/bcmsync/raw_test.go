@@ -22,15 +22,9 @@ EDGE_SE3:QUAT 3 0 0 -1 0 0.3171845 -0.2366641 0.1427899 0.9072 10 0 0 0 0 0 10 0
 EDGE_SE3:QUAT 0 2 1 1 0 0.0107791 0.00867285 -0.00190021 0.999902 10 0 0 0 0 0 10 0 0 0 0 10 0 0 0 40 0 0 40 0 40
 `
 
-// solveFile runs solve on in with extra flags, writing the optimized graph,
-// and returns the report's objective and the written poses.
-func solveFile(t *testing.T, in string, extra ...string) (float64, []posegraph.Pose) {
-	f, poses, _ := solveFileReport(t, in, extra...)
-	return f, poses
-}
-
-// solveFileReport is solveFile that also returns the report's
-// raw_quaternions key.
+// solveFileReport runs solve on in with extra flags, writing the optimized
+// graph, and returns the report's objective, the written poses and the
+// report's raw_quaternions key.
 func solveFileReport(t *testing.T, in string, extra ...string) (float64, []posegraph.Pose, bool) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.g2o")

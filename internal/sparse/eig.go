@@ -185,9 +185,6 @@ func startBlock(x []float64, n, k int, x0 []float64, rng *rand.Rand) {
 			x[i] = rng.NormFloat64()
 		}
 	}
-	if len(x0) > k*n {
-		x0 = x0[:k*n]
-	}
 	for c := 0; c < k; c++ {
 		for tries := 0; !orthonormalize(x, n, c); tries++ {
 			if tries > 10 {
