@@ -3,8 +3,8 @@ package plots
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,7 +50,7 @@ var (
 
 // save draws a figure of size w x h with paint and writes it to path in
 // the format its extension names (.png, .svg or .pdf).
-func save(path string, w, h vg.Length, paint func(dc draw.Canvas)) (err error) {
+func save(path string, w, h vg.Length, paint func(dc draw.Canvas)) error {
 	var c vg.CanvasWriterTo
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".png":
@@ -63,19 +63,12 @@ func save(path string, w, h vg.Length, paint func(dc draw.Canvas)) (err error) {
 		return fmt.Errorf("plots: %s: unsupported output format %q (want .png, .svg or .pdf)", path, ext)
 	}
 	paint(draw.New(c))
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("plots: %w", err)
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("plots: %w", cerr)
+	return createWith(path, func(f io.Writer) error {
+		if _, err := c.WriteTo(f); err != nil {
+			return fmt.Errorf("plots: writing %s: %w", path, err)
 		}
-	}()
-	if _, err := c.WriteTo(f); err != nil {
-		return fmt.Errorf("plots: writing %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // textStyle returns the default font at the given size.

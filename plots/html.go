@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -68,18 +67,11 @@ func writePage(w io.Writer, v Viewer) error {
 }
 
 // WriteHTMLFile writes the page of v to path (see WriteHTML).
-func WriteHTMLFile(path string, v Viewer) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("plots: %w", err)
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("plots: %w", cerr)
+func WriteHTMLFile(path string, v Viewer) error {
+	return createWith(path, func(w io.Writer) error {
+		if err := writePage(w, v); err != nil {
+			return fmt.Errorf("plots: %s: %w", path, err)
 		}
-	}()
-	if err := writePage(f, v); err != nil {
-		return fmt.Errorf("plots: %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }
