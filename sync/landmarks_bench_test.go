@@ -3,15 +3,11 @@
 package sync_test
 
 import (
-	"context"
 	"fmt"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/posegraph"
-	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
 // landmarkWorld returns the benchmark world of dimension d, about 5,000
@@ -63,30 +59,9 @@ func BenchmarkLandmarks(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				g := landmarkWorld(b, d, obs)
-				runtime.GC()
-				heap := startHeapSampler(5 * time.Millisecond)
-				var res *bsync.Result
-				var err error
-				secs, certified := 0.0, 0
-				for b.Loop() {
-					res, err = bsync.Solve(context.Background(), g, bsync.Options{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					secs += res.Timings.Total
-					if res.Certified {
-						certified++
-					}
-				}
-				peakHeap := heap.stop()
-				iters := float64(b.N)
-				b.ReportMetric(secs/iters, "s-to-cert")
+				res := benchSolve(b, g)
 				b.ReportMetric(float64(g.NumPoses()), "n")
 				b.ReportMetric(float64(g.NumLandmarks()), "landmarks")
-				b.ReportMetric(float64(g.M()), "m")
-				b.ReportMetric(float64(certified)/iters, "certified")
-				b.ReportMetric(float64(peakHeap)/1e6, "heap-MB")
-				b.ReportMetric(float64(maxRSS())/1e6, "maxRSS-MB")
 				b.ReportMetric(float64(factorNNZ(g))/float64(g.N()), "L-nnz/vertex")
 				b.Logf("%s: %s at rank %d, F %.12g, timings %+v", name, res.Status, res.Rank, res.Objective, res.Timings)
 				logSteps(b, res)

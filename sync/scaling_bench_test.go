@@ -87,35 +87,45 @@ func BenchmarkScalingGrid3D(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				runtime.GC() // so the heap peak measures the solve, not the generator's garbage
-				heap := startHeapSampler(5 * time.Millisecond)
-				var res *bsync.Result
-				secs, certified := 0.0, 0
-				for b.Loop() {
-					res, err = bsync.Solve(context.Background(), g, bsync.Options{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					secs += res.Timings.Total
-					if res.Certified {
-						certified++
-					}
-				}
-				peakHeap := heap.stop()
-				rss := maxRSS()
-				iters := float64(b.N)
-				b.ReportMetric(secs/iters, "s-to-cert")
+				res := benchSolve(b, g)
 				b.ReportMetric(float64(g.N()), "n")
-				b.ReportMetric(float64(g.M()), "m")
-				b.ReportMetric(float64(certified)/iters, "certified")
-				b.ReportMetric(float64(peakHeap)/1e6, "heap-MB")
-				b.ReportMetric(float64(rss)/1e6, "maxRSS-MB")
 				b.ReportMetric(float64(factorNNZ(g))/float64(g.N()), "L-nnz/n")
 				b.Logf("n=%d m=%d: %s at rank %d, F %.12g, timings %+v", g.N(), g.M(), res.Status, res.Rank, res.Objective, res.Timings)
 				logSteps(b, res)
 			})
 		}
 	}
+}
+
+// benchSolve times Solve on g over b's iterations and reports what every
+// scaling benchmark reports: seconds to the certificate, m, the fraction
+// certified, the sampled peak heap and the process's peak RSS. It returns
+// the last result.
+func benchSolve(b *testing.B, g *posegraph.Graph) *bsync.Result {
+	runtime.GC() // so the heap peak measures the solve, not the generator's garbage
+	heap := startHeapSampler(5 * time.Millisecond)
+	var res *bsync.Result
+	var err error
+	secs, certified := 0.0, 0
+	for b.Loop() {
+		res, err = bsync.Solve(context.Background(), g, bsync.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		secs += res.Timings.Total
+		if res.Certified {
+			certified++
+		}
+	}
+	peakHeap := heap.stop()
+	rss := maxRSS()
+	iters := float64(b.N)
+	b.ReportMetric(secs/iters, "s-to-cert")
+	b.ReportMetric(float64(g.M()), "m")
+	b.ReportMetric(float64(certified)/iters, "certified")
+	b.ReportMetric(float64(peakHeap)/1e6, "heap-MB")
+	b.ReportMetric(float64(rss)/1e6, "maxRSS-MB")
+	return res
 }
 
 // logSteps logs the last solve's trust-region steps (see sync.Record), to
