@@ -56,34 +56,9 @@ func TestGenerateLandmarks(t *testing.T) {
 			!strings.Contains(stdout, " n="+strconv.Itoa(base.N())+" ") {
 			t.Errorf("%s: summary %q, want n=%d and %q", c.args[0], stdout, base.N(), sum)
 		}
-		g, err := g2o.ReadFile(out, g2o.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := checkGenerated(t, c.args[0], out, filepath.Join(dir, c.args[0]+".gt.g2o"), want, wantTruth, 1e-9)
 		if g.NumLandmarks() != lc.N || g.NumPoses() != base.N() {
 			t.Fatalf("%s: read back %d poses and %d landmarks", c.args[0], g.NumPoses(), g.NumLandmarks())
-		}
-		if err := sameGenerated(want, g); err != nil {
-			t.Errorf("%s: %v", c.args[0], err)
-		}
-		for i := range g.Initial {
-			if !g.HasInitial[i] || poseDist(g.Initial[i], want.Initial[i], g.D) > 1e-9*(1+float64(i)) {
-				t.Errorf("%s: initial vertex %d differs", c.args[0], g.IDs[i])
-				break
-			}
-		}
-		gt, err := g2o.ReadFile(filepath.Join(dir, c.args[0]+".gt.g2o"), g2o.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sameGenerated(want, gt); err != nil {
-			t.Errorf("%s truth: %v", c.args[0], err)
-		}
-		for i := range wantTruth {
-			if poseDist(gt.Initial[i], wantTruth[i], g.D) > 1e-12 {
-				t.Errorf("%s: true vertex %d (landmark %t) differs", c.args[0], g.IDs[i], g.IsLandmark(i))
-				break
-			}
 		}
 		code, stdout, stderr = runCmd("solve", out)
 		if code != 0 || !strings.Contains(stdout, "CERTIFIED globally optimal") ||
