@@ -581,6 +581,14 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 
 	t0 = time.Now()
 	c, err := cert.check(m, x)
+	return recordCheck(res, lv, t0, c, err)
+}
+
+// recordCheck records the certificate check begun at t0 in lv (its seconds
+// and, when it ran, the dual bound, the smallest eigenvalue, the method
+// and the verdict) and adds its seconds to res's timings; solveLevel and
+// initialLevel end with it.
+func recordCheck(res *Result, lv Level, t0 time.Time, c certificate, err error) (Level, certificate, error) {
 	lv.CertifySeconds = time.Since(t0).Seconds()
 	res.Timings.Certify += lv.CertifySeconds
 	if err != nil {
@@ -638,13 +646,7 @@ func initialLevel(res *Result, q *sparse.BlockSym, cert *certifier, x *sparse.Bl
 	m := newManifold(q, d, d, opts.Threads)
 	c, err := cert.checkOnly(m, x)
 	lv := Level{Rank: d, F: res.InitialObjective, BCMStop: "initial point", RTRStop: "initial point"}
-	lv.CertifySeconds = time.Since(t0).Seconds()
-	res.Timings.Certify += lv.CertifySeconds
-	if err != nil {
-		return lv, c, err
-	}
-	lv.DualBound, lv.MinEigenvalue, lv.EigMethod, lv.Certified = c.dualBound, c.minEig, c.method, c.psd
-	return lv, c, nil
+	return recordCheck(res, lv, t0, c, err)
 }
 
 // releaseCollect is the size of the released trust-region buffers (bytes)
