@@ -45,7 +45,17 @@ func ChordalOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose, error) {
 	if g.Anchor() != 0 {
 		red = nil
 	}
+	return placeTranslations(g, poses, order, red)
+}
+
+// placeTranslations completes poses whose rotations are set: it recovers
+// the translations (and landmark positions) exactly, ordering their
+// system by order when one is given (by red otherwise, nil for the
+// default), and puts the result in g's gauge. Chordal and chordalLandmarks
+// end with it.
+func placeTranslations(g *posegraph.Graph, poses []posegraph.Pose, order, red []int) ([]posegraph.Pose, error) {
 	if order != nil {
+		var err error
 		if red, err = translationOrder(g, order); err != nil {
 			return nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
 		}

@@ -74,17 +74,7 @@ func chordalLandmarks(g *posegraph.Graph, order []int) ([]posegraph.Pose, error)
 		}
 		nearestRotation(poses[i].R[:d*d], rel[:d*d], d)
 	}
-	var red []int
-	if order != nil {
-		if red, err = translationOrder(g, order); err != nil {
-			return nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
-		}
-	}
-	if err := recoverTranslations(g, poses, red); err != nil {
-		return nil, err
-	}
-	ToGauge(g, poses)
-	return poses, nil
+	return placeTranslations(g, poses, order, nil)
 }
 
 // chordalLandmarkSystem returns Q (poses and landmarks, block size d+1)
