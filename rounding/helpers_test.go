@@ -30,16 +30,7 @@ func randomGraph(rng *rand.Rand, d, n, extra int, rotNoise, transNoise float64) 
 	add := func(i, j int) {
 		e := posegraph.Edge{I: i, J: j, Kappa: 0.5 + 2*rng.Float64(), Tau: 0.5 + 2*rng.Float64()}
 		ri, rj := &truth[i].R, &truth[j].R
-		var rel [9]float64
-		for a := 0; a < d; a++ {
-			for c := 0; c < d; c++ {
-				s := 0.0
-				for k := 0; k < d; k++ {
-					s += ri[k*d+a] * rj[k*d+c]
-				}
-				rel[a*d+c] = s
-			}
-		}
+		rel := smalldense.MulTN(ri, rj, d)
 		if rotNoise > 0 {
 			rel = mulRot(rel, smallRotation(rng, d, rotNoise), d)
 		}
