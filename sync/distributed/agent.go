@@ -1,0 +1,507 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	stdsync "sync"
+	"time"
+
+	"github.com/bcmsync/bcmsync/internal/smalldense"
+	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/rounding"
+)
+
+// AgentOptions control one agent.
+type AgentOptions struct {
+	// Problem: posegraph.Poses (the default) or posegraph.Rotations; it
+	// must match the coordinator's.
+	Problem posegraph.Problem
+	// Subject prefixes every subject of the run (default "bcmsync"):
+	// several runs can share a server under different prefixes.
+	Subject string
+	// Sweeps is the number of local passes per update (default 4).
+	Sweeps int
+	// Wait bounds how long an agent waits for the public poses a command
+	// needs before it answers "stale" and leaves its block unchanged
+	// (default 2 s).
+	Wait time.Duration
+	// Logger receives rejected messages and lifecycle events (nil: silent).
+	Logger *slog.Logger
+}
+
+func (o *AgentOptions) defaults() {
+	if o.Subject == "" {
+		o.Subject = "bcmsync"
+	}
+	if o.Sweeps == 0 {
+		o.Sweeps = 4
+	}
+	if o.Wait == 0 {
+		o.Wait = 2 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// agent serves one part. Its mutex guards the local state, which the
+// pose subscriptions (one goroutine each) and the command server share.
+type agent struct {
+	opts    AgentOptions
+	g       *posegraph.Graph
+	p       *Partition
+	l       *local
+	bus     Bus
+	chordal []posegraph.Pose // the own poses' chordal estimate, own frame
+	comp    []int            // component of each own pose in the own subgraph
+	ncomp   int
+
+	mu   stdsync.Mutex
+	cond *stdsync.Cond
+	run  uint64
+	seq  uint64
+	have map[int]uint64 // neighbour part -> sequence number of its poses held
+	buf  []byte
+
+	rejected int
+	stopped  chan struct{}
+}
+
+// RunAgent runs agent k of partition p on bus until the coordinator stops
+// it or ctx ends. It holds only part k's rows of the problem: its poses,
+// the edges at them, and the public poses of its neighbours as they are
+// published. It computes its chordal estimate before it starts serving.
+func RunAgent(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOptions) error {
+	opts.defaults()
+	if err := p.Validate(g.N()); err != nil {
+		return err
+	}
+	if k < 0 || k >= p.K {
+		return fmt.Errorf("agent %d: the partition has parts 0..%d", k, p.K-1)
+	}
+	l, err := newLocal(g, p, k, opts.Problem, g.D)
+	if err != nil {
+		return err
+	}
+	a := &agent{opts: opts, g: g, p: p, l: l, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
+	a.cond = stdsync.NewCond(&a.mu)
+	if a.chordal, a.comp, a.ncomp, err = localChordal(g, l.own, opts.Problem); err != nil {
+		return fmt.Errorf("agent %d: %w", k, err)
+	}
+	for q := range neighbourParts(l) {
+		q := q
+		unsub, err := bus.Subscribe(poseSubject(opts.Subject, q), func(data []byte) { a.onPoses(q, data) })
+		if err != nil {
+			return fmt.Errorf("agent %d: subscribing to part %d: %w", k, q, err)
+		}
+		defer unsub()
+	}
+	stop, err := bus.Serve(agentSubject(opts.Subject, k), a.onCommand)
+	if err != nil {
+		return fmt.Errorf("agent %d: serving commands: %w", k, err)
+	}
+	defer stop()
+	opts.Logger.Info("agent ready", "part", k, "poses", len(l.own), "public", len(l.shared), "neighbour_poses", len(l.pub))
+	select {
+	case <-a.stopped:
+		return nil
+	case <-ctx.Done():
+		a.mu.Lock()
+		a.cond.Broadcast()
+		a.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func neighbourParts(l *local) map[int]bool {
+	s := map[int]bool{}
+	for _, q := range l.owner {
+		s[q] = true
+	}
+	return s
+}
+
+// localChordal is the chordal estimate of the subgraph of the own poses,
+// in its own frame (its first pose at the identity); a part whose
+// subgraph is disconnected gets each component's estimate, each in its
+// own frame, and the alignment through shared edges joins them only as
+// far as the edges reach.
+func localChordal(g *posegraph.Graph, own []int, kind posegraph.Problem) ([]posegraph.Pose, []int, int, error) {
+	sub := g.Subgraph(own)
+	sub.Fixed = nil
+	out := make([]posegraph.Pose, len(own))
+	compOf := make([]int, len(own))
+	comps := sub.Components()
+	for ci, comp := range comps {
+		cg := sub.Subgraph(comp)
+		var poses []posegraph.Pose
+		var err error
+		switch {
+		case len(comp) == 1:
+			poses = []posegraph.Pose{posegraph.Identity(g.D)}
+		case kind == posegraph.Rotations:
+			poses, err = rounding.ChordalRotations(cg)
+		default:
+			poses, err = rounding.Chordal(cg)
+		}
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("chordal estimate of its poses: %w", err)
+		}
+		for c, i := range comp {
+			out[i] = poses[c]
+			compOf[i] = ci
+		}
+	}
+	return out, compOf, len(comps), nil
+}
+
+// reject logs a message that is not applied.
+func (a *agent) reject(why string, args ...any) {
+	a.rejected++
+	a.opts.Logger.Warn("message rejected: "+why, append([]any{"part", a.l.part}, args...)...)
+}
+
+// onPoses applies part q's public poses if the message is well formed and
+// current: this run, this rank, a newer sequence number, poses q owns.
+func (a *agent) onPoses(q int, data []byte) {
+	m, err := decode(data)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case err != nil:
+		a.reject("malformed", "from", q, "err", err)
+		return
+	case m.Kind != kindPoses || m.Part != q:
+		a.reject("not poses of the subject's part", "from", q, "kind", m.Kind, "part", m.Part)
+		return
+	case a.run == 0 || m.Run != a.run:
+		a.reject("other run", "from", q, "run", m.Run)
+		return
+	case m.Rank != a.l.x.R || m.B != a.l.b:
+		a.reject("stale rank", "from", q, "rank", m.Rank, "want", a.l.x.R)
+		return
+	case m.Seq <= a.have[q]:
+		a.reject("stale sequence", "from", q, "seq", m.Seq, "have", a.have[q])
+		return
+	}
+	for _, gi := range m.Index {
+		if int(gi) >= len(a.p.Part) || a.p.Part[gi] != q {
+			a.reject("pose not owned by the sender", "from", q, "pose", gi)
+			return
+		}
+	}
+	sz := m.Rank * m.B
+	for k, gi := range m.Index {
+		li, ok := a.l.globalToLocal[int(gi)]
+		if !ok || li < len(a.l.own) {
+			continue // a public pose of q that this agent does not border
+		}
+		copy(a.l.x.Block(li), m.Values[k*sz:(k+1)*sz])
+	}
+	a.have[q] = m.Seq
+	a.cond.Broadcast()
+}
+
+// waitNeeds waits (mu held) until every need is met, up to the agent's
+// Wait; it reports whether they were.
+func (a *agent) waitNeeds(needs []need) bool {
+	deadline := time.Now().Add(a.opts.Wait)
+	timer := time.AfterFunc(a.opts.Wait, func() {
+		a.mu.Lock()
+		a.cond.Broadcast()
+		a.mu.Unlock()
+	})
+	defer timer.Stop()
+	for {
+		met := true
+		for _, n := range needs {
+			if a.have[n.Part] < n.Seq {
+				met = false
+				break
+			}
+		}
+		if met {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		a.cond.Wait()
+	}
+}
+
+// publish sends the own public poses (mu held), under a new sequence number.
+func (a *agent) publish() error {
+	a.seq++
+	l := a.l
+	m := &message{Kind: kindPoses, Part: l.part, Run: a.run, Seq: a.seq, Rank: l.x.R, B: l.b,
+		Index: make([]uint32, len(l.shared)), Values: make([]float64, 0, len(l.shared)*l.x.R*l.b)}
+	for k, li := range l.shared {
+		m.Index[k] = uint32(l.own[li])
+		m.Values = append(m.Values, l.x.Block(li)...)
+	}
+	a.buf = encode(a.buf, m)
+	return a.bus.Publish(poseSubject(a.opts.Subject, l.part), a.buf)
+}
+
+// onCommand serves one coordinator request.
+func (a *agent) onCommand(data []byte) []byte {
+	m, err := decode(data)
+	if err != nil {
+		a.mu.Lock()
+		a.reject("malformed command", "err", err)
+		a.mu.Unlock()
+		return encode(nil, &message{Kind: kindReply, Part: a.l.part, Status: statusError, Text: "malformed command: " + err.Error()})
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rep := &message{Kind: kindReply, Part: a.l.part, Run: m.Run, Op: m.Op, Round: m.Round, Status: statusOK}
+	fail := func(err error) []byte {
+		rep.Status, rep.Text = statusError, err.Error()
+		return encode(nil, rep)
+	}
+	if m.Kind != kindCmd {
+		a.reject("not a command", "kind", m.Kind)
+		return fail(errors.New("not a command"))
+	}
+	if m.Op != opInit && m.Op != opStop && m.Run != a.run {
+		a.reject("command of another run", "run", m.Run)
+		rep.Status, rep.Text = statusNoRun, fmt.Sprintf("agent %d is not in run %d", a.l.part, m.Run)
+		return encode(nil, rep)
+	}
+	l := a.l
+	switch m.Op {
+	case opInit:
+		// A new run: reset to the chordal estimate.
+		if m.Rank < l.d || m.Rank > maxRank {
+			return fail(fmt.Errorf("init at rank %d", m.Rank))
+		}
+		a.run, a.seq, a.have = m.Run, 0, map[int]uint64{}
+		if l.x.R != m.Rank {
+			l.setRank(m.Rank)
+		}
+		for li, p := range a.chordal {
+			l.setPose(li, p)
+		}
+	case opAlign:
+		// Wait for the aligned neighbours, align to them, publish.
+		if !a.waitNeeds(m.Needs) {
+			rep.Status = statusStale
+			return encode(nil, rep)
+		}
+		a.align(m.Needs)
+		if err := a.publish(); err != nil {
+			return fail(err)
+		}
+	case opUpdate:
+		if m.Rank != l.x.R {
+			return fail(fmt.Errorf("update at rank %d, agent at %d", m.Rank, l.x.R))
+		}
+		if !a.waitNeeds(m.Needs) {
+			rep.Status = statusStale
+			break
+		}
+		l.improve(a.opts.Sweeps)
+		if err := a.publish(); err != nil {
+			return fail(err)
+		}
+	case opStats:
+		if !a.waitNeeds(m.Needs) {
+			rep.Status = statusStale
+			break
+		}
+		rep.F, rep.Grad2, rep.Norm2 = l.stats()
+	case opGather:
+		rep.Rank, rep.B = l.x.R, l.b
+		rep.Index = make([]uint32, len(l.own))
+		for li, gi := range l.own {
+			rep.Index[li] = uint32(gi)
+		}
+		rep.Values = append([]float64(nil), l.x.Data[:len(l.own)*l.x.R*l.b]...)
+	case opSet:
+		// The coordinator's point at a new rank, own and public poses.
+		if m.B != l.b || len(m.Values) != len(m.Index)*m.Rank*m.B {
+			return fail(errors.New("set: inconsistent blocks"))
+		}
+		if err := a.set(m); err != nil {
+			return fail(err)
+		}
+	case opStop:
+		select {
+		case <-a.stopped:
+		default:
+			close(a.stopped)
+		}
+	default:
+		return fail(fmt.Errorf("unknown command %d", m.Op))
+	}
+	rep.Seq = a.seq
+	return encode(nil, rep)
+}
+
+// set installs the coordinator's blocks (mu held): every own pose must be
+// given, and public poses of neighbours may be.
+func (a *agent) set(m *message) error {
+	l := a.l
+	seen := 0
+	for _, gi := range m.Index {
+		li, ok := l.globalToLocal[int(gi)]
+		if !ok {
+			return fmt.Errorf("set: pose %d unknown to part %d", gi, l.part)
+		}
+		if li < len(l.own) {
+			seen++
+		}
+	}
+	if seen != len(l.own) {
+		return fmt.Errorf("set: %d of part %d's %d poses given", seen, l.part, len(l.own))
+	}
+	l.setRank(m.Rank)
+	sz := m.Rank * m.B
+	for k, gi := range m.Index {
+		copy(l.x.Block(l.globalToLocal[int(gi)]), m.Values[k*sz:(k+1)*sz])
+	}
+	for _, n := range m.Needs {
+		a.have[n.Part] = max(a.have[n.Part], n.Seq)
+	}
+	return nil
+}
+
+// align moves the own chordal estimate (mu held) into the frame of the
+// neighbours named in needs, through the shared edges to them: each edge
+// predicts an own pose from a neighbour's, and the rigid motion A that
+// best maps the local estimates onto the predictions (rotation: the
+// nearest rotation to sum_e kappa_e Rpred_e Rloc_e^T; translation: the
+// tau-weighted mean of tpred - R_A tloc) is applied to every own pose.
+// With no such edge (the first agent) nothing moves.
+func (a *agent) align(needs []need) {
+	l, d, b := a.l, a.l.d, a.l.b
+	aligned := map[int]bool{}
+	for _, n := range needs {
+		aligned[n.Part] = true
+	}
+	nc := a.ncomp
+	m := make([][9]float64, nc)
+	tsum := make([][3]float64, nc)
+	wsum := make([]float64, nc)
+	npred := make([]int, nc)
+	type pred struct {
+		li   int
+		r    [9]float64
+		t    [3]float64
+		kap  float64
+		tauw float64
+	}
+	var preds []pred
+	for _, e := range a.g.Edges {
+		var own, other int
+		var forward bool
+		switch {
+		case a.p.Part[e.J] == l.part && aligned[a.p.Part[e.I]]:
+			own, other, forward = e.J, e.I, true
+		case a.p.Part[e.I] == l.part && aligned[a.p.Part[e.J]]:
+			own, other, forward = e.I, e.J, false
+		default:
+			continue
+		}
+		blk := l.x.Block(l.globalToLocal[other])
+		var ro [9]float64
+		var to [3]float64
+		for r := 0; r < d; r++ {
+			for c := 0; c < d; c++ {
+				ro[r*d+c] = blk[r*b+c]
+			}
+			if b > d {
+				to[r] = blk[r*b+d]
+			}
+		}
+		var pr pred
+		pr.li, pr.kap, pr.tauw = l.globalToLocal[own], e.Kappa, e.Tau
+		// forward: x_own = x_other * (R_e, t_e); else x_own = x_other * (R_e, t_e)^-1.
+		for r := 0; r < d; r++ {
+			for c := 0; c < d; c++ {
+				s := 0.0
+				for k := 0; k < d; k++ {
+					if forward {
+						s += ro[r*d+k] * e.R[k*d+c]
+					} else {
+						s += ro[r*d+k] * e.R[c*d+k]
+					}
+				}
+				pr.r[r*d+c] = s
+			}
+		}
+		for r := 0; r < d; r++ {
+			s := to[r]
+			for k := 0; k < d; k++ {
+				if forward {
+					s += ro[r*d+k] * e.T[k]
+				} else {
+					s -= pr.r[r*d+k] * e.T[k]
+				}
+			}
+			pr.t[r] = s
+		}
+		preds = append(preds, pr)
+		loc := a.chordal[pr.li]
+		ci := a.comp[pr.li]
+		npred[ci]++
+		for r := 0; r < d; r++ {
+			for c := 0; c < d; c++ {
+				for k := 0; k < d; k++ {
+					m[ci][r*d+c] += e.Kappa * pr.r[r*d+k] * loc.R[c*d+k]
+				}
+			}
+		}
+	}
+	ras := make([][9]float64, nc)
+	for ci := range ras {
+		if npred[ci] == 0 {
+			ras[ci] = posegraph.Identity(d).R
+			continue
+		}
+		smalldense.NearestRotation(ras[ci][:d*d], m[ci][:d*d], d)
+	}
+	if b > d {
+		for _, pr := range preds {
+			loc := a.chordal[pr.li]
+			ci := a.comp[pr.li]
+			ra := &ras[ci]
+			for r := 0; r < d; r++ {
+				s := pr.t[r]
+				for k := 0; k < d; k++ {
+					s -= ra[r*d+k] * loc.T[k]
+				}
+				tsum[ci][r] += pr.tauw * s
+			}
+			wsum[ci] += pr.tauw
+		}
+	}
+	for li, loc := range a.chordal {
+		ci := a.comp[li]
+		ra := &ras[ci]
+		var p posegraph.Pose
+		for r := 0; r < d; r++ {
+			for c := 0; c < d; c++ {
+				s := 0.0
+				for k := 0; k < d; k++ {
+					s += ra[r*d+k] * loc.R[k*d+c]
+				}
+				p.R[r*d+c] = s
+			}
+			if b > d {
+				s := 0.0
+				if wsum[ci] > 0 {
+					s = tsum[ci][r] / wsum[ci]
+				}
+				for k := 0; k < d; k++ {
+					s += ra[r*d+k] * loc.T[k]
+				}
+				p.T[r] = s
+			}
+		}
+		l.setPose(li, p)
+	}
+}
