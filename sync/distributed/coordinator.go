@@ -31,6 +31,12 @@ type Options struct {
 	// one level (default 5000).
 	GradTol, DecreaseTol float64
 	MaxRounds            int
+	// CheckTol is the relative gradient norm at which the certificate is
+	// first tried (default 1e-6): a point that close to critical usually
+	// certifies once its translations are made exact, and when it does
+	// not, the rounds go on to a hundredfold smaller norm, down to
+	// GradTol, before a failure is taken for a saddle.
+	CheckTol float64
 	// Timeout ends the run with an error when an agent has not answered
 	// for this long (default 30 s). Requests are retried meanwhile, so an
 	// agent that restarts within it rejoins.
@@ -48,6 +54,9 @@ func (o *Options) defaults() {
 	}
 	if o.DecreaseTol == 0 {
 		o.DecreaseTol = 1e-13
+	}
+	if o.CheckTol == 0 {
+		o.CheckTol = 1e-6
 	}
 	if o.MaxRounds == 0 {
 		o.MaxRounds = 5000
@@ -97,6 +106,7 @@ type coordinator struct {
 	b     int
 	stats Stats
 	mu    stdsync.Mutex
+	whole *local // all poses as one part, for exactTranslations
 }
 
 // Solve coordinates K agents (RunAgent, one per part of p, on the same
@@ -150,10 +160,11 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 	cert := bsync.NewCertifier(g, opts.Sync)
 	var last bsync.Check
 	var stopped bsync.Status
+	tol := max(opts.CheckTol, opts.GradTol)
 	for {
 		lv := bsync.Level{Rank: c.rank}
 		t0 = time.Now()
-		rounds, stop, f, rel, err := c.level(ctx, classes, res, start)
+		rounds, stop, f, rel, err := c.level(ctx, classes, res, start, tol)
 		lv.BCMSweeps, lv.BCMStop, lv.F, lv.RelGrad = rounds, stop, f, rel
 		lv.BCMSeconds = time.Since(t0).Seconds()
 		res.Timings.Optimize += lv.BCMSeconds
@@ -173,6 +184,9 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 			}
 		}
 		t0 = time.Now()
+		if err := c.exactTranslations(x); err != nil {
+			return nil, &c.stats, err
+		}
 		last, err = cert.Check(x)
 		if err != nil {
 			return nil, &c.stats, err
@@ -182,8 +196,18 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 		lv.DualBound, lv.MinEigenvalue, lv.EigMethod, lv.Certified = last.DualBound, last.MinEigenvalue, last.Method, last.PSD
 		res.Levels = append(res.Levels, lv)
 		res.RelaxationObjective = f
-		log.Info("level", "rank", c.rank, "rounds", rounds, "F", f, "rel_grad", rel, "certified", last.PSD, "min_eig", last.MinEigenvalue)
-		if last.PSD || stopped != "" || c.rank >= opts.Sync.MaxRank || last.Vector == nil {
+		log.Info("level", "rank", c.rank, "rounds", rounds, "stop", stop, "F", f, "rel_grad", rel, "certified", last.PSD, "min_eig", last.MinEigenvalue)
+		if last.PSD || stopped != "" {
+			break
+		}
+		// A failed test at a loosely converged point may be the point's
+		// inaccuracy, not a saddle: converge further at the same rank
+		// first, down to GradTol, before escaping.
+		if stop == "gradient" && tol > opts.GradTol {
+			tol = max(tol/100, opts.GradTol)
+			continue
+		}
+		if c.rank >= opts.Sync.MaxRank || last.Vector == nil {
 			break
 		}
 		xn, dec := cert.Escape(x, last.Vector)
@@ -193,6 +217,7 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 		}
 		x = xn
 		c.rank++
+		tol = max(opts.CheckTol, opts.GradTol)
 		if err := c.set(ctx, x); err != nil {
 			return nil, &c.stats, err
 		}
@@ -203,6 +228,35 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 	c.stopAll()
 	res.Timings.Total = time.Since(start).Seconds()
 	return res, &c.stats, nil
+}
+
+// exactTranslations replaces the translations of x by their exact
+// minimizer given its Stiefel parts (one sparse Cholesky solve of the
+// tau-Laplacian, per row of X). Block-coordinate rounds leave the
+// translations, the slow diffusive modes, least converged, and the
+// certificate's shift acts on the rotation coordinates only: with exact
+// translations the test sees the rotations' accuracy alone, as
+// sync.Solve's test of its rounded estimate does. It is a block step, so
+// F does not increase.
+func (c *coordinator) exactTranslations(x *sparse.Blocks) error {
+	if c.b == c.g.D {
+		return nil
+	}
+	if c.whole == nil {
+		one, _ := Contiguous(c.g.N(), 1)
+		l, err := newLocal(c.g, one, 0, c.opts.Sync.Problem, x.R)
+		if err != nil {
+			return err
+		}
+		c.whole = l
+	}
+	if c.whole.x.R != x.R {
+		c.whole.setRank(x.R)
+	}
+	copy(c.whole.x.Data, x.Data)
+	c.whole.solveTranslations()
+	copy(x.Data, c.whole.x.Data)
+	return nil
 }
 
 // poseOf reads the top d rows of a rank-r block as a pose.
@@ -380,7 +434,7 @@ func parallel(ks []int, f func(k int) error) error {
 // level runs rounds at the current rank until a stopping rule fires. It
 // returns the rounds, the rule, and F and the relative gradient norm at
 // the last complete statistics.
-func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Result, start time.Time) (int, string, float64, float64, error) {
+func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Result, start time.Time, tol float64) (int, string, float64, float64, error) {
 	all := make([]int, c.p.K)
 	for k := range all {
 		all[k] = k
@@ -455,7 +509,7 @@ func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Res
 		if c.opts.Sync.Progress != nil {
 			c.opts.Sync.Progress(rec)
 		}
-		if rel <= c.opts.GradTol {
+		if rel <= tol {
 			return round, "gradient", f, rel, nil
 		}
 		if !math.IsInf(fPrev, 1) && fPrev-f <= c.opts.DecreaseTol*math.Abs(fPrev) {
