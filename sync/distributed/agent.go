@@ -65,8 +65,9 @@ type agent struct {
 	have map[int]uint64 // neighbour part -> sequence number of its poses held
 	buf  []byte
 
-	rejected int
-	stopped  chan struct{}
+	rejected    int
+	stopped     chan struct{}
+	fingerprint string
 }
 
 // RunAgent runs agent k of partition p on bus until the coordinator stops
@@ -87,6 +88,7 @@ func RunAgent(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, k 
 	}
 	a := &agent{opts: opts, g: g, p: p, l: l, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
 	a.cond = stdsync.NewCond(&a.mu)
+	a.fingerprint = fingerprint(g, p, opts.Problem)
 	if a.chordal, a.comp, a.ncomp, err = localChordal(g, l.own, opts.Problem); err != nil {
 		return fmt.Errorf("agent %d: %w", k, err)
 	}
@@ -278,7 +280,12 @@ func (a *agent) onCommand(data []byte) []byte {
 		if m.Rank < l.d || m.Rank > maxRank {
 			return fail(fmt.Errorf("init at rank %d", m.Rank))
 		}
-		a.run, a.seq, a.have = m.Run, 0, map[int]uint64{}
+		if m.Text != a.fingerprint {
+			return fail(fmt.Errorf("agent %d holds a different problem or partition than the coordinator (fingerprint %s, coordinator %s): run every process on the same file with the same partition flags", l.part, a.fingerprint, m.Text))
+		}
+		// Seq continues the numbering of a previous life of this part, so
+		// that neighbours accept what it publishes next.
+		a.run, a.seq, a.have = m.Run, m.Seq, map[int]uint64{}
 		if l.x.R != m.Rank {
 			l.setRank(m.Rank)
 		}
@@ -326,6 +333,10 @@ func (a *agent) onCommand(data []byte) []byte {
 			return fail(errors.New("set: inconsistent blocks"))
 		}
 		if err := a.set(m); err != nil {
+			return fail(err)
+		}
+	case opPublish:
+		if err := a.publish(); err != nil {
 			return fail(err)
 		}
 	case opStop:

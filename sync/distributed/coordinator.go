@@ -107,6 +107,9 @@ type coordinator struct {
 	stats Stats
 	mu    stdsync.Mutex
 	whole *local // all poses as one part, for exactTranslations
+	// fingerprint identifies the problem and partition; an agent holding
+	// another refuses to join.
+	fingerprint string
 }
 
 // Solve coordinates K agents (RunAgent, one per part of p, on the same
@@ -136,6 +139,7 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 	kind := opts.Sync.Problem
 	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.AgentGraph(g), seq: make([]uint64, p.K),
 		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D)}
+	c.fingerprint = fingerprint(g, p, kind)
 	classes := Colors(c.nb)
 	c.stats.Agents, c.stats.Colors = p.K, len(classes)
 	log := opts.Sync.Logger
@@ -396,7 +400,7 @@ func (c *coordinator) initialize(ctx context.Context) error {
 		all[k] = k
 	}
 	err := parallel(all, func(k int) error {
-		_, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank})
+		_, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Text: c.fingerprint})
 		return err
 	})
 	if err != nil {
@@ -529,6 +533,12 @@ func (c *coordinator) gather(ctx context.Context) (*sparse.Blocks, error) {
 	sz := c.rank * c.b
 	err := parallel(all, func(k int) error {
 		rep, err := c.request(ctx, k, &message{Op: opGather, Rank: c.rank})
+		if errors.Is(err, errRestarted) {
+			// Its blocks are gone: rejoin it and take its fresh estimate.
+			if err = c.rejoin(ctx, k); err == nil {
+				rep, err = c.request(ctx, k, &message{Op: opGather, Rank: c.rank})
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("gathering agent %d: %w", k, err)
 		}
@@ -578,15 +588,44 @@ func (c *coordinator) setOne(ctx context.Context, k int, x *sparse.Blocks) error
 	return nil
 }
 
-// rejoin brings a restarted agent back: it is re-initialized into this
-// run and then given the last point the coordinator holds, its own
-// blocks as it last reported them and its neighbours' public poses.
+// rejoin brings a restarted agent back into the run. It lost its state,
+// so it starts again from its own chordal estimate, aligned, as at the
+// start, to its neighbours' current public poses, which they publish again
+// for it. Its sequence numbers continue from the last one the coordinator
+// saw, so its neighbours accept its new poses. The neighbours are of other
+// colours than the agent whose request failed, so they are idle meanwhile.
 func (c *coordinator) rejoin(ctx context.Context, k int) error {
 	c.mu.Lock()
 	c.stats.Restarts++
+	seq := c.seq[k]
 	c.mu.Unlock()
-	c.opts.Sync.Logger.Warn("agent restarted; rejoining", "part", k)
-	return fmt.Errorf("agent %d restarted: %w", k, errRestarted)
+	c.opts.Sync.Logger.Warn("agent restarted; rejoining from its neighbours' public poses", "part", k)
+	if _, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Seq: seq, Text: c.fingerprint}); err != nil {
+		return fmt.Errorf("rejoining agent %d: %w", k, err)
+	}
+	for _, q := range c.nb[k] {
+		rep, err := c.request(ctx, q, &message{Op: opPublish, Rank: c.rank})
+		if err != nil {
+			return fmt.Errorf("rejoining agent %d: republishing agent %d: %w", k, q, err)
+		}
+		c.mu.Lock()
+		c.seq[q] = rep.Seq
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	needs := c.needsOf(k, nil)
+	c.mu.Unlock()
+	rep, err := c.request(ctx, k, &message{Op: opAlign, Rank: c.rank, Needs: needs})
+	if err != nil {
+		return fmt.Errorf("rejoining agent %d: %w", k, err)
+	}
+	if rep.Status != statusOK {
+		return fmt.Errorf("rejoining agent %d: its neighbours' poses did not arrive", k)
+	}
+	c.mu.Lock()
+	c.seq[k] = rep.Seq
+	c.mu.Unlock()
+	return nil
 }
 
 // stopAll tells every agent to end; failures are only logged.

@@ -2,7 +2,10 @@ package distributed
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+	"math"
 	"io"
 	"sort"
 	"strconv"
@@ -260,4 +263,26 @@ func Colors(nb [][]int) [][]int {
 		classes[c] = append(classes[c], k)
 	}
 	return classes
+}
+
+// fingerprint hashes what the coordinator and every agent must agree on:
+// the problem kind, the graph's size and edges, and the partition.
+func fingerprint(g *posegraph.Graph, p *Partition, kind posegraph.Problem) string {
+	h := fnv.New64a()
+	var buf []byte
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(kind))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(g.D))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(g.N()))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(p.K))
+	for _, k := range p.Part {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(k))
+	}
+	for _, e := range g.Edges {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(e.I))
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(e.J))
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(e.Kappa))
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(e.Tau))
+	}
+	h.Write(buf)
+	return fmt.Sprintf("%016x", h.Sum64())
 }

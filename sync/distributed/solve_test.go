@@ -3,8 +3,8 @@ package distributed
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"math"
+	"strings"
 	"testing"
 	"time"
 

@@ -43,6 +43,7 @@ const (
 	opGather            // send every own block (for the central certificate)
 	opSet               // replace the own blocks (a staircase step) and publish
 	opStop              // end the agent
+	opPublish           // publish the own public poses again (for a rejoining neighbour)
 )
 
 // Reply statuses.
