@@ -21,8 +21,13 @@ type AgentOptions struct {
 	// Subject prefixes every subject of the run (default "bcmsync"):
 	// several runs can share a server under different prefixes.
 	Subject string
-	// Sweeps is the number of local passes per update (default 4).
-	Sweeps int
+	// Sweeps is the number of single-pose passes per update (default 1;
+	// negative: none), NewtonSteps the number of trust-region steps after
+	// them (default 2; negative: none). Pose passes make cheap progress
+	// far from the optimum; the Newton steps, preconditioned by a factor
+	// of the agent's block of Q, converge where pose passes only diffuse
+	// (long chains, intel.g2o).
+	Sweeps, NewtonSteps int
 	// Wait bounds how long an agent waits for the public poses a command
 	// needs before it answers "stale" and leaves its block unchanged
 	// (default 2 s).
@@ -36,7 +41,10 @@ func (o *AgentOptions) defaults() {
 		o.Subject = "bcmsync"
 	}
 	if o.Sweeps == 0 {
-		o.Sweeps = 4
+		o.Sweeps = 1
+	}
+	if o.NewtonSteps == 0 {
+		o.NewtonSteps = 2
 	}
 	if o.Wait == 0 {
 		o.Wait = 2 * time.Second
@@ -310,7 +318,9 @@ func (a *agent) onCommand(data []byte) []byte {
 			rep.Status = statusStale
 			break
 		}
-		l.improve(a.opts.Sweeps)
+		if err := l.improve(a.opts.Sweeps, a.opts.NewtonSteps); err != nil {
+			return fail(err)
+		}
 		if err := a.publish(); err != nil {
 			return fail(err)
 		}
@@ -333,6 +343,17 @@ func (a *agent) onCommand(data []byte) []byte {
 			return fail(errors.New("set: inconsistent blocks"))
 		}
 		if err := a.set(m); err != nil {
+			return fail(err)
+		}
+	case opExtrapolate:
+		if m.Rank != l.x.R {
+			return fail(fmt.Errorf("extrapolate at rank %d, agent at %d", m.Rank, l.x.R))
+		}
+		if !(m.F >= 0 && m.F < 1) {
+			return fail(fmt.Errorf("extrapolation factor %g outside [0, 1)", m.F))
+		}
+		l.extrapolate(m.F)
+		if err := a.publish(); err != nil {
 			return fail(err)
 		}
 	case opPublish:

@@ -42,6 +42,8 @@ type local struct {
 	rhs     []float64
 	nrow, h []float64
 	y       []float64
+	newton  *newton   // the trust-region step, made at the first use
+	last    []float64 // X at the previous extrapolation (momentum)
 }
 
 // newLocal assembles agent k's rows of Q from the edges incident to its
@@ -148,6 +150,10 @@ func (l *local) setRank(r int) {
 	l.h = make([]float64, r*l.d)
 	l.y = make([]float64, r*l.d)
 	l.rhs = make([]float64, r*l.nFree)
+	if l.newton != nil {
+		l.newton.radius = math.Inf(1)
+	}
+	l.last = nil
 }
 
 // factorTranslations builds and factors the own poses' tau-Laplacian.
@@ -304,9 +310,10 @@ func (l *local) updatePose(i int) {
 
 // improve lowers F over the own poses, the public poses fixed: sweeps
 // cyclic passes, each an exact translation step (Poses) and one exact
-// update of every own pose, then a last translation step. Every step is
-// an exact block minimization, so F never increases.
-func (l *local) improve(sweeps int) {
+// update of every own pose, then a last translation step, then up to
+// newtonSteps trust-region steps (newton.go). Every step is an exact block
+// minimization or an accepted trust-region step, so F never increases.
+func (l *local) improve(sweeps, newtonSteps int) error {
 	for s := 0; s < sweeps; s++ {
 		l.solveTranslations()
 		for i := range l.own {
@@ -314,6 +321,19 @@ func (l *local) improve(sweeps int) {
 		}
 	}
 	l.solveTranslations()
+	if newtonSteps > 0 && l.newton == nil {
+		nt, err := newNewton(l)
+		if err != nil {
+			return fmt.Errorf("agent %d: factoring its block of Q: %w", l.part, err)
+		}
+		l.newton = nt
+	}
+	for s := 0; s < newtonSteps; s++ {
+		if !l.newton.step() {
+			break
+		}
+	}
+	return nil
 }
 
 // stats returns the own poses' share of F, sum_i <X_i, (XQ)_i> (the
@@ -378,4 +398,37 @@ func finite(v []float64) bool {
 		}
 	}
 	return true
+}
+
+// extrapolate is the momentum step of accelerated block-coordinate
+// descent: with X_last the own blocks at the previous extrapolation,
+// X <- R(X + beta (X - X_last)), then X_last <- X as it was. beta = 0 only
+// records X (a restart).
+func (l *local) extrapolate(beta float64) {
+	n := len(l.own) * l.x.R * l.b
+	if len(l.last) != n {
+		l.last = make([]float64, n)
+		copy(l.last, l.x.Data[:n])
+		return
+	}
+	if beta == 0 {
+		copy(l.last, l.x.Data[:n])
+		return
+	}
+	r, b, d := l.x.R, l.b, l.d
+	for k := 0; k < n; k++ {
+		x := l.x.Data[k]
+		l.x.Data[k] = x + beta*(x-l.last[k])
+		l.last[k] = x
+	}
+	for i := range l.own {
+		x := l.x.Block(i)
+		for k := 0; k < r; k++ {
+			copy(l.h[k*d:(k+1)*d], x[k*b:k*b+d])
+		}
+		smalldense.Polar(l.y, l.h, r, d)
+		for k := 0; k < r; k++ {
+			copy(x[k*b:k*b+d], l.y[k*d:(k+1)*d])
+		}
+	}
 }

@@ -36,14 +36,15 @@ const (
 
 // Commands (kindCmd's op).
 const (
-	opInit    = 1 + iota // join a run: reset to the local chordal estimate at a rank
-	opAlign              // align the local chordal estimate to the parts in needs, publish
-	opUpdate             // improve the own block given the public poses in needs, publish
-	opStats              // report the shares of F, ||grad||^2, ||2XQ||^2
-	opGather             // send every own block (for the central certificate)
-	opSet                // replace the own blocks (a staircase step) and publish
-	opStop               // end the agent
-	opPublish            // publish the own public poses again (for a rejoining neighbour)
+	opInit        = 1 + iota // join a run: reset to the local chordal estimate at a rank
+	opAlign                  // align the local chordal estimate to the parts in needs, publish
+	opUpdate                 // improve the own block given the public poses in needs, publish
+	opStats                  // report the shares of F, ||grad||^2, ||2XQ||^2
+	opGather                 // send every own block (for the central certificate)
+	opSet                    // replace the own blocks (a staircase step) and publish
+	opStop                   // end the agent
+	opPublish                // publish the own public poses again (for a rejoining neighbour)
+	opExtrapolate            // momentum: X <- R(X + beta (X - X_last)), publish (beta in F)
 )
 
 // Reply statuses.
