@@ -319,4 +319,3 @@ func TestPartitions(t *testing.T) {
 		}
 	}
 }
-
