@@ -181,13 +181,17 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 	var last bsync.Check
 	var stopped bsync.Status
 	tol := max(opts.CheckTol, opts.GradTol)
+	var carry bsync.Level // rounds and time of a check that sent the rounds on
 	for {
 		lv := bsync.Level{Rank: c.rank}
 		t0 = time.Now()
 		rounds, stop, f, rel, err := c.level(ctx, classes, res, start, tol)
-		lv.BCMSweeps, lv.BCMStop, lv.F, lv.RelGrad = rounds, stop, f, rel
+		lv.BCMSweeps, lv.BCMStop, lv.F, lv.RelGrad = rounds+carry.BCMSweeps, stop, f, rel
 		lv.BCMSeconds = time.Since(t0).Seconds()
 		res.Timings.Optimize += lv.BCMSeconds
+		lv.BCMSeconds += carry.BCMSeconds
+		lv.CertifySeconds = carry.CertifySeconds
+		carry = bsync.Level{}
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 				stopped = bsync.TimeLimit
@@ -211,8 +215,8 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 		if err != nil {
 			return nil, &c.stats, err
 		}
-		lv.CertifySeconds = time.Since(t0).Seconds()
-		res.Timings.Certify += lv.CertifySeconds
+		res.Timings.Certify += time.Since(t0).Seconds()
+		lv.CertifySeconds += time.Since(t0).Seconds()
 		lv.DualBound, lv.MinEigenvalue, lv.EigMethod, lv.Certified = last.DualBound, last.MinEigenvalue, last.Method, last.PSD
 		res.Levels = append(res.Levels, lv)
 		res.RelaxationObjective = f
@@ -230,7 +234,10 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 			loose = fx-last.DualBound > opts.Sync.GapTol*math.Abs(fx)
 		}
 		if loose && stop == "gradient" && tol > opts.GradTol {
+			// One Level per rank: the next check's entry absorbs this one.
 			tol = max(tol/100, opts.GradTol)
+			carry = res.Levels[len(res.Levels)-1]
+			res.Levels = res.Levels[:len(res.Levels)-1]
 			continue
 		}
 		if last.PSD {
