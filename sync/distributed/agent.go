@@ -84,22 +84,11 @@ type agent struct {
 // published. It computes its chordal estimate before it starts serving.
 func RunAgent(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOptions) error {
 	opts.defaults()
-	if err := p.Validate(g.N()); err != nil {
-		return err
-	}
-	if k < 0 || k >= p.K {
-		return fmt.Errorf("agent %d: the partition has parts 0..%d", k, p.K-1)
-	}
-	l, err := newLocal(g, p, k, opts.Problem, g.D)
+	a, err := newAgent(bus, g, p, k, opts)
 	if err != nil {
 		return err
 	}
-	a := &agent{opts: opts, g: g, p: p, l: l, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
-	a.cond = stdsync.NewCond(&a.mu)
-	a.fingerprint = fingerprint(g, p, opts.Problem)
-	if a.chordal, a.comp, a.ncomp, err = localChordal(g, l.own, opts.Problem); err != nil {
-		return fmt.Errorf("agent %d: %w", k, err)
-	}
+	l := a.l
 	for q := range neighbourParts(l) {
 		q := q
 		unsub, err := bus.Subscribe(poseSubject(opts.Subject, q), func(data []byte) { a.onPoses(q, data) })
@@ -123,6 +112,27 @@ func RunAgent(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, k 
 		a.mu.Unlock()
 		return ctx.Err()
 	}
+}
+
+// newAgent builds agent k's state: its rows of Q and its chordal estimate.
+func newAgent(bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOptions) (*agent, error) {
+	if err := p.Validate(g.N()); err != nil {
+		return nil, err
+	}
+	if k < 0 || k >= p.K {
+		return nil, fmt.Errorf("agent %d: the partition has parts 0..%d", k, p.K-1)
+	}
+	l, err := newLocal(g, p, k, opts.Problem, g.D)
+	if err != nil {
+		return nil, err
+	}
+	a := &agent{opts: opts, g: g, p: p, l: l, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
+	a.cond = stdsync.NewCond(&a.mu)
+	a.fingerprint = fingerprint(g, p, opts.Problem)
+	if a.chordal, a.comp, a.ncomp, err = localChordal(g, l.own, opts.Problem); err != nil {
+		return nil, fmt.Errorf("agent %d: %w", k, err)
+	}
+	return a, nil
 }
 
 func neighbourParts(l *local) map[int]bool {
