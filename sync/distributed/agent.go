@@ -23,11 +23,18 @@ type AgentOptions struct {
 	Subject string
 	// Sweeps is the number of single-pose passes per update (default 1;
 	// negative: none), NewtonSteps the number of trust-region steps after
-	// them (default 2; negative: none). Pose passes make cheap progress
+	// them (default 1; negative: none). Pose passes make cheap progress
 	// far from the optimum; the Newton steps, preconditioned by a factor
 	// of the agent's block of Q, converge where pose passes only diffuse
 	// (long chains, intel.g2o).
 	Sweeps, NewtonSteps int
+	// MaxInner bounds the conjugate-gradient iterations of one Newton
+	// step (default 20). Light local steps do better with the rounds'
+	// momentum than exact ones: on a 1728-pose lattice in 4 parts, 2 steps
+	// of up to 200 iterations took 520 rounds and 15.8 s, 1 step of up to
+	// 20 took 404 rounds and 10.4 s (intel: 714 against 844 rounds,
+	// sphere2500: 81 against 73).
+	MaxInner int
 	// Wait bounds how long an agent waits for the public poses a command
 	// needs before it answers "stale" and leaves its block unchanged
 	// (default 2 s).
@@ -44,7 +51,10 @@ func (o *AgentOptions) defaults() {
 		o.Sweeps = 1
 	}
 	if o.NewtonSteps == 0 {
-		o.NewtonSteps = 2
+		o.NewtonSteps = 1
+	}
+	if o.MaxInner == 0 {
+		o.MaxInner = 20
 	}
 	if o.Wait == 0 {
 		o.Wait = 2 * time.Second
@@ -328,6 +338,7 @@ func (a *agent) onCommand(data []byte) []byte {
 			rep.Status = statusStale
 			break
 		}
+		l.maxInner = a.opts.MaxInner
 		if err := l.improve(a.opts.Sweeps, a.opts.NewtonSteps); err != nil {
 			return fail(err)
 		}

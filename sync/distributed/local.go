@@ -36,14 +36,15 @@ type local struct {
 	// Translation step (Poses): the tau-Laplacian of the own poses, with
 	// the public poses fixed (their edges stay on its diagonal); an own
 	// component without a shared edge has its first pose anchored.
-	chol    *sparse.Cholesky
-	tIndex  []int // own local index -> row of the reduced system, -1 if anchored
-	nFree   int
-	rhs     []float64
-	nrow, h []float64
-	y       []float64
-	newton  *newton   // the trust-region step, made at the first use
-	last    []float64 // X at the previous extrapolation (momentum)
+	chol     *sparse.Cholesky
+	tIndex   []int // own local index -> row of the reduced system, -1 if anchored
+	nFree    int
+	rhs      []float64
+	nrow, h  []float64
+	y        []float64
+	newton   *newton   // the trust-region step, made at the first use
+	maxInner int       // CG iterations per Newton step (0: newton's default)
+	last     []float64 // X at the previous extrapolation (momentum)
 }
 
 // newLocal assembles agent k's rows of Q from the edges incident to its
@@ -327,6 +328,9 @@ func (l *local) improve(sweeps, newtonSteps int) error {
 			return fmt.Errorf("agent %d: factoring its block of Q: %w", l.part, err)
 		}
 		l.newton = nt
+	}
+	if l.newton != nil && l.maxInner > 0 {
+		l.newton.maxInner = l.maxInner
 	}
 	for s := 0; s < newtonSteps; s++ {
 		if !l.newton.step() {
