@@ -152,8 +152,9 @@ func (b *MemBus) Serve(subject string, h func([]byte) []byte) (func(), error) {
 	}, nil
 }
 
-// ErrNoResponders is returned by MemBus.Request when nobody serves the
-// subject (NATS reports the same condition).
+// ErrNoResponders is wrapped in the error of a Request that nobody serves
+// (MemBus, and NATSBus for NATS's own "no responders"): the coordinator
+// then waits and resends, since an agent may be starting or restarting.
 var ErrNoResponders = errors.New("no responders")
 
 // Request implements Bus.

@@ -339,7 +339,7 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			if errors.Is(err, ErrNoResponders) || isNoResponders(err) {
+			if errors.Is(err, ErrNoResponders) {
 				// Nobody serves the subject yet (starting or restarting).
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -368,32 +368,6 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 }
 
 var errRestarted = errors.New("agent restarted")
-
-// isNoResponders recognizes a transport's "no responders" error by text,
-// so that this file does not depend on the NATS client.
-func isNoResponders(err error) bool {
-	return err != nil && (errors.Is(err, ErrNoResponders) || containsFold(err.Error(), "no responders"))
-}
-
-func containsFold(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		match := true
-		for k := 0; k < len(sub); k++ {
-			a, b := s[i+k], sub[k]
-			if 'A' <= a && a <= 'Z' {
-				a += 'a' - 'A'
-			}
-			if a != b {
-				match = false
-				break
-			}
-		}
-		if match {
-			return true
-		}
-	}
-	return false
-}
 
 // needsOf lists part k's neighbours at their latest reported sequence numbers.
 func (c *coordinator) needsOf(k int, among map[int]bool) []need {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	stdsync "sync"
 	"testing"
 	"time"
@@ -102,9 +103,7 @@ func TestAgentGoneTimesOut(t *testing.T) {
 		t.Fatal("no error with an agent missing")
 	}
 	t.Log(err)
-	if want := "agent 1 did not answer"; !contains(err.Error(), want) {
+	if want := "agent 1 did not answer"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not say %q", err, want)
 	}
 }
-
-func contains(s, sub string) bool { return containsFold(s, sub) }
