@@ -324,7 +324,10 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	res.Timings.Parse = parse
 	res.Timings.Total += parse
-	rep := bsync.NewReport(filepath.Base(file), res, opts.Sync)
+	// The report's init names the distributed initialization.
+	ropts := opts.Sync
+	ropts.Init = "aligned per-agent chordal"
+	rep := bsync.NewReport(filepath.Base(file), res, ropts)
 	rep.PeakRSSBytes = peakRSS()
 	if *out != "" {
 		if err := writeFile(*out, func(w io.Writer) error { return g2o.Write(w, res.Graph, res.Poses) }); err != nil {
