@@ -45,8 +45,8 @@ type Options struct {
 	// domain decomposition whose slow modes (smooth motions of parts against
 	// each other) decay by a fraction of a percent per round, and momentum
 	// turns that rate into about its square root. On a 400-pose 2-D graph
-	// in 2, 4 and 8 parts, rounds to a certificate fell from 1933, 2800 and
-	// 4140 to 55, 102 and 145.
+	// in 2, 4 and 8 parts, the rounds to the first certificate check fell
+	// from 1933, 2800 and 4140 to 55, 102 and 145.
 	NoMomentum bool
 	// Timeout ends the run with an error when an agent has not answered
 	// for this long (default 30 s). Requests are retried meanwhile, so an
