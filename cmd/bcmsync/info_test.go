@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -188,7 +189,11 @@ func TestNoArgsRunsDemo(t *testing.T) {
 // TestHelp checks the command list and per-command help on stdout.
 func TestHelp(t *testing.T) {
 	code, out, _ := runCmd("help")
-	if code != 0 || !strings.Contains(out, "info   describe pose-graph files") || !strings.Contains(out, "solve  find and certify") {
+	// The columns are as wide as the longest command name.
+	listed := func(name, short string) bool {
+		return regexp.MustCompile(`(?m)^  ` + name + ` +` + regexp.QuoteMeta(short)).MatchString(out)
+	}
+	if code != 0 || !listed("info", "describe pose-graph files") || !listed("solve", "find and certify") || !listed("distributed", "solve and certify FILE with K agents") {
 		t.Errorf("help: exit %d:\n%s", code, out)
 	}
 	code, out, _ = runCmd("help", "info")
