@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,9 @@ import (
 //
 //	go test ./sync/distributed -run '^$' -bench DistributedGrid -benchtime 1x -bcmsync.dist.side 46
 var benchSide = flag.Int("bcmsync.dist.side", 22, "lattice side of BenchmarkDistributedGrid (46: 10^5 poses)")
+
+// benchAgents lists the numbers of agents of BenchmarkDistributedGrid.
+var benchAgents = flag.String("bcmsync.dist.k", "1,2,4,8", "comma-separated numbers of agents of BenchmarkDistributedGrid")
 
 // BenchmarkDistributedGrid solves the 3-D lattice of the scaling benchmark
 // (datasets.Cube, loop closures 0.05, kappa 200, tau 100) centrally and
@@ -45,7 +50,15 @@ func BenchmarkDistributedGrid(b *testing.B) {
 			fStar = res.Objective
 		}
 	})
-	for _, k := range []int{1, 2, 4, 8} {
+	var ks []int
+	for _, f := range strings.Split(*benchAgents, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 1 {
+			b.Fatalf("-bcmsync.dist.k: %q is not a number of agents", f)
+		}
+		ks = append(ks, k)
+	}
+	for _, k := range ks {
 		p, err := BFS(g, k)
 		if err != nil {
 			b.Fatal(err)
