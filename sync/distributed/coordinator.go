@@ -52,7 +52,10 @@ type Options struct {
 	// for this long (default 30 s). Requests are retried meanwhile, so an
 	// agent that restarts within it rejoins.
 	Timeout time.Duration
-	// Try is one request's wait before it is sent again (default 5 s).
+	// Try is one request's wait before it is sent again (default a third
+	// of Timeout). A resent command is safe (every command is a descent
+	// step or idempotent) but repeats the work, so Try should exceed one
+	// local update's time, and Timeout with it.
 	Try time.Duration
 }
 
@@ -76,7 +79,7 @@ func (o *Options) defaults() {
 		o.Timeout = 30 * time.Second
 	}
 	if o.Try == 0 {
-		o.Try = 5 * time.Second
+		o.Try = o.Timeout / 3
 	}
 	if o.Sync.GapTol == 0 {
 		o.Sync.GapTol = 1e-6
