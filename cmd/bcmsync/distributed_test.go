@@ -1,10 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // distributed starts an embedded NATS server and two agent processes on
@@ -73,5 +78,46 @@ func TestDistributedUsageErrors(t *testing.T) {
 	code, _, stderr := runCmd("distributed", "--partition", part, in)
 	if code != 1 || !strings.Contains(stderr, part+":3:") {
 		t.Errorf("bad partition: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// The several-machines path: an external NATS server, a coordinator with
+// --no-spawn, and agents started on their own (here as goroutines running
+// the agent command line), before and after the coordinator.
+func TestDistributedExternalServer(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server did not start")
+	}
+	defer s.Shutdown()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.g2o")
+	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	flags := []string{"--nats", s.ClientURL(), "--agents", "3", "--split", "bfs", "--subject", "ext"}
+	done := make(chan string, 3)
+	agent := func(k int) {
+		code, _, stderr := runCmd(append(append([]string{"agent", "--part", strconv.Itoa(k)}, flags...), in)...)
+		done <- fmt.Sprintf("agent %d: exit %d %s", k, code, stderr)
+	}
+	go agent(0)
+	go agent(1)
+	go func() {
+		time.Sleep(500 * time.Millisecond) // the last agent joins late
+		agent(2)
+	}()
+	code, stdout, stderr := runCmd(append(append([]string{"distributed", "--no-spawn"}, flags...), in)...)
+	if code != 0 || !strings.Contains(stdout, "CERTIFIED globally optimal") {
+		t.Fatalf("coordinator: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for k := 0; k < 3; k++ {
+		if msg := <-done; !strings.HasPrefix(msg, "agent") || !strings.Contains(msg, "exit 0") {
+			t.Error(msg)
+		}
 	}
 }
