@@ -351,9 +351,9 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	case !*quiet:
 		printSummary(stdout, rep)
-		fmt.Fprintf(stdout, "  distributed: %d agents in %d colour classes, %d rounds, %d stale updates, %d restarts;\n"+
+		fmt.Fprintf(stdout, "  distributed: %d agents in %d colour classes, %d rounds, %d lost messages resent, %d stale updates, %d restarts;\n"+
 			"    coordinator traffic %d messages, %d bytes; agents published %d pose messages\n",
-			st.Agents, st.Colors, st.Rounds, st.Stale, st.Restarts, counter.Messages.Load(), counter.Bytes.Load(), st.Publications)
+			st.Agents, st.Colors, st.Rounds, st.Republished, st.Stale, st.Restarts, counter.Messages.Load(), counter.Bytes.Load(), st.Publications)
 	}
 	if !res.Certified {
 		return notCertifiedError{status: string(res.Status)}

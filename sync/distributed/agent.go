@@ -234,6 +234,17 @@ func (a *agent) onPoses(q int, data []byte) {
 	a.cond.Broadcast()
 }
 
+// unmet lists the needs not met (mu held).
+func (a *agent) unmet(needs []need) []need {
+	var out []need
+	for _, n := range needs {
+		if a.have[n.Part] < n.Seq {
+			out = append(out, need{Part: n.Part, Seq: a.have[n.Part]})
+		}
+	}
+	return out
+}
+
 // waitNeeds waits (mu held) until every need is met, up to the agent's
 // Wait; it reports whether they were.
 func (a *agent) waitNeeds(needs []need) bool {
@@ -335,7 +346,7 @@ func (a *agent) onCommand(data []byte) []byte {
 			return fail(fmt.Errorf("update at rank %d, agent at %d", m.Rank, l.x.R))
 		}
 		if !a.waitNeeds(m.Needs) {
-			rep.Status = statusStale
+			rep.Status, rep.Needs = statusStale, a.unmet(m.Needs)
 			break
 		}
 		l.maxInner = a.opts.MaxInner
@@ -347,7 +358,7 @@ func (a *agent) onCommand(data []byte) []byte {
 		}
 	case opStats:
 		if !a.waitNeeds(m.Needs) {
-			rep.Status = statusStale
+			rep.Status, rep.Needs = statusStale, a.unmet(m.Needs)
 			break
 		}
 		rep.F, rep.Grad2, rep.Norm2 = l.stats()
@@ -389,6 +400,10 @@ func (a *agent) onCommand(data []byte) []byte {
 		}
 	default:
 		return fail(fmt.Errorf("unknown command %d", m.Op))
+	}
+	if !finite(l.x.Data) {
+		// Never publish or report a broken estimate.
+		return fail(fmt.Errorf("agent %d: non-finite estimate after command %d", l.part, m.Op))
 	}
 	rep.Seq = a.seq
 	return encode(nil, rep)

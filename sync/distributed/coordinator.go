@@ -101,8 +101,10 @@ type Stats struct {
 	// once, then the statistics gathered), over all levels.
 	Rounds int
 	// Stale counts updates an agent skipped because the public poses it
-	// needed had not arrived; Restarts counts agents that rejoined.
-	Stale, Restarts int
+	// needed had not arrived even after their senders published them again
+	// (Republished counts those requests: each is a message that was lost
+	// or late); Restarts counts agents that rejoined.
+	Stale, Republished, Restarts int
 	// Requests and RequestBytes count the coordinator's requests and their
 	// replies; Publications counts the agents' pose messages (one per
 	// accepted update and initialization, as the sequence numbers show).
@@ -372,6 +374,44 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 
 var errRestarted = errors.New("agent restarted")
 
+// requestHealed sends the command mk makes to agent k; if the agent
+// answers that public poses it needs never arrived (a lost message), the
+// parts that sent them publish again and the command, remade with their
+// new sequence numbers, is sent once more. The parts asked are k's
+// neighbours, never of k's colour, so they are not updating meanwhile.
+func (c *coordinator) requestHealed(ctx context.Context, k int, mk func() *message) (*message, error) {
+	c.mu.Lock()
+	m := mk()
+	c.mu.Unlock()
+	rep, err := c.request(ctx, k, m)
+	if err != nil || rep.Status != statusStale || len(rep.Needs) == 0 {
+		return rep, err
+	}
+	for _, n := range rep.Needs {
+		if n.Part < 0 || n.Part >= c.p.K {
+			return nil, fmt.Errorf("agent %d: stale reply names part %d", k, n.Part)
+		}
+		c.mu.Lock()
+		c.stats.Republished++
+		c.mu.Unlock()
+		pr, err := c.request(ctx, n.Part, &message{Op: opPublish, Rank: c.rank})
+		if errors.Is(err, errRestarted) {
+			err = c.rejoin(ctx, n.Part)
+		} else if err == nil {
+			c.mu.Lock()
+			c.seq[n.Part] = max(c.seq[n.Part], pr.Seq)
+			c.mu.Unlock()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	c.mu.Lock()
+	m = mk()
+	c.mu.Unlock()
+	return c.request(ctx, k, m)
+}
+
 // needsOf lists part k's neighbours at their latest reported sequence numbers.
 func (c *coordinator) needsOf(k int, among map[int]bool) []need {
 	var n []need
@@ -483,9 +523,12 @@ func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Res
 				return round, "error", f, rel, err
 			}
 		}
+		staleRound := false
 		for _, cls := range classes {
 			err := parallel(cls, func(k int) error {
-				rep, err := c.request(ctx, k, &message{Op: opUpdate, Round: uint32(round), Rank: c.rank, Needs: c.needsOf(k, nil)})
+				rep, err := c.requestHealed(ctx, k, func() *message {
+					return &message{Op: opUpdate, Round: uint32(round), Rank: c.rank, Needs: c.needsOf(k, nil)}
+				})
 				if errors.Is(err, errRestarted) {
 					return c.rejoin(ctx, k)
 				}
@@ -496,6 +539,7 @@ func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Res
 				defer c.mu.Unlock()
 				if rep.Status == statusStale {
 					c.stats.Stale++
+					staleRound = true
 					return nil
 				}
 				c.seq[k] = rep.Seq
@@ -510,7 +554,9 @@ func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Res
 		var sf, sg, sn float64
 		complete := true
 		err := parallel(all, func(k int) error {
-			rep, err := c.request(ctx, k, &message{Op: opStats, Round: uint32(round), Rank: c.rank, Needs: c.needsOf(k, nil)})
+			rep, err := c.requestHealed(ctx, k, func() *message {
+				return &message{Op: opStats, Round: uint32(round), Rank: c.rank, Needs: c.needsOf(k, nil)}
+			})
 			if errors.Is(err, errRestarted) {
 				c.mu.Lock()
 				complete = false
@@ -555,7 +601,7 @@ func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Res
 		}
 		// A round that raised F restarted the momentum; only a small
 		// decrease is a stall.
-		if dec := fPrev - f; !math.IsInf(fPrev, 1) && dec >= 0 && dec <= c.opts.DecreaseTol*math.Abs(fPrev) {
+		if dec := fPrev - f; !staleRound && !math.IsInf(fPrev, 1) && dec >= 0 && dec <= c.opts.DecreaseTol*math.Abs(fPrev) {
 			return round, "decrease", f, rel, nil
 		}
 		fPrev = f
