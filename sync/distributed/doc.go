@@ -66,8 +66,10 @@
 // sequence number or naming poses its sender does not own is rejected
 // and logged, never applied. Commands name the sequence numbers of the
 // neighbours' poses they need; an agent waits for them for a bounded time
-// and otherwise answers "stale" and changes nothing, so a late or lost
-// message slows the run but cannot corrupt the estimate.
+// and otherwise answers "stale", naming what is missing, and changes
+// nothing; the coordinator has those neighbours publish again and resends
+// the command once. A late or lost message slows the run but cannot
+// corrupt the estimate.
 //
 // # Faults
 //
