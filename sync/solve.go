@@ -382,57 +382,9 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 		res.Timings.Round -= res.Refine.RTRSeconds // counted in Optimize
 	}
 
-	// Certify the estimate itself when the relaxation's bound is not tight
-	// enough. The estimate's translations are exactly optimal, so
-	// tr(Lambda) at the rounded point equals F there up to rounding, and a
-	// PSD S proves the estimate optimal directly, where the relaxation's
-	// bound also pays for translations only as accurate as the trust
-	// region's last step (a trust region stopped early, or stalled). The
-	// second test can only raise the dual bound, so when the first already
-	// meets the tolerance the status cannot change, and the second
-	// factorization of S, as costly as the first, is skipped: that took the
-	// 10^6-pose grid's certify stage from 23-25 s to 17.5 s. The reported
-	// bound is then the relaxation's, which can be the looser of the two.
-	// Without a certificate at all (the staircase ended on a saddle), a
-	// rank-d estimate is checked too: it is a different point, and may be
-	// a global minimum the relaxation's last level did not reach. The check
-	// does not compute an eigenvector when it fails: nothing would use it.
-	res.GapAllowed = gapAllowed(res.Objective, opts.GapTol, opts.GapAbs)
-	if (status == Certified && res.Objective-res.DualBound > res.GapAllowed) || (!haveBound && status == NotCertified) {
-		t0 = time.Now()
-		xr := g.Lift(centered(res.Poses, d), opts.Problem, d)
-		c, err := cert.checkOnly(newManifold(q, d, d, opts.Threads), xr)
-		if err != nil {
-			return nil, err
-		}
-		// Both bounds are rigorous; the better one counts.
-		if c.psd {
-			if (!haveBound && !hasLower) || c.dualBound > res.DualBound {
-				res.DualBound, res.MinEigenvalue, res.Eta, res.EtaPoses = c.dualBound, c.minEig, c.eta, c.shiftPoses
-			}
-			if !haveBound {
-				haveBound, status = true, Certified
-			}
-		}
-		res.Timings.Certify += time.Since(t0).Seconds()
+	if err := settle(res, g, q, cert, opts, status, haveBound, hasLower); err != nil {
+		return nil, err
 	}
-	res.HasBound = haveBound || hasLower
-	if res.HasBound && res.DualBound < 0 && !g.RawRotations {
-		// F is a sum of squares: F* >= 0 is proven too, and better.
-		res.DualBound = 0
-	}
-	if res.HasBound {
-		res.SuboptimalityBound = res.Objective - res.DualBound
-	}
-	if status == Certified && res.SuboptimalityBound > res.GapAllowed {
-		if res.Rank > d {
-			status = CertifiedRelaxation
-		} else {
-			status = Bounded
-		}
-	}
-	res.Status = status
-	res.Certified = status == Certified
 	res.Timings.Total = time.Since(start).Seconds()
 	return res, nil
 }
@@ -481,6 +433,68 @@ func refineLevel(ctx context.Context, res *Result, q *sparse.BlockSym, qFactor *
 	lv.RTRSeconds = time.Since(t0).Seconds()
 	res.Timings.Optimize += lv.RTRSeconds
 	return lv, err
+}
+
+// settle ends a solve whose estimate res.Poses, res.Objective, res.Rank
+// and bound res.DualBound (proven when haveBound, or a weaker lower bound
+// when hasLower) are set: it certifies the estimate itself where that can
+// help, applies F* >= 0, and sets the suboptimality bound and the final
+// status from the staircase's status. Solve and Certifier.Finish (a solver
+// outside the package) end through it, so both mean the same by certified.
+func settle(res *Result, g *posegraph.Graph, q *sparse.BlockSym, cert *certifier, opts Options, status Status, haveBound, hasLower bool) error {
+	// Certify the estimate itself when the relaxation's bound is not tight
+	// enough. The estimate's translations are exactly optimal, so
+	// tr(Lambda) at the rounded point equals F there up to rounding, and a
+	// PSD S proves the estimate optimal directly, where the relaxation's
+	// bound also pays for translations only as accurate as the trust
+	// region's last step (a trust region stopped early, or stalled). The
+	// second test can only raise the dual bound, so when the first already
+	// meets the tolerance the status cannot change, and the second
+	// factorization of S, as costly as the first, is skipped: that took the
+	// 10^6-pose grid's certify stage from 23-25 s to 17.5 s. The reported
+	// bound is then the relaxation's, which can be the looser of the two.
+	// Without a certificate at all (the staircase ended on a saddle), a
+	// rank-d estimate is checked too: it is a different point, and may be
+	// a global minimum the relaxation's last level did not reach. The check
+	// does not compute an eigenvector when it fails: nothing would use it.
+	d := g.D
+	res.GapAllowed = gapAllowed(res.Objective, opts.GapTol, opts.GapAbs)
+	if (status == Certified && res.Objective-res.DualBound > res.GapAllowed) || (!haveBound && status == NotCertified) {
+		t0 := time.Now()
+		xr := g.Lift(centered(res.Poses, d), opts.Problem, d)
+		c, err := cert.checkOnly(newManifold(q, d, d, opts.Threads), xr)
+		if err != nil {
+			return err
+		}
+		// Both bounds are rigorous; the better one counts.
+		if c.psd {
+			if (!haveBound && !hasLower) || c.dualBound > res.DualBound {
+				res.DualBound, res.MinEigenvalue, res.Eta, res.EtaPoses = c.dualBound, c.minEig, c.eta, c.shiftPoses
+			}
+			if !haveBound {
+				haveBound, status = true, Certified
+			}
+		}
+		res.Timings.Certify += time.Since(t0).Seconds()
+	}
+	res.HasBound = haveBound || hasLower
+	if res.HasBound && res.DualBound < 0 && !g.RawRotations {
+		// F is a sum of squares: F* >= 0 is proven too, and better.
+		res.DualBound = 0
+	}
+	if res.HasBound {
+		res.SuboptimalityBound = res.Objective - res.DualBound
+	}
+	if status == Certified && res.SuboptimalityBound > res.GapAllowed {
+		if res.Rank > d {
+			status = CertifiedRelaxation
+		} else {
+			status = Bounded
+		}
+	}
+	res.Status = status
+	res.Certified = status == Certified
+	return nil
 }
 
 func initialize(g *posegraph.Graph, opts Options, order []int) ([]posegraph.Pose, error) {

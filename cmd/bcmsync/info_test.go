@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,11 +190,12 @@ func TestNoArgsRunsDemo(t *testing.T) {
 // TestHelp checks the command list and per-command help on stdout.
 func TestHelp(t *testing.T) {
 	code, out, _ := runCmd("help")
-	// The name column is as wide as the longest name: compare with runs of
-	// spaces collapsed.
-	flat := strings.Join(strings.Fields(out), " ")
-	if code != 0 || !strings.Contains(flat, "info describe pose-graph files") || !strings.Contains(flat, "solve find and certify") ||
-		!strings.Contains(flat, "evaluate absolute and relative") || !strings.Contains(flat, "generate write a synthetic") {
+	// The columns are as wide as the longest command name.
+	listed := func(name, short string) bool {
+		return regexp.MustCompile(`(?m)^  ` + name + ` +` + regexp.QuoteMeta(short)).MatchString(out)
+	}
+	if code != 0 || !listed("info", "describe pose-graph files") || !listed("solve", "find and certify") || !listed("distributed", "solve and certify FILE with K agents") ||
+		!listed("evaluate", "absolute and relative") || !listed("generate", "write a synthetic") {
 		t.Errorf("help: exit %d:\n%s", code, out)
 	}
 	code, out, _ = runCmd("help", "info")

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
+	"github.com/bcmsync/bcmsync/sync/distributed"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// partFlags choose the partition; agent and distributed share them, and
+// every process of a run must be given the same.
+type partFlags struct {
+	agents    int
+	split     string
+	partition string
+	subject   string
+	rotations bool
+	lenient   bool
+	rawQuat   bool
+	verbose   bool
+}
+
+func (f *partFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.agents, "agents", 0, "number of agents K (for --split contiguous or bfs; with robot or --partition it must match, or be 0)")
+	fs.StringVar(&f.split, "split", "bfs", "how to split the graph: bfs (K bands of a breadth-first order), contiguous (K runs of pose indices, DPGO's split), robot (GTSAM Symbol id prefixes)")
+	fs.StringVar(&f.partition, "partition", "", "read the partition from `FILE` (lines \"id part\"), instead of --split")
+	fs.StringVar(&f.subject, "subject", "bcmsync", "NATS subject prefix of the run (runs sharing a server need different ones)")
+	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only")
+	fs.BoolVar(&f.lenient, "lenient", false, "skip unsupported records (landmarks, priors) with a warning")
+	fs.BoolVar(&f.rawQuat, "raw-quaternions", false, rawQuatUsage)
+	fs.BoolVar(&f.verbose, "verbose", false, "log every stage, level and rejected message")
+}
+
+// args returns the flags that make an agent process build the same problem.
+func (f *partFlags) args() []string {
+	a := []string{"--agents", strconv.Itoa(f.agents), "--split", f.split, "--subject", f.subject}
+	if f.partition != "" {
+		a = append(a, "--partition", f.partition)
+	}
+	for _, b := range []struct {
+		on   bool
+		name string
+	}{{f.rotations, "--rotations"}, {f.lenient, "--lenient"}, {f.rawQuat, "--raw-quaternions"}, {f.verbose, "--verbose"}} {
+		if b.on {
+			a = append(a, b.name)
+		}
+	}
+	return a
+}
+
+func (f *partFlags) check() error {
+	if f.agents < 0 {
+		return fmt.Errorf("--agents must be >= 0, not %d", f.agents)
+	}
+	if f.partition == "" {
+		switch f.split {
+		case "bfs", "contiguous":
+			if f.agents < 1 {
+				return fmt.Errorf("--split %s needs --agents K >= 1", f.split)
+			}
+		case "robot":
+		default:
+			return fmt.Errorf("unknown --split %q (want bfs, contiguous or robot)", f.split)
+		}
+	}
+	if f.subject == "" {
+		return errors.New("--subject must not be empty")
+	}
+	return nil
+}
+
+func (f *partFlags) problem() posegraph.Problem {
+	if f.rotations {
+		return posegraph.Rotations
+	}
+	return posegraph.Poses
+}
+
+func (f *partFlags) logger(stderr io.Writer) *slog.Logger {
+	if !f.verbose {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// load reads the graph and builds the partition.
+func (f *partFlags) load(file string, quiet bool, stderr io.Writer) (*posegraph.Graph, *distributed.Partition, error) {
+	g, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
+		if !quiet {
+			fmt.Fprintln(stderr, "warning:", msg)
+		}
+	}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := g.Validate(); err != nil {
+		return nil, nil, err
+	}
+	var p *distributed.Partition
+	switch {
+	case f.partition != "":
+		r, err := os.Open(f.partition)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err = distributed.ReadPartition(r, f.partition, g)
+		r.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+	case f.split == "robot":
+		p, err = distributed.ByRobot(g)
+	case f.split == "contiguous":
+		p, err = distributed.Contiguous(g.N(), f.agents)
+	default:
+		p, err = distributed.BFS(g, f.agents)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.agents != 0 && p.K != f.agents {
+		return nil, nil, fmt.Errorf("the partition has %d parts, --agents says %d", p.K, f.agents)
+	}
+	f.agents = p.K
+	return g, p, nil
+}
+
+func init() {
+	register(command{
+		name:  "agent",
+		usage: "agent --nats URL --part K [flags] FILE",
+		short: "run one agent of a distributed solve (the coordinator is bcmsync distributed)",
+		run:   runAgent,
+	})
+	register(command{
+		name:  "distributed",
+		usage: "distributed --agents K [flags] FILE",
+		short: "solve and certify FILE with K agents exchanging public poses over NATS",
+		run:   runDistributed,
+	})
+}
+
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("agent", "agent --nats URL --part K [flags] FILE",
+		"Runs agent K of a distributed solve of FILE: it owns part K's poses, talks to the\n"+
+			"coordinator and the other agents through the NATS server at URL, and exits when the\n"+
+			"coordinator ends the run. Every process must read the same FILE with the same\n"+
+			"partition flags (an agent holding another problem refuses to join).", stderr)
+	var f partFlags
+	f.register(fs)
+	url := fs.String("nats", "", "NATS server `URL` (e.g. nats://host:4222)")
+	part := fs.Int("part", -1, "the part `K` this agent owns (0-based)")
+	sweeps := fs.Int("sweeps", 0, "local passes per update (0: 4)")
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) != 1 {
+		fs.Usage()
+		return usageError{errors.New("agent takes exactly one FILE")}
+	}
+	if *url == "" {
+		return usageError{errors.New("--nats URL is required")}
+	}
+	if *sweeps < 0 {
+		return usageError{fmt.Errorf("--sweeps must be >= 0, not %d", *sweeps)}
+	}
+	if err := f.check(); err != nil {
+		return usageError{err}
+	}
+	g, p, err := f.load(files[0], false, stderr)
+	if err != nil {
+		return err
+	}
+	if *part < 0 || *part >= p.K {
+		return usageError{fmt.Errorf("--part must be in [0, %d), not %d", p.K, *part)}
+	}
+	bus, err := distributed.DialNATS(*url, fmt.Sprintf("bcmsync agent %d", *part))
+	if err != nil {
+		return err
+	}
+	defer bus.Close()
+	return distributed.RunAgent(ctx, bus, g, p, *part, distributed.AgentOptions{
+		Problem: f.problem(), Subject: f.subject, Sweeps: *sweeps, Logger: f.logger(stderr),
+	})
+}
+
+func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("distributed", "distributed --agents K [flags] FILE",
+		"Solves FILE with K agents, each owning one part of the graph, coordinated over NATS.\n"+
+			"Without --nats it starts an embedded NATS server on the loopback interface; without\n"+
+			"--no-spawn it starts the K agents as processes of this program (bcmsync agent).\n"+
+			"With --nats and --no-spawn it only coordinates: start the agents on other machines\n"+
+			"with bcmsync agent --nats URL --part k and the same FILE and partition flags.\n"+
+			"Prints the same summary and report as solve; exit status 1 without a certificate.", stderr)
+	var f partFlags
+	f.register(fs)
+	url := fs.String("nats", "", "use the NATS server at `URL` instead of an embedded one")
+	noSpawn := fs.Bool("no-spawn", false, "start no agent processes (they run elsewhere)")
+	out := fs.String("o", "", "write the optimized graph as g2o to `FILE`")
+	tum := fs.String("tum", "", "write the optimized trajectory in TUM format to `FILE`")
+	report := fs.String("report", "", "write the JSON report to `FILE`")
+	jsonOut := fs.Bool("json", false, "print the JSON report on stdout instead of the summary")
+	quiet := fs.Bool("quiet", false, "print nothing but errors")
+	gapTol := fs.Float64("gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6)")
+	gradTol := fs.Float64("grad-tol", 0, "relative gradient norm below which a failed certificate is taken for a saddle (0: 1e-9)")
+	maxRank := fs.Int("max-rank", 10, "last rank of the staircase")
+	maxRounds := fs.Int("max-rounds", 0, "maximum rounds per rank (0: 5000)")
+	timeout := fs.Duration("timeout", 30*time.Second, "end the run when an agent has not answered for this long")
+	timeLimit := fs.Duration("time-limit", 0, "stop after this long (0: no limit)")
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) != 1 {
+		fs.Usage()
+		return usageError{errors.New("distributed takes exactly one FILE")}
+	}
+	if err := f.check(); err != nil {
+		return usageError{err}
+	}
+	for _, v := range []struct {
+		name string
+		val  float64
+	}{{"gap-tol", *gapTol}, {"grad-tol", *gradTol}} {
+		if !(v.val >= 0) || math.IsInf(v.val, 0) {
+			return usageError{fmt.Errorf("--%s must be a finite number >= 0, not %g", v.name, v.val)}
+		}
+	}
+	if *maxRounds < 0 || *timeout <= 0 || *timeLimit < 0 {
+		return usageError{errors.New("--max-rounds, --timeout and --time-limit must not be negative (--timeout > 0)")}
+	}
+	if *noSpawn && *url == "" {
+		return usageError{errors.New("--no-spawn needs --nats URL: agents elsewhere cannot reach an embedded server on the loopback interface")}
+	}
+	file := files[0]
+	t0 := time.Now()
+	g, p, err := f.load(file, *quiet, stderr)
+	if err != nil {
+		return err
+	}
+	if *maxRank < g.D {
+		return usageError{fmt.Errorf("--max-rank must be >= d = %d", g.D)}
+	}
+	parse := time.Since(t0).Seconds()
+
+	serverURL := *url
+	if serverURL == "" {
+		s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true, MaxPayload: 64 << 20})
+		if err != nil {
+			return fmt.Errorf("starting the embedded NATS server: %w", err)
+		}
+		go s.Start()
+		if !s.ReadyForConnections(10 * time.Second) {
+			return errors.New("the embedded NATS server did not start within 10s")
+		}
+		defer s.Shutdown()
+		serverURL = s.ClientURL()
+	}
+
+	var procs []*exec.Cmd
+	if !*noSpawn {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding this program to start the agents: %w", err)
+		}
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return err
+		}
+		for k := 0; k < p.K; k++ {
+			a := append([]string{"agent", "--nats", serverURL, "--part", strconv.Itoa(k)}, f.args()...)
+			cmd := exec.Command(exe, append(a, abs)...)
+			cmd.Stdout, cmd.Stderr = stderr, stderr
+			// Under `go test` the executable is the test binary, which runs
+			// the command line as bcmsync when it sees this variable
+			// (bench.go); the real binary ignores it.
+			cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+			if err := cmd.Start(); err != nil {
+				killAll(procs)
+				return fmt.Errorf("starting agent %d: %w", k, err)
+			}
+			procs = append(procs, cmd)
+		}
+	}
+
+	bus, err := distributed.DialNATS(serverURL, "bcmsync coordinator")
+	if err != nil {
+		killAll(procs)
+		return err
+	}
+	counter := &distributed.Counter{Bus: bus}
+	opts := distributed.Options{
+		Sync:    bsync.Options{Problem: f.problem(), GapTol: *gapTol, MaxRank: *maxRank, TimeLimit: *timeLimit, Logger: f.logger(stderr)},
+		Subject: f.subject, GradTol: *gradTol, MaxRounds: *maxRounds, Timeout: *timeout,
+	}
+	prog := newProgress(stderr, *quiet)
+	opts.Sync.Progress = prog.update
+	res, st, err := distributed.Solve(ctx, counter, g, p, opts)
+	prog.done()
+	bus.Close()
+	if err != nil {
+		killAll(procs)
+		return err
+	}
+	for k, cmd := range procs {
+		if err := waitOrKill(cmd, 10*time.Second); err != nil && !*quiet {
+			fmt.Fprintf(stderr, "warning: agent %d: %v\n", k, err)
+		}
+	}
+	res.Timings.Parse = parse
+	res.Timings.Total += parse
+	// The report's init names the distributed initialization.
+	ropts := opts.Sync
+	ropts.Init = "aligned per-agent chordal"
+	rep := bsync.NewReport(filepath.Base(file), res, ropts)
+	rep.PeakRSSBytes = peakRSS()
+	if *out != "" {
+		if err := writeFile(*out, func(w io.Writer) error { return g2o.Write(w, res.Graph, res.Poses) }); err != nil {
+			return err
+		}
+	}
+	if *tum != "" {
+		if err := writeFile(*tum, func(w io.Writer) error { return g2o.WriteTUM(w, res.Graph, res.Poses) }); err != nil {
+			return err
+		}
+	}
+	if *report != "" {
+		if err := writeFile(*report, rep.WriteJSON); err != nil {
+			return err
+		}
+	}
+	switch {
+	case *jsonOut:
+		if err := rep.WriteJSON(stdout); err != nil {
+			return err
+		}
+	case !*quiet:
+		printSummary(stdout, rep, nil)
+		fmt.Fprintf(stdout, "  distributed: %d agents in %d colour classes, %d rounds, %d lost messages resent, %d stale updates, %d restarts;\n"+
+			"    coordinator traffic %d messages, %d bytes; agents published %d pose messages\n",
+			st.Agents, st.Colors, st.Rounds, st.Republished, st.Stale, st.Restarts, counter.Messages.Load(), counter.Bytes.Load(), st.Publications)
+	}
+	if !res.Certified {
+		return notCertifiedError{status: string(res.Status)}
+	}
+	return nil
+}
+
+// killAll ends the agent processes this command started.
+func killAll(procs []*exec.Cmd) {
+	for _, c := range procs {
+		if c.Process != nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}
+}
+
+// waitOrKill waits for an agent process that was told to stop, killing it
+// if it has not exited within d.
+func waitOrKill(c *exec.Cmd, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		_ = c.Process.Kill()
+		<-done
+		return fmt.Errorf("did not exit within %v after the run; killed", d)
+	}
+}

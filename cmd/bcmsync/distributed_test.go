@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// distributed starts an embedded NATS server and two agent processes on
+// the demo graph and prints solve's summary with the certificate, at
+// solve's optimum.
+func TestDistributedCommand(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.g2o")
+	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	code, central, stderr := runCmd("solve", in)
+	if code != 0 {
+		t.Fatalf("solve: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCmd("distributed", "--agents", "2", "--split", "contiguous", in)
+	if code != 0 {
+		t.Fatalf("distributed: exit %d: %s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"CERTIFIED globally optimal", "distributed: 2 agents", "rounds"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	// Both print F to 12 digits; the optima agree far below that.
+	objective := func(s string) string {
+		for _, line := range strings.Split(s, "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[0] == "objective" {
+				return f[2][:9]
+			}
+		}
+		return ""
+	}
+	if a, b := objective(stdout), objective(central); a == "" || a != b {
+		t.Errorf("objective %q, solve's %q", a, b)
+	}
+}
+
+func TestDistributedUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.g2o")
+	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"distributed", in}, "--split bfs needs --agents"},
+		{[]string{"distributed", "--agents", "2", "--split", "zigzag", in}, "unknown --split"},
+		{[]string{"distributed", "--agents", "2", "--no-spawn", in}, "--no-spawn needs --nats"},
+		{[]string{"distributed", "--agents", "2"}, "exactly one FILE"},
+		{[]string{"agent", "--agents", "2", in}, "--nats URL is required"},
+		{[]string{"agent", "--nats", "nats://127.0.0.1:1", "--agents", "2", "--part", "5", in}, "--part must be in [0, 2)"},
+	} {
+		code, _, stderr := runCmd(c.args...)
+		if code != 2 || !strings.Contains(stderr, "bcmsync "+c.args[0]+": ") || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	// A bad partition file is an error naming the file and the line.
+	part := filepath.Join(dir, "parts.txt")
+	if err := os.WriteFile(part, []byte("# id part\n0 0\n1 x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd("distributed", "--partition", part, in)
+	if code != 1 || !strings.Contains(stderr, part+":3:") {
+		t.Errorf("bad partition: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// The several-machines path: an external NATS server, a coordinator with
+// --no-spawn, and agents started on their own (here as goroutines running
+// the agent command line), before and after the coordinator.
+func TestDistributedExternalServer(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server did not start")
+	}
+	defer s.Shutdown()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.g2o")
+	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	flags := []string{"--nats", s.ClientURL(), "--agents", "3", "--split", "bfs", "--subject", "ext"}
+	done := make(chan string, 3)
+	agent := func(k int) {
+		code, _, stderr := runCmd(append(append([]string{"agent", "--part", strconv.Itoa(k)}, flags...), in)...)
+		done <- fmt.Sprintf("agent %d: exit %d %s", k, code, stderr)
+	}
+	go agent(0)
+	go agent(1)
+	go func() {
+		time.Sleep(500 * time.Millisecond) // the last agent joins late
+		agent(2)
+	}()
+	code, stdout, stderr := runCmd(append(append([]string{"distributed", "--no-spawn"}, flags...), in)...)
+	if code != 0 || !strings.Contains(stdout, "CERTIFIED globally optimal") {
+		t.Fatalf("coordinator: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for k := 0; k < 3; k++ {
+		if msg := <-done; !strings.HasPrefix(msg, "agent") || !strings.Contains(msg, "exit 0") {
+			t.Error(msg)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+// Package distributed solves pose-graph optimization with several agents,
+// each owning one part of the graph, and certifies the result exactly as
+// package sync does (issue 21).
+//
+// # Partitions
+//
+// A Partition assigns each pose to one of K agents: by robot (ByRobot: the
+// GTSAM Symbol convention of multi-robot g2o files, where pose j of robot
+// 'a' has the id ('a' << 56) | j), by contiguous runs of pose indices
+// (Contiguous: DPGO's split of single-robot graphs), by bands of a
+// breadth-first order (BFS), or from a file of "id part" lines
+// (ReadPartition). An agent holds its poses, the rows of Q at them (its
+// internal edges and the shared edges to other agents' public poses), and
+// copies of the public poses it borders, as their owners publish them.
+//
+// # The algorithm
+//
+// Agents start from a distributed initialization: each computes the
+// chordal estimate of its own subgraph, and then, along a breadth-first
+// order of the agent graph, moves it by the rigid motion that best fits
+// its shared edges to the neighbours already aligned.
+//
+// At each rank of the Riemannian staircase the coordinator runs rounds of
+// agent-level block-coordinate descent (RBCD). The agent graph is coloured
+// (Colors); in a round the agents of each colour class update at the same
+// time (they share no edge), each lowering F over its own block with the
+// others fixed: an exact joint translation step, a pass of exact single-pose
+// updates (docs/design.md section 4) and trust-region Newton steps
+// preconditioned by a sparse Cholesky factor of its block of Q (newton.go).
+// Every round starts with a Nesterov momentum step of every block,
+// restarted whenever a round raises F, as in DC2-PGO's accelerated RBCD.
+// After each round the agents report their shares of F, of ||grad F||^2 and
+// of ||2XQ||^2, which add up to the global values.
+//
+// When the relative gradient norm reaches Options.CheckTol, the
+// coordinator gathers the point, makes its translations exact (one sparse
+// solve) and certifies it with sync's own test (sync.Certifier: Cholesky of
+// S + eta D_Y). A failed test at a loose tolerance, or a passed test whose
+// gap is above GapTol, sends the rounds on to a hundredfold smaller
+// gradient norm (down to GradTol); a failed test at GradTol is a saddle:
+// the coordinator steps along the eigenvector into rank r+1
+// (sync.Certifier.Escape) and sends every agent its blocks at the new
+// rank. At the end it rounds, recovers translations exactly and
+// certifies the estimate, as sync.Solve does (sync.Certifier.Finish), so
+// the Result and its report mean what they mean for sync.Solve.
+//
+// The certificate is central in this version: the coordinator factors S
+// itself. Lambda is block-diagonal, so each agent could compute its own
+// blocks, but proving S positive semidefinite needs either a factorization
+// of all of S or a distributed eigensolver (Lanczos with agent
+// matrix-vector products, as DC2-PGO does); the first gives the same
+// rigorous bound as sync.Solve with one gather of the point (the same
+// traffic as one round of public poses, once per staircase level), where
+// an eigensolver needs hundreds of rounds of messages and only estimates
+// lambda_min. Rounding and translation recovery are central for the same
+// reason.
+//
+// # Transport
+//
+// Coordinator and agents talk through a Bus: NATS (NATSBus) between
+// processes or machines, channels (MemBus) in one process. Agent k
+// publishes its public poses on SUBJECT.pose.k after each change and
+// serves the coordinator's commands on SUBJECT.agent.k (request-reply).
+// Every message is a versioned binary record with a CRC-32 (wire.go); a
+// malformed one, one from another run, at another rank, with an old
+// sequence number or naming poses its sender does not own is rejected
+// and logged, never applied. Commands name the sequence numbers of the
+// neighbours' poses they need; an agent waits for them for a bounded time
+// and otherwise answers "stale", naming what is missing, and changes
+// nothing; the coordinator has those neighbours publish again and resends
+// the command once. A late or lost message slows the run but cannot
+// corrupt the estimate.
+//
+// # Faults
+//
+// The coordinator resends a command after each Options.Try and gives up
+// with an error naming the agent after Options.Timeout. An agent that
+// restarted answers that it is not in the run; the coordinator then has it
+// rejoin: its neighbours publish their poses again, and it starts from its
+// own chordal estimate aligned to them, numbering its messages on from its
+// last sequence number so its neighbours accept them.
+package distributed

@@ -1,0 +1,438 @@
+package distributed
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/bcmsync/bcmsync/internal/smalldense"
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// local is one agent's share of the problem: its own poses, the rows of Q
+// that belong to them (internal edges and the shared edges to other
+// agents' public poses), and its copy of the public poses it needs. It
+// never sees any other row of Q.
+//
+// Local indices 0..nOwn-1 are the agent's poses (sorted by global index);
+// nOwn.. are the public poses of its neighbours (sorted by global index).
+type local struct {
+	d, b  int
+	kind  posegraph.Problem
+	part  int
+	own   []int // global index of each own pose
+	pub   []int // global index of each neighbour public pose
+	owner []int // part owning pub[j]
+	// globalToLocal maps a global pose index to its local index, -1 if
+	// the agent does not know the pose.
+	globalToLocal map[int]int
+	// shared lists the own poses (local indices) with an edge to another
+	// part: the agent's public poses, which it publishes after each update.
+	shared []int
+	q      *sparse.BlockSym // rows 0..nOwn-1 are complete rows of Q
+	x      *sparse.Blocks   // r x b blocks of own poses, then public poses
+
+	// Translation step (Poses): the tau-Laplacian of the own poses, with
+	// the public poses fixed (their edges stay on its diagonal); an own
+	// component without a shared edge has its first pose anchored.
+	chol     *sparse.Cholesky
+	tIndex   []int // own local index -> row of the reduced system, -1 if anchored
+	nFree    int
+	rhs      []float64
+	nrow, h  []float64
+	y        []float64
+	newton   *newton   // the trust-region step, made at the first use
+	maxInner int       // CG iterations per Newton step (0: newton's default)
+	last     []float64 // X at the previous extrapolation (momentum)
+}
+
+// newLocal assembles agent k's rows of Q from the edges incident to its
+// poses, at rank r. It uses only those edges.
+func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r int) (*local, error) {
+	d := g.D
+	b := kind.BlockSize(d)
+	l := &local{d: d, b: b, kind: kind, part: k, own: p.Owned(k), globalToLocal: map[int]int{}}
+	for li, gi := range l.own {
+		l.globalToLocal[gi] = li
+	}
+	pubSet := map[int]bool{}
+	sharedSet := map[int]bool{}
+	for _, e := range g.Edges {
+		pi, pj := p.Part[e.I], p.Part[e.J]
+		switch {
+		case pi == k && pj != k:
+			pubSet[e.J] = true
+			sharedSet[e.I] = true
+		case pj == k && pi != k:
+			pubSet[e.I] = true
+			sharedSet[e.J] = true
+		}
+	}
+	for gi := range pubSet {
+		l.pub = append(l.pub, gi)
+	}
+	sort.Ints(l.pub)
+	nOwn := len(l.own)
+	for j, gi := range l.pub {
+		l.globalToLocal[gi] = nOwn + j
+		l.owner = append(l.owner, p.Part[gi])
+	}
+	for li, gi := range l.own {
+		if sharedSet[gi] {
+			l.shared = append(l.shared, li)
+		}
+	}
+	bb := sparse.NewBlockBuilder(nOwn+len(l.pub), b)
+	ii, jj, ij := make([]float64, b*b), make([]float64, b*b), make([]float64, b*b)
+	for _, e := range g.Edges {
+		if p.Part[e.I] != k && p.Part[e.J] != k {
+			continue
+		}
+		edgeBlocks(ii, jj, ij, &e, d, b)
+		li, lj := l.globalToLocal[e.I], l.globalToLocal[e.J]
+		bb.AddDiag(li, ii)
+		bb.AddDiag(lj, jj)
+		bb.AddOff(li, lj, ij)
+	}
+	l.q = bb.Build()
+	l.x = sparse.NewBlocks(r, b, nOwn+len(l.pub))
+	if kind == posegraph.Poses {
+		if err := l.factorTranslations(); err != nil {
+			return nil, fmt.Errorf("agent %d: %w", k, err)
+		}
+	}
+	l.setRank(r)
+	return l, nil
+}
+
+// edgeBlocks writes one edge's contributions to Q_ii, Q_jj and Q_ij
+// (docs/design.md section 3).
+func edgeBlocks(ii, jj, ij []float64, e *posegraph.Edge, d, b int) {
+	clear(ii)
+	clear(jj)
+	clear(ij)
+	k, tau := e.Kappa, e.Tau
+	for a := 0; a < d; a++ {
+		ii[a*b+a] = k
+		jj[a*b+a] = k
+		for c := 0; c < d; c++ {
+			ij[a*b+c] = -k * e.R[a*d+c]
+		}
+	}
+	if b == d {
+		return
+	}
+	t := e.T
+	for a := 0; a < d; a++ {
+		for c := 0; c < d; c++ {
+			ii[a*b+c] += tau * t[a] * t[c]
+		}
+		ii[a*b+d] = tau * t[a]
+		ii[d*b+a] = tau * t[a]
+		ij[a*b+d] = -tau * t[a]
+	}
+	ii[d*b+d] = tau
+	jj[d*b+d] = tau
+	ij[d*b+d] = -tau
+}
+
+// setRank changes the rank of the local variable, keeping the top rows.
+func (l *local) setRank(r int) {
+	if l.x.R != r {
+		nx := sparse.NewBlocks(r, l.b, l.x.N)
+		rows := min(r, l.x.R)
+		for i := 0; i < l.x.N; i++ {
+			copy(nx.Block(i)[:rows*l.b], l.x.Block(i)[:rows*l.b])
+		}
+		l.x = nx
+	}
+	l.nrow = make([]float64, r*l.b)
+	l.h = make([]float64, r*l.d)
+	l.y = make([]float64, r*l.d)
+	l.rhs = make([]float64, r*l.nFree)
+	if l.newton != nil {
+		l.newton.radius = math.Inf(1)
+	}
+	l.last = nil
+}
+
+// factorTranslations builds and factors the own poses' tau-Laplacian.
+func (l *local) factorTranslations() error {
+	nOwn, b, d := len(l.own), l.b, l.d
+	// Components of the own poses; those without a shared edge are anchored.
+	parent := make([]int, nOwn)
+	for i := range parent {
+		parent[i] = i
+	}
+	find := func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	grounded := make([]bool, nOwn)
+	for i := 0; i < nOwn; i++ {
+		for p := l.q.RowPtr[i]; p < l.q.RowPtr[i+1]; p++ {
+			j := l.q.ColIdx[p]
+			if j >= nOwn {
+				grounded[i] = true
+				continue
+			}
+			if ri, rj := find(i), find(j); ri != rj {
+				parent[max(ri, rj)] = min(ri, rj)
+			}
+		}
+	}
+	rootGrounded := make([]bool, nOwn)
+	for i := 0; i < nOwn; i++ {
+		if grounded[i] {
+			rootGrounded[find(i)] = true
+		}
+	}
+	l.tIndex = make([]int, nOwn)
+	l.nFree = 0
+	for i := 0; i < nOwn; i++ {
+		if find(i) == i && !rootGrounded[i] {
+			l.tIndex[i] = -1
+			continue
+		}
+		l.tIndex[i] = l.nFree
+		l.nFree++
+	}
+	if l.nFree == 0 {
+		return nil
+	}
+	bb := sparse.NewBlockBuilder(l.nFree, 1)
+	one := []float64{0}
+	for i := 0; i < nOwn; i++ {
+		ti := l.tIndex[i]
+		if ti < 0 {
+			continue
+		}
+		for p := l.q.RowPtr[i]; p < l.q.RowPtr[i+1]; p++ {
+			j := l.q.ColIdx[p]
+			v := l.q.Block(p)[d*b+d]
+			switch {
+			case j == i:
+				one[0] = v
+				bb.AddDiag(ti, one)
+			case j < nOwn && j > i && l.tIndex[j] >= 0:
+				one[0] = v
+				bb.AddOff(ti, l.tIndex[j], one)
+			}
+		}
+	}
+	lt := bb.Build()
+	chol, err := sparse.AnalyzeBlocks(lt, nil)
+	if err == nil {
+		err = chol.FactorizeBlocks(lt, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("factoring the translation Laplacian of its poses: %w", err)
+	}
+	l.chol = chol
+	return nil
+}
+
+// solveTranslations minimizes F exactly over the own translations with
+// everything else fixed: delta L = -N_p, p += delta.
+func (l *local) solveTranslations() {
+	if l.chol == nil {
+		return
+	}
+	r, b, d, nf := l.x.R, l.b, l.d, l.nFree
+	for i, t := range l.tIndex {
+		if t < 0 {
+			continue
+		}
+		l.q.MulBlockRow(l.nrow, l.x, i)
+		for a := 0; a < r; a++ {
+			l.rhs[a*nf+t] = -l.nrow[a*b+d]
+		}
+	}
+	l.chol.SolveMany(l.rhs, l.rhs, r)
+	for i, t := range l.tIndex {
+		if t < 0 {
+			continue
+		}
+		blk := l.x.Block(i)
+		for a := 0; a < r; a++ {
+			blk[a*b+d] += l.rhs[a*nf+t]
+		}
+	}
+}
+
+// updatePose replaces own pose i by its exact minimizer with every other
+// block fixed (docs/design.md section 4).
+func (l *local) updatePose(i int) {
+	r, b, d := l.x.R, l.b, l.d
+	n := l.nrow
+	l.q.MulBlockRow(n, l.x, i)
+	xi := l.x.Block(i)
+	qii := l.q.Block(l.q.Diag[i])
+	// G = N - X_i Q_ii, only the columns needed.
+	h := l.h
+	for a := 0; a < r; a++ {
+		for c := 0; c < b; c++ {
+			s := n[a*b+c]
+			for e := 0; e < b; e++ {
+				s -= xi[a*b+e] * qii[e*b+c]
+			}
+			n[a*b+c] = s // n now holds G_i
+		}
+	}
+	if b == d {
+		for a := 0; a < r*d; a++ {
+			h[a] = -n[a]
+		}
+		smalldense.Polar(l.y, h, r, d)
+		copy(xi, l.y)
+		return
+	}
+	c := qii[d*b+d]
+	for a := 0; a < r; a++ {
+		gp := n[a*b+d]
+		for e := 0; e < d; e++ {
+			h[a*d+e] = -(n[a*b+e] - gp*qii[e*b+d]/c)
+		}
+	}
+	smalldense.Polar(l.y, h, r, d)
+	for a := 0; a < r; a++ {
+		s := n[a*b+d]
+		for e := 0; e < d; e++ {
+			xi[a*b+e] = l.y[a*d+e]
+			s += l.y[a*d+e] * qii[e*b+d]
+		}
+		xi[a*b+d] = -s / c
+	}
+}
+
+// improve lowers F over the own poses, the public poses fixed: sweeps
+// cyclic passes, each an exact translation step (Poses) and one exact
+// update of every own pose, then a last translation step, then up to
+// newtonSteps trust-region steps (newton.go). Every step is an exact block
+// minimization or an accepted trust-region step, so F never increases.
+func (l *local) improve(sweeps, newtonSteps int) error {
+	for s := 0; s < sweeps; s++ {
+		l.solveTranslations()
+		for i := range l.own {
+			l.updatePose(i)
+		}
+	}
+	l.solveTranslations()
+	if newtonSteps > 0 && l.newton == nil {
+		nt, err := newNewton(l)
+		if err != nil {
+			return fmt.Errorf("agent %d: factoring its block of Q: %w", l.part, err)
+		}
+		l.newton = nt
+	}
+	if l.newton != nil && l.maxInner > 0 {
+		l.newton.maxInner = l.maxInner
+	}
+	for s := 0; s < newtonSteps; s++ {
+		if !l.newton.step() {
+			break
+		}
+	}
+	return nil
+}
+
+// stats returns the own poses' share of F, sum_i <X_i, (XQ)_i> (the
+// shares of all agents add up to F), of ||grad F||^2 and of ||2 X Q||^2.
+func (l *local) stats() (f, grad2, n2 float64) {
+	r, b, d := l.x.R, l.b, l.d
+	n := l.nrow
+	for i := range l.own {
+		l.q.MulBlockRow(n, l.x, i)
+		xi := l.x.Block(i)
+		for k := range n {
+			f += xi[k] * n[k]
+			n2 += 4 * n[k] * n[k]
+		}
+		// grad_Y = N_Y - Y sym(Y^T N_Y); grad_p = N_p.
+		var m [9]float64
+		for a := 0; a < d; a++ {
+			for c := 0; c < d; c++ {
+				s := 0.0
+				for k := 0; k < r; k++ {
+					s += xi[k*b+a]*n[k*b+c] + xi[k*b+c]*n[k*b+a]
+				}
+				m[a*d+c] = s / 2
+			}
+		}
+		for k := 0; k < r; k++ {
+			for c := 0; c < d; c++ {
+				g := n[k*b+c]
+				for a := 0; a < d; a++ {
+					g -= xi[k*b+a] * m[a*d+c]
+				}
+				grad2 += 4 * g * g
+			}
+			if b > d {
+				grad2 += 4 * n[k*b+d] * n[k*b+d]
+			}
+		}
+	}
+	return f, grad2, n2
+}
+
+// setPose writes pose p into local block li (top d rows; the rest zero).
+func (l *local) setPose(li int, p posegraph.Pose) {
+	blk := l.x.Block(li)
+	clear(blk)
+	b, d := l.b, l.d
+	for a := 0; a < d; a++ {
+		for c := 0; c < d; c++ {
+			blk[a*b+c] = p.R[a*d+c]
+		}
+		if b > d {
+			blk[a*b+d] = p.T[a]
+		}
+	}
+}
+
+// finite reports whether every value is finite.
+func finite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// extrapolate is the momentum step of accelerated block-coordinate
+// descent: with X_last the own blocks at the previous extrapolation,
+// X <- R(X + beta (X - X_last)), then X_last <- X as it was. beta = 0 only
+// records X (a restart).
+func (l *local) extrapolate(beta float64) {
+	n := len(l.own) * l.x.R * l.b
+	if len(l.last) != n {
+		l.last = make([]float64, n)
+		copy(l.last, l.x.Data[:n])
+		return
+	}
+	if beta == 0 {
+		copy(l.last, l.x.Data[:n])
+		return
+	}
+	r, b, d := l.x.R, l.b, l.d
+	for k := 0; k < n; k++ {
+		x := l.x.Data[k]
+		l.x.Data[k] = x + beta*(x-l.last[k])
+		l.last[k] = x
+	}
+	for i := range l.own {
+		x := l.x.Block(i)
+		for k := 0; k < r; k++ {
+			copy(l.h[k*d:(k+1)*d], x[k*b:k*b+d])
+		}
+		smalldense.Polar(l.y, l.h, r, d)
+		for k := 0; k < r; k++ {
+			copy(x[k*b:k*b+d], l.y[k*d:(k+1)*d])
+		}
+	}
+}

@@ -1,0 +1,288 @@
+package distributed
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// Partition assigns every pose of a graph to one of K agents (parts).
+type Partition struct {
+	K    int
+	Part []int // Part[i] in [0, K) is the agent owning pose i
+}
+
+// Validate checks that every pose has a part in range and every part owns
+// at least one pose.
+func (p *Partition) Validate(n int) error {
+	if p.K < 1 {
+		return fmt.Errorf("partition: %d parts", p.K)
+	}
+	if len(p.Part) != n {
+		return fmt.Errorf("partition: %d entries for %d poses", len(p.Part), n)
+	}
+	count := make([]int, p.K)
+	for i, k := range p.Part {
+		if k < 0 || k >= p.K {
+			return fmt.Errorf("partition: pose %d in part %d, outside [0, %d)", i, k, p.K)
+		}
+		count[k]++
+	}
+	for k, c := range count {
+		if c == 0 {
+			return fmt.Errorf("partition: part %d owns no pose", k)
+		}
+	}
+	return nil
+}
+
+// Owned returns the sorted pose indices of part k.
+func (p *Partition) Owned(k int) []int {
+	var own []int
+	for i, q := range p.Part {
+		if q == k {
+			own = append(own, i)
+		}
+	}
+	return own
+}
+
+// robotShift is where a GTSAM Symbol key keeps its character: the
+// multi-robot datasets (and DPGO's and Kimera-Multi's tools) name pose
+// j of robot 'a' by the 64-bit key ('a' << 56) | j, so the file's vertex id
+// is that key in decimal.
+const robotShift = 56
+
+// ByRobot splits g by the robot prefix of its ids: the high byte of a
+// GTSAM Symbol key (ids >= 2^56, the byte a letter). Parts are numbered in
+// the order of their letters. Graphs whose ids carry no such prefix are an
+// error: use Contiguous, BFS or a partition file.
+func ByRobot(g *posegraph.Graph) (*Partition, error) {
+	letters := map[int]bool{}
+	for i, id := range g.IDs {
+		c := id >> robotShift
+		if id < 0 || c < 'A' || c > 'z' {
+			return nil, fmt.Errorf("%s: pose id %d (pose %d) has no robot prefix (a GTSAM Symbol key, letter << 56 | index)", g.Source, id, i)
+		}
+		letters[c] = true
+	}
+	keys := make([]int, 0, len(letters))
+	for c := range letters {
+		keys = append(keys, c)
+	}
+	sort.Ints(keys)
+	index := map[int]int{}
+	for k, c := range keys {
+		index[c] = k
+	}
+	p := &Partition{K: len(keys), Part: make([]int, g.N())}
+	for i, id := range g.IDs {
+		p.Part[i] = index[id>>robotShift]
+	}
+	return p, nil
+}
+
+// Contiguous splits the poses, in index order, into K runs of equal size
+// (to one pose): the split DPGO uses for single-robot benchmark graphs,
+// whose poses follow the trajectory.
+func Contiguous(n, k int) (*Partition, error) {
+	if k < 1 || k > n {
+		return nil, fmt.Errorf("partition: %d parts for %d poses", k, n)
+	}
+	p := &Partition{K: k, Part: make([]int, n)}
+	for i := range p.Part {
+		p.Part[i] = i * k / n
+	}
+	return p, nil
+}
+
+// BFS splits g into K connected-leaning parts of equal size: the poses in
+// breadth-first order from pose 0, cut into K runs. On grids and maps
+// that is a set of bands whose boundaries are level sets of the graph
+// distance, so each part is connected and its boundary short; it needs
+// no file order.
+func BFS(g *posegraph.Graph, k int) (*Partition, error) {
+	n := g.N()
+	if k < 1 || k > n {
+		return nil, fmt.Errorf("partition: %d parts for %d poses", k, n)
+	}
+	adj := make([][]int, n)
+	for _, e := range g.Edges {
+		adj[e.I] = append(adj[e.I], e.J)
+		adj[e.J] = append(adj[e.J], e.I)
+	}
+	order := make([]int, 0, n)
+	seen := make([]bool, n)
+	for s := 0; s < n; s++ {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		order = append(order, s)
+		for h := len(order) - 1; h < len(order); h++ {
+			for _, j := range adj[order[h]] {
+				if !seen[j] {
+					seen[j] = true
+					order = append(order, j)
+				}
+			}
+		}
+	}
+	p := &Partition{K: k, Part: make([]int, n)}
+	for pos, i := range order {
+		p.Part[i] = pos * k / n
+	}
+	return p, nil
+}
+
+// ReadPartition reads a partition file for g: one "id part" pair per line
+// (the id as in the graph's file, the part a non-negative integer), '#'
+// comments and blank lines allowed. Every pose must be listed once; parts
+// are renumbered densely in increasing order. name is used in messages.
+func ReadPartition(r io.Reader, name string, g *posegraph.Graph) (*Partition, error) {
+	index := make(map[int]int, g.N())
+	for i, id := range g.IDs {
+		index[id] = i
+	}
+	part := make([]int, g.N())
+	for i := range part {
+		part[i] = -1
+	}
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if h := strings.IndexByte(text, '#'); h >= 0 {
+			text = text[:h]
+		}
+		f := strings.Fields(text)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			return nil, fmt.Errorf("%s:%d: want \"id part\", got %d fields", name, line, len(f))
+		}
+		id, err := strconv.Atoi(f[0])
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: pose id %q is not an integer", name, line, f[0])
+		}
+		k, err := strconv.Atoi(f[1])
+		if err != nil || k < 0 {
+			return nil, fmt.Errorf("%s:%d: part %q is not a non-negative integer", name, line, f[1])
+		}
+		i, ok := index[id]
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: pose id %d is not in %s", name, line, id, g.Source)
+		}
+		if part[i] >= 0 {
+			return nil, fmt.Errorf("%s:%d: pose id %d listed twice", name, line, id)
+		}
+		part[i] = k
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	used := map[int]bool{}
+	for i, k := range part {
+		if k < 0 {
+			return nil, fmt.Errorf("%s: pose id %d has no part", name, g.IDs[i])
+		}
+		used[k] = true
+	}
+	keys := make([]int, 0, len(used))
+	for k := range used {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	dense := map[int]int{}
+	for n, k := range keys {
+		dense[k] = n
+	}
+	for i := range part {
+		part[i] = dense[part[i]]
+	}
+	return &Partition{K: len(keys), Part: part}, nil
+}
+
+// AgentGraph returns, for each part, the sorted list of parts it shares an
+// edge with.
+func (p *Partition) AgentGraph(g *posegraph.Graph) [][]int {
+	set := make([]map[int]bool, p.K)
+	for k := range set {
+		set[k] = map[int]bool{}
+	}
+	for _, e := range g.Edges {
+		a, b := p.Part[e.I], p.Part[e.J]
+		if a != b {
+			set[a][b], set[b][a] = true, true
+		}
+	}
+	nb := make([][]int, p.K)
+	for k, s := range set {
+		for q := range s {
+			nb[k] = append(nb[k], q)
+		}
+		sort.Ints(nb[k])
+	}
+	return nb
+}
+
+// Colors colours the agent graph greedily (parts in order, smallest free
+// colour): agents of one colour share no edge, so they can update at the
+// same time without changing each other's data. It returns the classes.
+func Colors(nb [][]int) [][]int {
+	color := make([]int, len(nb))
+	for k := range color {
+		color[k] = -1
+	}
+	var classes [][]int
+	for k := range nb {
+		used := map[int]bool{}
+		for _, q := range nb[k] {
+			if color[q] >= 0 {
+				used[color[q]] = true
+			}
+		}
+		c := 0
+		for used[c] {
+			c++
+		}
+		color[k] = c
+		if c == len(classes) {
+			classes = append(classes, nil)
+		}
+		classes[c] = append(classes[c], k)
+	}
+	return classes
+}
+
+// fingerprint hashes what the coordinator and every agent must agree on:
+// the problem kind, the graph's size and edges, and the partition.
+func fingerprint(g *posegraph.Graph, p *Partition, kind posegraph.Problem) string {
+	h := fnv.New64a()
+	var buf []byte
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(kind))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(g.D))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(g.N()))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(p.K))
+	for _, k := range p.Part {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(k))
+	}
+	for _, e := range g.Edges {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(e.I))
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(e.J))
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(e.Kappa))
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(e.Tau))
+	}
+	h.Write(buf)
+	return fmt.Sprintf("%016x", h.Sum64())
+}

@@ -1,0 +1,82 @@
+package distributed
+
+import (
+	"testing"
+
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// An agent applies a neighbour's public poses only when the message is well
+// formed and current; every other message is counted as rejected and
+// leaves its copy of the public poses as it was.
+func TestAgentRejectsBadPoseMessages(t *testing.T) {
+	g := testGraph(t, 2)
+	p, _ := Contiguous(g.N(), 2)
+	opts := AgentOptions{}
+	opts.defaults()
+	a, err := newAgent(NewMemBus(), g, p, 1, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const run = 42
+	rep, err := decode(a.onCommand(encode(nil, &message{Kind: kindCmd, Op: opInit, Part: coordinatorPart, Run: run, Rank: 2, Text: a.fingerprint})))
+	if err != nil || rep.Status != statusOK {
+		t.Fatalf("init: %v %+v", err, rep)
+	}
+	// Part 0's public poses that agent 1 borders.
+	l := a.l
+	var idx []uint32
+	for _, gi := range l.pub {
+		idx = append(idx, uint32(gi))
+	}
+	poses := func(seq uint64, v float64) *message {
+		m := &message{Kind: kindPoses, Part: 0, Run: run, Seq: seq, Rank: 2, B: 3, Index: append([]uint32(nil), idx...)}
+		for range idx {
+			m.Values = append(m.Values, v, 0, v, 0, 1, v)
+		}
+		return m
+	}
+	first := l.x.Block(len(l.own))
+	a.onPoses(0, encode(nil, poses(1, 0.5)))
+	if a.rejected != 0 || first[0] != 0.5 || a.have[0] != 1 {
+		t.Fatalf("a current message was not applied: rejected %d, value %g, seq %d", a.rejected, first[0], a.have[0])
+	}
+	own := uint32(l.own[0])
+	bad := []struct {
+		name string
+		data []byte
+	}{
+		{"stale sequence", encode(nil, poses(1, 0.9))},
+		{"other run", func() []byte { m := poses(2, 0.9); m.Run = run + 1; return encode(nil, m) }()},
+		{"other rank", func() []byte {
+			m := poses(2, 0.9)
+			m.Rank = 3
+			m.Values = append(m.Values, m.Values[:len(idx)*3]...)
+			return encode(nil, m)
+		}()},
+		{"pose not the sender's", func() []byte { m := poses(2, 0.9); m.Index[0] = own; return encode(nil, m) }()},
+		{"sender is not the subject's part", func() []byte { m := poses(2, 0.9); m.Part = 1; return encode(nil, m) }()},
+		{"corrupted", func() []byte { d := encode(nil, poses(2, 0.9)); d[len(d)/2] ^= 1; return d }()},
+		{"truncated", encode(nil, poses(2, 0.9))[:40]},
+	}
+	for n, c := range bad {
+		a.onPoses(0, c.data)
+		if a.rejected != n+1 {
+			t.Errorf("%s: not rejected (rejected count %d)", c.name, a.rejected)
+		}
+		if first[0] != 0.5 || a.have[0] != 1 {
+			t.Fatalf("%s: applied (value %g, seq %d)", c.name, first[0], a.have[0])
+		}
+	}
+	// A command from another run is refused as "not in this run".
+	rep, err = decode(a.onCommand(encode(nil, &message{Kind: kindCmd, Op: opUpdate, Part: coordinatorPart, Run: run + 1, Rank: 2})))
+	if err != nil || rep.Status != statusNoRun {
+		t.Errorf("command of another run: %v %+v", err, rep)
+	}
+	// An agent built from another partition refuses to join.
+	other, _ := Contiguous(g.N(), 3)
+	rep, _ = decode(a.onCommand(encode(nil, &message{Kind: kindCmd, Op: opInit, Part: coordinatorPart, Run: run, Rank: 2, Text: fingerprint(g, other, posegraph.Poses)})))
+	if rep.Status != statusError {
+		t.Errorf("mismatched fingerprint accepted: %+v", rep)
+	}
+}

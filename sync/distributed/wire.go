@@ -1,0 +1,209 @@
+package distributed
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
+// The wire format. Every message, on any transport, is one binary record:
+//
+//	magic "BCMD" | version | kind | op | status | part int32 | run u64 |
+//	seq u64 | rank u16 | b u16 | round u32 | f, grad2, norm2 f64 |
+//	needs u32 + (part u32, seq u64)* | poses u32 + index u32* |
+//	values f64 (poses * rank * b) | text u32 + bytes | CRC-32 (IEEE) of all before
+//
+// little-endian. decode checks the magic, the version, the checksum, every
+// count against the bytes that remain and every value for finiteness, so a
+// truncated, corrupted or foreign message is rejected before anything of it
+// is used. Whether a well-formed message is current (its run, rank and
+// sequence number) is the receiver's check.
+const (
+	wireMagic   = 0x444d4342 // "BCMD" little-endian
+	wireVersion = 1
+	headerSize  = 4 + 4 + 4 + 8 + 8 + 2 + 2 + 4 + 3*8
+	maxRank     = 64
+)
+
+// Message kinds.
+const (
+	kindPoses = 1 + iota // an agent's public poses, published on its subject
+	kindCmd              // a coordinator's request to one agent
+	kindReply            // an agent's reply to a command
+)
+
+// Commands (kindCmd's op).
+const (
+	opInit        = 1 + iota // join a run: reset to the local chordal estimate at a rank
+	opAlign                  // align the local chordal estimate to the parts in needs, publish
+	opUpdate                 // improve the own block given the public poses in needs, publish
+	opStats                  // report the shares of F, ||grad||^2, ||2XQ||^2
+	opGather                 // send every own block (for the central certificate)
+	opSet                    // replace the own blocks (a staircase step) and publish
+	opStop                   // end the agent
+	opPublish                // publish the own public poses again (for a rejoining neighbour)
+	opExtrapolate            // momentum: X <- R(X + beta (X - X_last)), publish (beta in F)
+)
+
+// Reply statuses.
+const (
+	statusOK    = 1 + iota
+	statusStale // the public poses named in needs did not arrive in time: nothing changed
+	statusError // text says what went wrong
+	statusNoRun // the agent is not in the command's run: it restarted
+)
+
+const coordinatorPart = -1
+
+// need asks that the receiver hold part Part's public poses at sequence
+// number Seq or later before it acts.
+type need struct {
+	Part int
+	Seq  uint64
+}
+
+// message is every record of the protocol; which fields count depends on
+// Kind and Op.
+type message struct {
+	Kind, Op, Status uint8
+	Part             int // sender's part, coordinatorPart for the coordinator
+	Run              uint64
+	Seq              uint64 // sender's state version (poses, replies); command number (cmd)
+	Rank, B          int
+	Round            uint32
+	F, Grad2, Norm2  float64
+	Needs            []need
+	Index            []uint32  // global pose indices
+	Values           []float64 // len(Index) blocks of Rank x B, row-major
+	Text             string
+}
+
+// encode appends m's record to buf[:0].
+func encode(buf []byte, m *message) []byte {
+	le := binary.LittleEndian
+	buf = buf[:0]
+	buf = le.AppendUint32(buf, wireMagic)
+	buf = append(buf, wireVersion, m.Kind, m.Op, m.Status)
+	buf = le.AppendUint32(buf, uint32(int32(m.Part)))
+	buf = le.AppendUint64(buf, m.Run)
+	buf = le.AppendUint64(buf, m.Seq)
+	buf = le.AppendUint16(buf, uint16(m.Rank))
+	buf = le.AppendUint16(buf, uint16(m.B))
+	buf = le.AppendUint32(buf, m.Round)
+	for _, v := range [3]float64{m.F, m.Grad2, m.Norm2} {
+		buf = le.AppendUint64(buf, math.Float64bits(v))
+	}
+	buf = le.AppendUint32(buf, uint32(len(m.Needs)))
+	for _, n := range m.Needs {
+		buf = le.AppendUint32(buf, uint32(n.Part))
+		buf = le.AppendUint64(buf, n.Seq)
+	}
+	buf = le.AppendUint32(buf, uint32(len(m.Index)))
+	for _, i := range m.Index {
+		buf = le.AppendUint32(buf, i)
+	}
+	for _, v := range m.Values {
+		buf = le.AppendUint64(buf, math.Float64bits(v))
+	}
+	buf = le.AppendUint32(buf, uint32(len(m.Text)))
+	buf = append(buf, m.Text...)
+	return le.AppendUint32(buf, crc32.ChecksumIEEE(buf))
+}
+
+var errShort = errors.New("truncated")
+
+// decode parses and checks one record.
+func decode(data []byte) (*message, error) {
+	le := binary.LittleEndian
+	if len(data) < headerSize+4+4+4+4 {
+		return nil, fmt.Errorf("message of %d bytes: %w", len(data), errShort)
+	}
+	body, sum := data[:len(data)-4], le.Uint32(data[len(data)-4:])
+	if le.Uint32(body) != wireMagic {
+		return nil, errors.New("not a bcmsync message (bad magic)")
+	}
+	if body[4] != wireVersion {
+		return nil, fmt.Errorf("wire version %d, want %d", body[4], wireVersion)
+	}
+	if crc32.ChecksumIEEE(body) != sum {
+		return nil, errors.New("checksum mismatch")
+	}
+	m := &message{Kind: body[5], Op: body[6], Status: body[7]}
+	p := body[8:]
+	m.Part = int(int32(le.Uint32(p)))
+	m.Run = le.Uint64(p[4:])
+	m.Seq = le.Uint64(p[12:])
+	m.Rank = int(le.Uint16(p[20:]))
+	m.B = int(le.Uint16(p[22:]))
+	m.Round = le.Uint32(p[24:])
+	m.F = math.Float64frombits(le.Uint64(p[28:]))
+	m.Grad2 = math.Float64frombits(le.Uint64(p[36:]))
+	m.Norm2 = math.Float64frombits(le.Uint64(p[44:]))
+	p = p[52:]
+	if m.Kind < kindPoses || m.Kind > kindReply {
+		return nil, fmt.Errorf("unknown message kind %d", m.Kind)
+	}
+	if m.Rank > maxRank || m.B > 4 {
+		return nil, fmt.Errorf("rank %d, block size %d out of range", m.Rank, m.B)
+	}
+	if !finite([]float64{m.F, m.Grad2, m.Norm2}) {
+		return nil, errors.New("non-finite statistics")
+	}
+	count := func(unit int) (int, error) {
+		if len(p) < 4 {
+			return 0, errShort
+		}
+		n := int(le.Uint32(p))
+		p = p[4:]
+		if unit > 0 && n > len(p)/unit {
+			return 0, fmt.Errorf("count %d exceeds the %d bytes left: %w", n, len(p), errShort)
+		}
+		return n, nil
+	}
+	nNeed, err := count(12)
+	if err != nil {
+		return nil, err
+	}
+	if nNeed > 0 {
+		m.Needs = make([]need, nNeed)
+		for k := range m.Needs {
+			m.Needs[k] = need{Part: int(le.Uint32(p)), Seq: le.Uint64(p[4:])}
+			p = p[12:]
+		}
+	}
+	nIdx, err := count(4)
+	if err != nil {
+		return nil, err
+	}
+	if nIdx > 0 {
+		m.Index = make([]uint32, nIdx)
+		for k := range m.Index {
+			m.Index[k] = le.Uint32(p)
+			p = p[4:]
+		}
+		nv := nIdx * m.Rank * m.B
+		if nv == 0 || nv > len(p)/8 {
+			return nil, fmt.Errorf("%d poses of %d x %d values in %d bytes: %w", nIdx, m.Rank, m.B, len(p), errShort)
+		}
+		m.Values = make([]float64, nv)
+		for k := range m.Values {
+			m.Values[k] = math.Float64frombits(le.Uint64(p))
+			p = p[8:]
+		}
+		if !finite(m.Values) {
+			return nil, errors.New("non-finite pose values")
+		}
+	}
+	nText, err := count(1)
+	if err != nil {
+		return nil, err
+	}
+	m.Text = string(p[:nText])
+	p = p[nText:]
+	if len(p) != 0 {
+		return nil, fmt.Errorf("%d bytes after the record", len(p))
+	}
+	return m, nil
+}
