@@ -1,3 +1,5 @@
+//go:build nats
+
 package main
 
 import (
@@ -138,6 +140,10 @@ func (f *partFlags) load(file string, quiet bool, stderr io.Writer) (*posegraph.
 	f.agents = p.K
 	return g, p, nil
 }
+
+// withoutNATS names the commands this build leaves out: none with the nats
+// tag (see distributed_stub.go).
+var withoutNATS = map[string]bool{}
 
 func init() {
 	register(command{

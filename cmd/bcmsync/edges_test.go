@@ -124,6 +124,9 @@ func TestHelpPlaceholders(t *testing.T) {
 	types := []string{"string", "int", "uint", "float", "duration", "value"}
 	word := regexp.MustCompile(`^[A-Z][A-Z0-9_]*(\.[a-z0-9]+)?$`) // FILE, DIR, FILE.g2o
 	for name := range commands {
+		if withoutNATS[name] {
+			continue // listed, but left out of this build: no flags to check
+		}
 		code, out, _ := runCmd("help", name)
 		if code != 0 {
 			t.Errorf("help %s: exit %d", name, code)
