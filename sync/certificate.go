@@ -182,8 +182,10 @@ func translationBalance(q *sparse.BlockSym, d int, free []bool) float64 {
 // Cholesky factor. Only when that fails is the smallest eigenpair computed,
 // because then the staircase needs its eigenvector.
 //
-// Two shifts are tried, each costing the bound at most half the allowed
-// gap (never below the rounding floor). First the anchor shift: etaA on
+// Two shifts are tried, each first at a size costing the bound at most
+// half the allowed gap (never below the rounding floor); their retries
+// cost more, and a bound they prove is reported as it is (settle then
+// demotes the status if it exceeds the allowance). First the anchor shift: etaA on
 // the rotation coordinates of one pose only, the one the factor eliminates
 // last. If S + etaA D_Y,a factors, then v^T S v >= -etaA ||v_Y,a||^2 for
 // every v, and every feasible Z of the relaxation (whose diagonal blocks

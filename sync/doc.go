@@ -22,8 +22,9 @@
 // cost does not grow with n), eta d n when it sits on every pose. The
 // estimate is optimal to within F(estimate) minus that bound, the reported
 // suboptimality bound, and is Certified exactly when that bound is at
-// most max(Options.GapTol |F|, Options.GapAbs); eta is chosen so that it
-// costs at most half of that, and nothing else is allowed. Otherwise the
+// most max(Options.GapTol |F|, Options.GapAbs); the first eta tried costs
+// at most half of that (a larger retry proves a looser bound, reported as
+// such), and nothing else is allowed. Otherwise the
 // smallest eigenpair of S gives a direction of negative curvature at rank
 // r+1: Solve steps along it (the saddle escape) and solves again, up to
 // Options.MaxRank. A failing level still proves a weaker lower bound when

@@ -185,3 +185,28 @@ func mulQ(m *manifold, x *sparse.Blocks) *sparse.Blocks {
 	m.mulQ(nq, x)
 	return nq
 }
+
+// TestLevelBoundsProven: a level's dual_bound is a proven lower bound on
+// F* or absent. A level that failed the certificate used to report
+// tr(Lambda), which on this graph lies above the F of the estimate Solve
+// returns, that is above F* itself.
+func TestLevelBoundsProven(t *testing.T) {
+	g := notTightGraph(t)
+	res, err := Solve(context.Background(), g, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, lv := range res.Levels {
+		if !lv.Certified {
+			failed++
+		}
+		if lv.DualBound != nil && *lv.DualBound > res.Objective*(1+1e-12) {
+			t.Errorf("rank %d (certified %v) reports dual_bound %.8g above F %.8g of a feasible estimate",
+				lv.Rank, lv.Certified, *lv.DualBound, res.Objective)
+		}
+	}
+	if failed == 0 {
+		t.Fatalf("no level failed the certificate: the test checks nothing (status %s, rank %d)", res.Status, res.Rank)
+	}
+}

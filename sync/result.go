@@ -106,10 +106,13 @@ type Level struct {
 	F             float64 `json:"f"`
 	GradNorm      float64 `json:"grad_norm"`
 	RelGrad       float64 `json:"rel_grad_norm"`
-	DualBound     float64 `json:"dual_bound"`
-	MinEigenvalue float64 `json:"min_eigenvalue"`
-	EigMethod     string  `json:"min_eigenvalue_method"`
-	Certified     bool    `json:"certified"`
+	// DualBound is the lower bound on F* this level proved (the
+	// certificate's, or a failing level's weak bound), nil when it proved
+	// none: tr(Lambda) of a failing level bounds nothing.
+	DualBound     *float64 `json:"dual_bound"`
+	MinEigenvalue float64  `json:"min_eigenvalue"`
+	EigMethod     string   `json:"min_eigenvalue_method"`
+	Certified     bool     `json:"certified"`
 	// EscapeDecrease is F's decrease along the negative-curvature
 	// direction into the next rank (0 when the level certified).
 	EscapeDecrease float64 `json:"escape_decrease,omitempty"`

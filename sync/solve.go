@@ -96,8 +96,9 @@ type Options struct {
 	// tolerance has a meaning of its own; a graph whose measurements agree
 	// exactly (F* = 0: noise-free data, trees) needs one, because a
 	// relative tolerance of 0 cannot be proven in floating point. The
-	// certificate's shift is chosen so that it costs at most half the
-	// allowance; the proof holds without any further slack.
+	// certificate's first shift costs at most half the allowance (a larger
+	// retry proves a looser bound, and the status then says so); the proof
+	// holds without any further slack.
 	GapTol float64
 	GapAbs float64
 	// EigTol is the smallest certificate shift eta, relative to the largest
@@ -485,7 +486,7 @@ func settle(res *Result, g *posegraph.Graph, q *sparse.BlockSym, cert *certifier
 	if res.HasBound {
 		res.SuboptimalityBound = res.Objective - res.DualBound
 	}
-	if status == Certified && res.SuboptimalityBound > res.GapAllowed {
+	if status == Certified && !(res.SuboptimalityBound <= res.GapAllowed) { // NaN demotes too
 		if res.Rank > d {
 			status = CertifiedRelaxation
 		} else {
@@ -608,7 +609,11 @@ func recordCheck(res *Result, lv Level, t0 time.Time, c certificate, err error) 
 	if err != nil {
 		return lv, c, err
 	}
-	lv.DualBound, lv.MinEigenvalue, lv.EigMethod, lv.Certified = c.dualBound, c.minEig, c.method, c.psd
+	lv.MinEigenvalue, lv.EigMethod, lv.Certified = c.minEig, c.method, c.psd
+	if c.hasLower {
+		b := c.lowerBound
+		lv.DualBound = &b
+	}
 	return lv, c, nil
 }
 

@@ -342,19 +342,19 @@ func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
 		if res.Rank > d {
 			above++
 		}
-		relaxGap := res.Objective - lv.DualBound
+		relaxGap := res.Objective - *lv.DualBound
 		switch {
 		case relaxGap > res.GapAllowed:
 			rescued++
-			if !res.Certified || res.DualBound <= lv.DualBound {
+			if !res.Certified || res.DualBound <= *lv.DualBound {
 				t.Errorf("d=%d tol %g: relaxation gap %g > allowed %g, and the estimate's bound %g (status %s) did not improve on it",
 					d, tol, relaxGap, res.GapAllowed, res.DualBound, res.Status)
 			}
 		default:
 			kept++
-			if !res.Certified || res.DualBound != lv.DualBound {
+			if !res.Certified || res.DualBound != *lv.DualBound {
 				t.Errorf("d=%d tol %g: relaxation gap %g within %g, but status %s and bound %g instead of the relaxation's %g",
-					d, tol, relaxGap, res.GapAllowed, res.Status, res.DualBound, lv.DualBound)
+					d, tol, relaxGap, res.GapAllowed, res.Status, res.DualBound, *lv.DualBound)
 			}
 		}
 	}

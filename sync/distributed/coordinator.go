@@ -222,7 +222,11 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 		}
 		res.Timings.Certify += time.Since(t0).Seconds()
 		lv.CertifySeconds += time.Since(t0).Seconds()
-		lv.DualBound, lv.MinEigenvalue, lv.EigMethod, lv.Certified = last.DualBound, last.MinEigenvalue, last.Method, last.PSD
+		lv.MinEigenvalue, lv.EigMethod, lv.Certified = last.MinEigenvalue, last.Method, last.PSD
+		if last.PSD {
+			b := last.DualBound
+			lv.DualBound = &b
+		}
 		res.Levels = append(res.Levels, lv)
 		res.RelaxationObjective = f
 		log.Info("level", "rank", c.rank, "rounds", rounds, "stop", stop, "F", f, "rel_grad", rel, "certified", last.PSD, "min_eig", last.MinEigenvalue)
