@@ -354,15 +354,7 @@ func (l *local) stats() (f, grad2, n2 float64) {
 		}
 		// grad_Y = N_Y - Y sym(Y^T N_Y); grad_p = N_p.
 		var m [9]float64
-		for a := 0; a < d; a++ {
-			for c := 0; c < d; c++ {
-				s := 0.0
-				for k := 0; k < r; k++ {
-					s += xi[k*b+a]*n[k*b+c] + xi[k*b+c]*n[k*b+a]
-				}
-				m[a*d+c] = s / 2
-			}
-		}
+		symYtW(m[:], xi, n, r, b, d)
 		for k := 0; k < r; k++ {
 			for c := 0; c < d; c++ {
 				g := n[k*b+c]

@@ -80,6 +80,21 @@ func (nt *newton) ownInner(a, b *sparse.Blocks) float64 {
 	return s
 }
 
+// symYtW sets m (d x d) to sym(Y^T W) for the Stiefel parts Y, W (the
+// first d columns) of the r x b blocks x and w: the multipliers at a
+// gradient, and the normal component a tangent projection removes.
+func symYtW(m, x, w []float64, r, b, d int) {
+	for a := 0; a < d; a++ {
+		for c := 0; c < d; c++ {
+			s := 0.0
+			for k := 0; k < r; k++ {
+				s += x[k*b+a]*w[k*b+c] + x[k*b+c]*w[k*b+a]
+			}
+			m[a*d+c] = s / 2
+		}
+	}
+}
+
 // project sets v_i to its tangent part at X_i, for every own block.
 func (nt *newton) project(v *sparse.Blocks) {
 	l := nt.l
@@ -87,15 +102,7 @@ func (nt *newton) project(v *sparse.Blocks) {
 	var m [9]float64
 	for i := 0; i < nt.n; i++ {
 		x, w := l.x.Block(i), v.Block(i)
-		for a := 0; a < d; a++ {
-			for c := 0; c < d; c++ {
-				s := 0.0
-				for k := 0; k < r; k++ {
-					s += x[k*b+a]*w[k*b+c] + x[k*b+c]*w[k*b+a]
-				}
-				m[a*d+c] = s / 2
-			}
-		}
+		symYtW(m[:], x, w, r, b, d)
 		for k := 0; k < r; k++ {
 			for c := 0; c < d; c++ {
 				s := 0.0
@@ -119,35 +126,11 @@ func (nt *newton) gradient() float64 {
 		l.q.MulBlockRow(g, l.x, i)
 		x := l.x.Block(i)
 		// f_loc = sum_i <X_i, N_i + G_i>, G_i the public part of N_i.
-		for p := l.q.RowPtr[i]; p < l.q.RowPtr[i+1]; p++ {
-			j := l.q.ColIdx[p]
-			if j < nt.n {
-				continue
-			}
-			xj, qb := l.x.Block(j), l.q.Block(p)
-			for a := 0; a < r; a++ {
-				for c := 0; c < b; c++ {
-					s := 0.0
-					for e := 0; e < b; e++ {
-						s += xj[a*b+e] * qb[c*b+e] // (X_j Q_ji)_{ac}, Q_ji = Q_ij^T
-					}
-					f += x[a*b+c] * s
-				}
-			}
-		}
+		f += nt.publicTerm(i)
 		for k := range g {
 			f += x[k] * g[k]
 		}
-		lam := nt.lam[i*d*d : (i+1)*d*d]
-		for a := 0; a < d; a++ {
-			for c := 0; c < d; c++ {
-				s := 0.0
-				for k := 0; k < r; k++ {
-					s += x[k*b+a]*g[k*b+c] + x[k*b+c]*g[k*b+a]
-				}
-				lam[a*d+c] = s / 2
-			}
-		}
+		symYtW(nt.lam[i*d*d:(i+1)*d*d], x, g, r, b, d)
 		for k := range g {
 			g[k] *= 2
 		}
@@ -310,7 +293,6 @@ func (nt *newton) retract() {
 // localCost is the terms of F that involve own poses, at l.x.
 func (nt *newton) localCost() float64 {
 	l := nt.l
-	r, b := l.x.R, l.b
 	f := 0.0
 	g := l.nrow
 	for i := 0; i < nt.n; i++ {
@@ -319,20 +301,32 @@ func (nt *newton) localCost() float64 {
 		for k := range g {
 			f += x[k] * g[k]
 		}
-		for p := l.q.RowPtr[i]; p < l.q.RowPtr[i+1]; p++ {
-			j := l.q.ColIdx[p]
-			if j < nt.n {
-				continue
-			}
-			xj, qb := l.x.Block(j), l.q.Block(p)
-			for a := 0; a < r; a++ {
-				for c := 0; c < b; c++ {
-					s := 0.0
-					for e := 0; e < b; e++ {
-						s += xj[a*b+e] * qb[c*b+e]
-					}
-					f += x[a*b+c] * s
+		f += nt.publicTerm(i)
+	}
+	return f
+}
+
+// publicTerm returns <X_i, G_i> for own block i, G_i = sum_j X_j Q_ji over
+// the public (other agents') blocks j: the part of the local objective
+// that couples block i to the poses this agent does not own.
+func (nt *newton) publicTerm(i int) float64 {
+	l := nt.l
+	r, b := l.x.R, l.b
+	x := l.x.Block(i)
+	f := 0.0
+	for p := l.q.RowPtr[i]; p < l.q.RowPtr[i+1]; p++ {
+		j := l.q.ColIdx[p]
+		if j < nt.n {
+			continue
+		}
+		xj, qb := l.x.Block(j), l.q.Block(p)
+		for a := 0; a < r; a++ {
+			for c := 0; c < b; c++ {
+				s := 0.0
+				for e := 0; e < b; e++ {
+					s += xj[a*b+e] * qb[c*b+e] // (X_j Q_ji)_{ac}, Q_ji = Q_ij^T
 				}
+				f += x[a*b+c] * s
 			}
 		}
 	}
