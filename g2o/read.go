@@ -542,10 +542,14 @@ func (p *parser) finish() (*posegraph.Graph, error) {
 	for i := range g.Initial {
 		g.Initial[i] = id
 	}
+	if len(p.verts) > 0 {
+		g.VertexLines = make([]int, n)
+	}
 	for _, v := range p.verts {
 		i := idx.index(v.id)
 		g.Initial[i] = v.pose
 		g.HasInitial[i] = true
+		g.VertexLines[i] = v.line
 	}
 	if err := p.checkDeclared(g); err != nil {
 		return nil, err
