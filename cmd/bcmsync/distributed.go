@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bcmsync/bcmsync/g2o"
@@ -143,6 +144,9 @@ func (f *partFlags) load(file string, quiet bool, stderr io.Writer) (*posegraph.
 		p, err = distributed.Contiguous(g.N(), f.agents)
 	default:
 		p, err = distributed.BFS(g, f.agents)
+	}
+	if err != nil && !strings.HasPrefix(err.Error(), g.Source+":") {
+		err = fmt.Errorf("%s: --split %s with --agents %d: %w", g.Source, f.split, f.agents, err)
 	}
 	if err != nil {
 		return nil, nil, err
