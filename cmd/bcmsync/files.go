@@ -223,36 +223,21 @@ func (a fileID) same(b fileID) bool {
 	return a.path == b.path
 }
 
-// maxLinks bounds the symbolic links identify follows, as the kernel does.
-const maxLinks = 40
-
-// identify resolves path: symbolic links of its last element are followed
-// (a dangling link names its target, which writing creates), and the
-// longest existing prefix of its folder is resolved by EvalSymlinks.
+// identify resolves path as package outfile would write it (Target: the
+// symbolic links of its last element followed), then resolves the links
+// of the longest existing prefix of its folder.
 func identify(path string) (fileID, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return fileID{}, err
 	}
-	for k := 0; ; k++ {
-		st, err := os.Lstat(abs)
-		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
-			break
-		}
-		if k == maxLinks {
-			return fileID{}, errors.New("too many levels of symbolic links")
-		}
-		target, err := os.Readlink(abs)
-		if err != nil {
-			return fileID{}, err
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(abs), target)
-		}
-		abs = filepath.Clean(target)
+	target, _, err := outfile.Target(abs)
+	if err != nil {
+		return fileID{}, err
 	}
-	dir := resolveExisting(filepath.Dir(abs))
-	v := fileID{path: filepath.Join(dir, filepath.Base(abs)), dir: dir}
+	target = filepath.Clean(target)
+	dir := resolveExisting(filepath.Dir(target))
+	v := fileID{path: filepath.Join(dir, filepath.Base(target)), dir: dir}
 	if st, err := os.Stat(v.path); err == nil {
 		v.info = st
 	}

@@ -29,7 +29,7 @@ const maxLinks = 40
 // Commit. The folder path is in must exist (see the package documentation
 // for links, devices and permissions).
 func Create(path string) (*File, error) {
-	dest, info, err := resolve(path)
+	dest, info, err := Target(path)
 	if err != nil {
 		return nil, err
 	}
@@ -80,10 +80,12 @@ func Create(path string) (*File, error) {
 	}
 }
 
-// resolve follows the symbolic links of path's last element and returns
-// the file that writing path would write, with its FileInfo (nil when it
-// does not exist).
-func resolve(path string) (string, fs.FileInfo, error) {
+// Target returns the file that writing path writes: path with the symbolic
+// links of its last element followed (a dangling link names its target,
+// which writing creates), and that file's FileInfo, nil when it does not
+// exist. A command that checks its outputs against its inputs compares
+// these.
+func Target(path string) (string, fs.FileInfo, error) {
 	for k := 0; ; k++ {
 		info, err := os.Lstat(path)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
