@@ -299,6 +299,16 @@ func (f *generateFlags) check(family string, set map[string]bool) error {
 	if !(f.tau > 0) || math.IsInf(f.tau, 0) {
 		return fmt.Errorf("--tau must be positive and finite, not %g", f.tau)
 	}
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"kappa", f.kappa}, {"tau", f.tau}} {
+		// The solver refuses such a graph (posegraph.CheckScale): say so
+		// now rather than write it.
+		if w.v < posegraph.MinWeight || w.v > posegraph.MaxMagnitude {
+			return fmt.Errorf("--%s %.3g is outside [%g, %g], the precisions double precision can solve with", w.name, w.v, posegraph.MinWeight, posegraph.MaxMagnitude)
+		}
+	}
 	if !(f.loopProb >= 0 && f.loopProb <= 1) {
 		return fmt.Errorf("--loop-prob must be in [0, 1], not %g", f.loopProb)
 	}
