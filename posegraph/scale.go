@@ -79,32 +79,30 @@ func (g *Graph) CheckScale() error {
 			}
 		}
 	}
+	// One pass checks the magnitudes and finds each weight's range; only
+	// a range beyond MaxWeightRatio needs the merge tree.
+	kLo, kHi, tLo, tHi := math.Inf(1), 0.0, math.Inf(1), 0.0
 	for k := range g.Edges {
 		e := &g.Edges[k]
-		obs := g.IsLandmark(e.I) || g.IsLandmark(e.J)
 		t2 := 0.0
 		for _, v := range e.T[:d] {
 			if math.Abs(v) > MaxMagnitude {
 				return fmt.Errorf("%s: the measured translation has the coordinate %.3g, beyond the %.0e "+
-					"that double precision can square and multiply by weights without overflow: express the translations in a larger unit (km instead of m, "+
-					"which multiplies tau by 1e6), or correct the record", g.where(k), v, MaxMagnitude)
+					"that double precision can square and multiply by weights without overflow: express the "+
+					"translations in a larger unit (km instead of m, which multiplies tau by 1e6), or correct "+
+					"the record", g.where(k), v, MaxMagnitude)
 			}
 			t2 += v * v
 		}
-		ws := []struct {
-			name string
-			w    float64
-		}{{"translation precision tau", e.Tau}, {"rotation precision kappa", e.Kappa}}
-		if obs {
-			ws = ws[:1] // a landmark has no rotation: kappa is 0
+		if !(e.Tau >= MinWeight && e.Tau <= MaxMagnitude) {
+			return g.weightError(k, "translation precision tau", e.Tau)
 		}
-		for _, w := range ws {
-			if w.w > MaxMagnitude || w.w < MinWeight {
-				return fmt.Errorf("%s: %s = %.3g is outside [%.0e, %.0e], the range in which double precision "+
-					"can multiply weights without overflow or underflow: the information matrix is off by orders "+
-					"of magnitude (its units?); scaling every information matrix of the file by one factor does "+
-					"not change the optimum", g.where(k), w.name, w.w, MinWeight, MaxMagnitude)
+		tLo, tHi = min(tLo, e.Tau), max(tHi, e.Tau)
+		if !g.IsLandmark(e.J) && !g.IsLandmark(e.I) { // an observation has no rotation: kappa is 0
+			if !(e.Kappa >= MinWeight && e.Kappa <= MaxMagnitude) {
+				return g.weightError(k, "rotation precision kappa", e.Kappa)
 			}
+			kLo, kHi = min(kLo, e.Kappa), max(kHi, e.Kappa)
 		}
 		if lever := e.Tau * t2; lever > MaxMagnitude {
 			return fmt.Errorf("%s: tau |t|^2 = %.3g (translation precision tau = %.3g times the squared "+
@@ -113,19 +111,35 @@ func (g *Graph) CheckScale() error {
 				g.where(k), lever, e.Tau, MaxMagnitude)
 		}
 	}
-	if err := g.checkContrast("rotation precision kappa", func(e *Edge) float64 {
-		if g.IsLandmark(e.I) || g.IsLandmark(e.J) {
-			return 0
+	if kHi > MaxWeightRatio*kLo {
+		if err := g.checkContrast("rotation precision kappa", func(e *Edge) float64 {
+			if g.IsLandmark(e.I) || g.IsLandmark(e.J) {
+				return 0
+			}
+			return e.Kappa
+		}); err != nil {
+			return err
 		}
-		return e.Kappa
-	}); err != nil {
-		return err
 	}
-	return g.checkContrast("translation precision tau", func(e *Edge) float64 { return e.Tau })
+	if tHi > MaxWeightRatio*tLo {
+		return g.checkContrast("translation precision tau", func(e *Edge) float64 { return e.Tau })
+	}
+	return nil
+}
+
+// weightError refuses edge k's precision w (named what) outside
+// [MinWeight, MaxMagnitude].
+func (g *Graph) weightError(k int, what string, w float64) error {
+	return fmt.Errorf("%s: %s = %.3g is outside [%.0e, %.0e], the range in which double precision "+
+		"can multiply weights without overflow or underflow: the information matrix is off by orders "+
+		"of magnitude (its units?); scaling every information matrix of the file by one factor does "+
+		"not change the optimum", g.where(k), what, w, MinWeight, MaxMagnitude)
 }
 
 // checkContrast checks the weights w(e) (0: the edge does not count)
-// against MaxWeightRatio. Merging vertices along edges from the heaviest
+// against MaxWeightRatio; CheckScale calls it only when the largest weight
+// exceeds MaxWeightRatio times the smallest (otherwise no group can).
+// Merging vertices along edges from the heaviest
 // down (Kruskal's order) builds the merge tree whose nodes are the groups
 // to check: the connected components of the edges of weight at least t,
 // for every t. A group's cut, the edges with one end in it, is its
@@ -137,15 +151,6 @@ func (g *Graph) CheckScale() error {
 // light ones' to rounding, so it is summed in double-double arithmetic
 // (about 32 digits).
 func (g *Graph) checkContrast(what string, weight func(*Edge) float64) error {
-	lo, hi := math.Inf(1), 0.0
-	for k := range g.Edges {
-		if w := weight(&g.Edges[k]); w > 0 {
-			lo, hi = min(lo, w), max(hi, w)
-		}
-	}
-	if hi <= MaxWeightRatio*lo {
-		return nil // no group can have a larger contrast than the whole
-	}
 	t := newMergeTree(g, weight)
 	n := g.N()
 	// cut[x] accumulates a group's incident weight less twice its internal
