@@ -158,6 +158,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := notStdio("--reference", refPath, "give the reference table as a file"); err != nil {
+		return err
+	}
 	var set fileSet
 	for _, name := range files {
 		set.input("DIR", filepath.Join(dir, name))

@@ -326,6 +326,14 @@ func readGraph(path string, ro g2o.ReadOptions) (*posegraph.Graph, error) {
 	return g2o.Read(r, name, ro)
 }
 
+// outputName is the name of the output path in messages.
+func outputName(path string) string {
+	if path == stdio {
+		return "standard output"
+	}
+	return path
+}
+
 // inputName is the name of the input path in messages and reports.
 func inputName(path string) string {
 	if path == stdio {

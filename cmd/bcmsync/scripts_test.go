@@ -291,6 +291,7 @@ func TestStdio(t *testing.T) {
 		{"evaluate", "--plot", "-", in, in},
 		{"generate", "grid", "-o", "-"},
 		{"solve", "--plots", "-", in},
+		{"bench", "--reference", "-", dir},
 	} {
 		if code, _, stderr := runCmd(args...); code != exitUsage || !strings.Contains(stderr, " -: ") {
 			t.Errorf("%v: exit %d, %s", args, code, stderr)

@@ -254,7 +254,7 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 			return rep, solveError(err, res.Graph)
 		}
 		header = "# bcmsync solve --rotations: rotations optimized over SO(d); translations not optimized, taken from " + src + "\n"
-		notes = append(notes, "translations in "+strings.Join(nonEmpty(f.out, f.tum), " and ")+
+		notes = append(notes, "translations in "+strings.Join(nonEmpty(outputName(f.out), outputName(f.tum)), " and ")+
 			" are not optimized (--rotations): taken from "+src)
 	}
 	if f.out != "" {
