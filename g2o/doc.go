@@ -33,8 +33,10 @@
 // ReadOptions.RawQuaternions instead reads edge quaternions as SE-Sync does,
 // unnormalized (see "SE-Sync's reading" below).
 // '#' starts a comment that runs to the end of the line; blank lines, CRLF
-// line ends and any mix of spaces and tabs are fine. A file holds either
-// 2-D or 3-D records, not both.
+// line ends, any mix of spaces and tabs and a leading UTF-8 byte-order mark
+// are fine. A file holds either 2-D or 3-D records, not both. Numbers are
+// read as they are; posegraph.Graph.Validate refuses, at their lines, those
+// beyond what double precision can solve with (CheckScale).
 //
 // Other records (other landmark kinds such as EDGE_BEARING_SE2_XY, priors,
 // sensor parameters, unknown tags) are errors, or with ReadOptions.Lenient

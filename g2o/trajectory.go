@@ -70,15 +70,22 @@ func ReadTrajectoryFile(path string) (*Trajectory, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if IsTUMPath(path) {
-		return ReadTUM(f, path)
+	return ReadTrajectory(f, path, IsTUMPath(path))
+}
+
+// ReadTrajectory reads a trajectory from r, named name in messages: TUM
+// (ReadTUM) when tum is set, else the pose VERTEX records of a g2o or TORO
+// file, as ReadTrajectoryFile does.
+func ReadTrajectory(r io.Reader, name string, tum bool) (*Trajectory, error) {
+	if tum {
+		return ReadTUM(r, name)
 	}
-	t, err := ReadVertices(f, path, ReadOptions{})
+	t, err := ReadVertices(r, name, ReadOptions{})
 	if err != nil {
 		return nil, err
 	}
 	if t = t.PosesOnly(); len(t.Poses) == 0 {
-		return nil, &ParseError{File: path, Msg: "only landmark vertices: a trajectory needs pose VERTEX lines"}
+		return nil, &ParseError{File: name, Msg: "only landmark vertices: a trajectory needs pose VERTEX lines"}
 	}
 	return t, nil
 }
@@ -96,8 +103,9 @@ const maxExactStamp = 1 << 53
 // line ends and any mix of spaces and tabs are fine. The poses keep the
 // file's order; a repeated time stamp, a line that is not eight finite
 // numbers and a zero quaternion are *ParseErrors naming the line, and so is
-// a file without poses.
+// a file without poses. A leading UTF-8 byte-order mark is skipped.
 func ReadTUM(r io.Reader, name string) (*Trajectory, error) {
+	r = skipBOM(r)
 	tr := &Trajectory{D: 3, Source: name}
 	perr := func(line int, format string, args ...any) error {
 		return &ParseError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)}
@@ -159,8 +167,9 @@ func ReadTUM(r io.Reader, name string) (*Trajectory, error) {
 // parsed and checked as Read does but not kept, and the file need not have
 // edges: a file of VERTEX lines alone is a trajectory. A vertex declared
 // twice, an id beyond 2^53 (not exact as a stamp) and a file without
-// vertices are *ParseErrors.
+// vertices are *ParseErrors. A leading UTF-8 byte-order mark is skipped.
 func ReadVertices(r io.Reader, name string, opts ReadOptions) (*Trajectory, error) {
+	r = skipBOM(r)
 	p := parser{name: name, opts: opts}
 	if err := p.scan(r); err != nil {
 		return nil, err

@@ -64,6 +64,11 @@ type Graph struct {
 	Landmark []bool
 	// Source names the file the graph came from, for messages.
 	Source string
+	// VertexLines holds, for a graph read from a file, the line of each
+	// vertex's VERTEX record in Source (0 for a vertex without one); nil
+	// for a graph made in memory. Messages about a vertex (CheckScale)
+	// name it.
+	VertexLines []int
 	// RawRotations says that the edge rotations are SE-Sync's reading of a
 	// 3-D file (g2o.ReadOptions.RawQuaternions): Eigen's toRotationMatrix
 	// of each quaternion as printed, not normalized. A printed quaternion
@@ -170,7 +175,9 @@ func (e *DisconnectedError) Error() string {
 // finite precisions, landmark observations that go from a pose to a
 // landmark with Kappa = 0 (landmarks.go), and one connected component (a
 // *DisconnectedError otherwise; landmarks count as vertices, so poses
-// linked only through a common landmark are connected).
+// linked only through a common landmark are connected). A connected graph
+// is then checked for numbers beyond what double precision can solve and
+// certify (CheckScale, scale.go).
 func (g *Graph) Validate() error {
 	if g.D != 2 && g.D != 3 {
 		return fmt.Errorf("%s: dimension %d is not 2 or 3", g.src(), g.D)
@@ -235,7 +242,7 @@ func (g *Graph) Validate() error {
 		}
 		return &DisconnectedError{Source: g.Source, Sizes: sizes}
 	}
-	return nil
+	return g.CheckScale()
 }
 
 // IsDisconnected reports whether err is (or wraps) a *DisconnectedError.
@@ -285,8 +292,9 @@ func Det(r []float64, d int) float64 {
 
 // Subgraph returns the graph induced by the given pose indices (sorted), with
 // poses renumbered in that order and only edges between them kept. IDs,
-// initial estimates, FIX marks, landmark marks and RawRotations carry over
-// (sorted indices keep the landmarks after the poses).
+// initial estimates, FIX marks, landmark marks, vertex lines and
+// RawRotations carry over (sorted indices keep the landmarks after the
+// poses).
 func (g *Graph) Subgraph(poses []int) *Graph {
 	idx := make(map[int]int, len(poses))
 	for k, i := range poses {
@@ -303,6 +311,9 @@ func (g *Graph) Subgraph(poses []int) *Graph {
 		}
 		if len(g.Landmark) > 0 {
 			s.Landmark = append(s.Landmark, g.Landmark[i])
+		}
+		if len(g.VertexLines) > 0 {
+			s.VertexLines = append(s.VertexLines, g.VertexLines[i])
 		}
 	}
 	for _, f := range g.Fixed {

@@ -6,9 +6,20 @@ import (
 	"math"
 )
 
+// ReportSchema names the format of the JSON Report, its "schema" key:
+// "bcmsync.report/" and a version, raised whenever a key is removed or
+// changes its meaning (adding a key does not raise it). Version 2 is the
+// first that carries the key; a report without it is version 1, whose keys
+// version 2 keeps. A reader that depends on a key's meaning should check
+// the version it knows.
+const ReportSchema = "bcmsync.report/2"
+
 // Report is the machine-readable form of a Result, written by `bcmsync
-// solve --report`. Its keys are stable; see README.md.
+// solve --report`. Its keys are stable (see ReportSchema and README.md).
 type Report struct {
+	// Schema is ReportSchema in a report NewReport made; ReadReport leaves
+	// it as read ("" for a version 1 report).
+	Schema  string `json:"schema"`
 	File    string `json:"file"`
 	Problem string `json:"problem"` // "SE(d)" or "SO(d)"
 	D       int    `json:"d"`
@@ -92,7 +103,8 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		hist = []Record{}
 	}
 	return &Report{
-		File: file, Problem: res.Problem.String(), D: g.D, N: g.NumPoses(), M: g.M(), RawQuaternions: g.RawRotations,
+		Schema: ReportSchema,
+		File:   file, Problem: res.Problem.String(), D: g.D, N: g.NumPoses(), M: g.M(), RawQuaternions: g.RawRotations,
 		Landmarks: g.NumLandmarks(), Observations: observations(g),
 		Init: string(opts.Init), InitialObjective: res.InitialObjective,
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
@@ -111,6 +123,7 @@ func NewReport(file string, res *Result, opts Options) *Report {
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // a file named "<stdin>" stays readable
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }

@@ -158,6 +158,22 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := notStdio("--reference", refPath, "give the reference table as a file"); err != nil {
+		return err
+	}
+	var set fileSet
+	for _, name := range files {
+		set.input("DIR", filepath.Join(dir, name))
+	}
+	if refPath != "" {
+		set.input("--reference", refPath)
+	} else {
+		set.input("the reference", filepath.Join(dir, "REFERENCE.tsv"))
+	}
+	set.folder("-o", outDir, "bench.md", "bench.json")
+	if err := set.check(); err != nil {
+		return err
+	}
 	refs, refFile, err := benchReference(dir, refPath)
 	if err != nil {
 		return err
@@ -199,14 +215,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(outDir, "bench.md"), md.Bytes(), 0o644); err != nil {
+	if err := writeOutput(filepath.Join(outDir, "bench.md"), stdout, writeBytes(md.Bytes())); err != nil {
 		return err
 	}
 	js, err := json.MarshalIndent(rows, "", "  ")
 	if err != nil {
 		return fmt.Errorf("bench: encoding bench.json: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(outDir, "bench.json"), append(js, '\n'), 0o644); err != nil {
+	if err := writeOutput(filepath.Join(outDir, "bench.json"), stdout, writeBytes(append(js, '\n'))); err != nil {
 		return err
 	}
 	if failed > 0 {
@@ -301,7 +317,7 @@ func benchOnce(ctx context.Context, exe, file string, passed []string) benchRow 
 		row.PeakRSS = maxRSS(cmd.ProcessState)
 		row.PeakMB = float64(row.PeakRSS) / 1e6
 	}
-	// solve exits 1 after printing its report when the result is not
+	// solve exits 3 to 8 after printing its report when the result is not
 	// certified: a report on stdout is a result whatever the status.
 	rep, err := bsync.ReadReport(&out)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/bcmsync/bcmsync/datasets"
@@ -25,13 +26,26 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.register(fs)
 	fs.Lookup("plots").DefValue = "bcmsync-demo"
 	f.plots = "bcmsync-demo"
-	if _, err := parseArgs(fs, args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return usageError{fmt.Errorf("demo takes no FILE (it solves its own graph; bcmsync solve FILE solves yours), not %q", pos[0])}
+	}
+	if _, err := f.options(io.Discard); err != nil {
+		return usageError{err}
+	}
+	var set fileSet
+	f.outputs(&set)
+	if err := set.check(); err != nil {
 		return err
 	}
 	g, err := datasets.Demo()
 	if err != nil {
 		return err
 	}
-	_, err = solveAndWrite(ctx, datasets.DemoName, g, 0, &f, stdout, stderr)
+	_, err = solveAndWrite(ctx, datasets.DemoName, g, 0, &f, set.toStdout(), stdout, stderr)
 	return err
 }

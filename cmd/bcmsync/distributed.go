@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bcmsync/bcmsync/g2o"
@@ -82,6 +83,9 @@ func (f *partFlags) check() error {
 	if f.subject == "" {
 		return errors.New("--subject must not be empty")
 	}
+	if f.partition == stdio {
+		return errors.New("--partition -: every process of the run reads the partition itself: give a file")
+	}
 	return nil
 }
 
@@ -97,6 +101,16 @@ func (f *partFlags) logger(stderr io.Writer) *slog.Logger {
 		return nil
 	}
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// files is the fileSet of an agent or coordinator reading file: the graph
+// and the partition, neither from standard input, since every process of
+// the run reads them.
+func (f *partFlags) files(file string) *fileSet {
+	set := &fileSet{}
+	set.input("FILE", file)
+	set.input("--partition", f.partition)
+	return set
 }
 
 // load reads the graph and builds the partition.
@@ -130,6 +144,9 @@ func (f *partFlags) load(file string, quiet bool, stderr io.Writer) (*posegraph.
 		p, err = distributed.Contiguous(g.N(), f.agents)
 	default:
 		p, err = distributed.BFS(g, f.agents)
+	}
+	if err != nil && !strings.HasPrefix(err.Error(), g.Source+":") {
+		err = fmt.Errorf("%s: --split %s with --agents %d: %w", g.Source, f.split, f.agents, err)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -188,6 +205,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := f.check(); err != nil {
 		return usageError{err}
 	}
+	if err := notStdio("FILE", files[0], "every process of the run reads FILE itself: give a file"); err != nil {
+		return err
+	}
+	if err := f.files(files[0]).check(); err != nil {
+		return err
+	}
 	g, p, err := f.load(files[0], false, stderr)
 	if err != nil {
 		return err
@@ -212,7 +235,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 			"--no-spawn it starts the K agents as processes of this program (bcmsync agent).\n"+
 			"With --nats and --no-spawn it only coordinates: start the agents on other machines\n"+
 			"with bcmsync agent --nats URL --part k and the same FILE and partition flags.\n"+
-			"Prints the same summary and report as solve; exit status 1 without a certificate.", stderr)
+			"Prints the same summary and report as solve, and exits with the same statuses (bcmsync help).", stderr)
 	var f partFlags
 	f.register(fs)
 	url := fs.String("nats", "", "use the NATS server at `URL` instead of an embedded one")
@@ -254,6 +277,19 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageError{errors.New("--no-spawn needs --nats URL: agents elsewhere cannot reach an embedded server on the loopback interface")}
 	}
 	file := files[0]
+	if err := notStdio("FILE", file, "every agent reads FILE itself: give a file"); err != nil {
+		return err
+	}
+	set := f.files(file)
+	set.output("-o", *out)
+	set.output("--tum", *tum)
+	set.output("--report", *report)
+	if *jsonOut {
+		set.output("--json", stdio)
+	}
+	if err := set.check(); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	g, p, err := f.load(file, *quiet, stderr)
 	if err != nil {
@@ -321,7 +357,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	bus.Close()
 	if err != nil {
 		killAll(procs)
-		return err
+		return solveError(err, g)
 	}
 	for k, cmd := range procs {
 		if err := waitOrKill(cmd, 10*time.Second); err != nil && !*quiet {
@@ -336,19 +372,23 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	rep := bsync.NewReport(filepath.Base(file), res, ropts)
 	rep.PeakRSSBytes = peakRSS()
 	if *out != "" {
-		if err := writeFile(*out, func(w io.Writer) error { return g2o.Write(w, res.Graph, res.Poses) }); err != nil {
+		if err := writeOutput(*out, stdout, func(w io.Writer) error { return g2o.Write(w, res.Graph, res.Poses) }); err != nil {
 			return err
 		}
 	}
 	if *tum != "" {
-		if err := writeFile(*tum, func(w io.Writer) error { return g2o.WriteTUM(w, res.Graph, res.Poses) }); err != nil {
+		if err := writeOutput(*tum, stdout, func(w io.Writer) error { return g2o.WriteTUM(w, res.Graph, res.Poses) }); err != nil {
 			return err
 		}
 	}
 	if *report != "" {
-		if err := writeFile(*report, rep.WriteJSON); err != nil {
+		if err := writeOutput(*report, stdout, rep.WriteJSON); err != nil {
 			return err
 		}
+	}
+	info := stdout
+	if set.toStdout() {
+		info = stderr // stdout carries an output
 	}
 	switch {
 	case *jsonOut:
@@ -356,13 +396,13 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 	case !*quiet:
-		printSummary(stdout, rep, nil)
-		fmt.Fprintf(stdout, "  distributed: %d agents in %d colour classes, %d rounds, %d lost messages resent, %d stale updates, %d restarts;\n"+
+		printSummary(info, rep, nil)
+		fmt.Fprintf(info, "  distributed: %d agents in %d colour classes, %d rounds, %d lost messages resent, %d stale updates, %d restarts;\n"+
 			"    coordinator traffic %d messages, %d bytes; agents published %d pose messages\n",
 			st.Agents, st.Colors, st.Rounds, st.Republished, st.Stale, st.Restarts, counter.Messages.Load(), counter.Bytes.Load(), st.Publications)
 	}
-	if !res.Certified {
-		return notCertifiedError{status: string(res.Status)}
+	if code := resultExitCode(res.Status, true, ""); code != exitOK {
+		return notCertifiedError{status: string(res.Status), code: code}
 	}
 	return nil
 }

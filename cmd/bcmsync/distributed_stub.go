@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 )
@@ -19,7 +20,8 @@ import (
 //
 //	go build -tags nats ./cmd/bcmsync
 //
-// Without the tag the two commands are listed and explain how to get them.
+// Without the tag the two commands are listed and explain how to get them:
+// run, they fail (exit status 1); asked for help, they give it (status 0).
 // The distributed solver itself (package sync/distributed) is built and
 // tested either way.
 
@@ -31,10 +33,20 @@ func init() {
 		"agent":       "run one agent of a distributed solve (in builds with -tags nats)",
 		"distributed": "solve and certify FILE with K agents exchanging public poses over NATS (in builds with -tags nats)",
 	} {
+		msg := fmt.Sprintf("this build leaves out the NATS transport (it would slow every command's start); "+
+			"build with: go build -tags nats ./cmd/bcmsync, or run: go run -tags nats ./cmd/bcmsync %s ...", name)
 		register(command{name: name, usage: name + " [flags] FILE", short: short,
-			run: func(context.Context, []string, io.Writer, io.Writer) error {
-				return fmt.Errorf("bcmsync %s: this build leaves out the NATS transport (it would slow every command's start); "+
-					"build with: go build -tags nats ./cmd/bcmsync, or run: go run -tags nats ./cmd/bcmsync %s ...", name, name)
+			run: func(_ context.Context, args []string, _, stderr io.Writer) error {
+				for _, a := range args {
+					if a == "--" {
+						break
+					}
+					if a == "-h" || a == "-help" || a == "--help" {
+						fmt.Fprintf(stderr, "usage: bcmsync %s [flags] FILE\n\n%s: %s\n", name, short, msg)
+						return flag.ErrHelp
+					}
+				}
+				return fmt.Errorf("bcmsync %s: %s", name, msg)
 			}})
 	}
 }

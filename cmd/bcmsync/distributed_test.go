@@ -123,3 +123,36 @@ func TestDistributedExternalServer(t *testing.T) {
 		}
 	}
 }
+
+// TestDistributedCollisions: the distributed commands follow the files
+// rule: an output naming the input or another output, and standard input
+// where every process reads the file itself, are usage errors before any
+// server or agent starts, and every file is byte-identical afterwards.
+func TestDistributedCollisions(t *testing.T) {
+	dir := collisionDir(t)
+	t.Chdir(dir)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"distributed", "--agents", "2", "-o", "in.g2o", "in.g2o"}, "-o in.g2o would overwrite the input in.g2o"},
+		{[]string{"distributed", "--agents", "2", "--tum", "link.g2o", "in.g2o"}, "would overwrite the input in.g2o"},
+		{[]string{"distributed", "--agents", "2", "--report", "hard.g2o", "in.g2o"}, "would overwrite the input in.g2o"},
+		{[]string{"distributed", "--agents", "2", "--partition", "report.json", "--report", "report.json", "in.g2o"}, "would overwrite the input report.json"},
+		{[]string{"distributed", "--agents", "2", "-o", "x", "--tum", "x", "in.g2o"}, "-o x and --tum x are the same file"},
+		{[]string{"distributed", "--agents", "2", "-o", "-", "--json", "in.g2o"}, "both write to standard output"},
+		{[]string{"distributed", "--agents", "2", "-o", "/nonexistent-bcmsync/o.g2o", "in.g2o"}, "does not exist"},
+		{[]string{"distributed", "--agents", "2", "-"}, "FILE -: every agent reads FILE itself"},
+		{[]string{"distributed", "--agents", "2", "--partition", "-", "in.g2o"}, "--partition -"},
+		{[]string{"agent", "--nats", "nats://127.0.0.1:1", "--part", "0", "--agents", "2", "-"}, "FILE -: every process"},
+	} {
+		before := snapshot(t, dir)
+		code, _, stderr := runCmd(c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, exitUsage, c.want)
+		}
+		if diff := sameSnapshot(before, snapshot(t, dir)); diff != "" {
+			t.Errorf("%v: %s", c.args, diff)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -16,7 +15,7 @@ import (
 // lines: many optimizers write no edges. Both commands read through here
 // so that their flags (--lenient) apply to every picture they draw.
 func readEstimates(files []string, ro g2o.ReadOptions) (*posegraph.Graph, [][]posegraph.Pose, error) {
-	g, err := g2o.ReadFile(files[0], ro)
+	g, err := readGraph(files[0], ro)
 	if err != nil {
 		return nil, nil, lenientHint(err)
 	}
@@ -27,13 +26,13 @@ func readEstimates(files []string, ro g2o.ReadOptions) (*posegraph.Graph, [][]po
 			if g.IsLandmark(i) {
 				what = "landmark"
 			}
-			return nil, nil, fmt.Errorf("%s: %s %d has no VERTEX line to draw", files[0], what, g.IDs[i])
+			return nil, nil, fmt.Errorf("%s: %s %d has no VERTEX line to draw", g.Source, what, g.IDs[i])
 		}
 		first[i] = g.Initial[i]
 	}
 	ests := [][]posegraph.Pose{first}
 	for _, file := range files[1:] {
-		poses, err := readEstimateOf(g, files[0], file, ro)
+		poses, err := readEstimateOf(g, g.Source, file, ro)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -45,17 +44,17 @@ func readEstimates(files []string, ro g2o.ReadOptions) (*posegraph.Graph, [][]po
 // readEstimateOf reads the VERTEX records of file as poses of g (read from
 // gFile), in g's pose order.
 func readEstimateOf(g *posegraph.Graph, gFile, file string, ro g2o.ReadOptions) ([]posegraph.Pose, error) {
-	fh, err := os.Open(file)
+	fh, name, err := openInput(file)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := g2o.ReadVertices(fh, file, ro)
+	tr, err := g2o.ReadVertices(fh, name, ro)
 	fh.Close()
 	if err != nil {
 		return nil, lenientHint(err)
 	}
 	if tr.D != g.D {
-		return nil, fmt.Errorf("%s: %d-D vertices, but %s is %d-D", file, tr.D, gFile, g.D)
+		return nil, fmt.Errorf("%s: %d-D vertices, but %s is %d-D", name, tr.D, gFile, g.D)
 	}
 	at := make(map[int]int, g.N())
 	for i, id := range g.IDs {
@@ -65,7 +64,7 @@ func readEstimateOf(g *posegraph.Graph, gFile, file string, ro g2o.ReadOptions) 
 	for k, s := range tr.Stamps {
 		i, ok := at[int(s)] // ReadVertices's stamps are exact ids
 		if !ok {
-			return nil, &g2o.ParseError{File: file, Line: tr.Lines[k],
+			return nil, &g2o.ParseError{File: name, Line: tr.Lines[k],
 				Msg: fmt.Sprintf("vertex %d is not a vertex of %s (the estimate is paired with it by vertex id)", int(s), gFile)}
 		}
 		poses[i] = tr.Poses[k]
@@ -79,7 +78,7 @@ func readEstimateOf(g *posegraph.Graph, gFile, file string, ro g2o.ReadOptions) 
 		for _, id := range g.IDs {
 			if !have[id] {
 				return nil, fmt.Errorf("%s: no VERTEX line for vertex %d of %s (%d of its %d vertices are there)",
-					file, id, gFile, len(tr.Stamps), g.N())
+					name, id, gFile, len(tr.Stamps), g.N())
 			}
 		}
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/g2o"
@@ -99,14 +101,25 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return usageError{fmt.Errorf("--plot %s: the format follows the extension, .png, .svg or .pdf", *plotPath)}
 		}
 	}
-	est, err := g2o.ReadTrajectoryFile(files[0])
+	if err := notStdio("--plot", *plotPath, "the figure's format follows its extension: give a file"); err != nil {
+		return err
+	}
+	var set fileSet
+	set.input("EST", files[0])
+	set.input("GT", files[1])
+	set.output("--plot", *plotPath)
+	if err := set.check(); err != nil {
+		return err
+	}
+	est, err := readTrajectory(files[0])
 	if err != nil {
 		return err
 	}
-	ref, err := g2o.ReadTrajectoryFile(files[1])
+	ref, err := readTrajectory(files[1])
 	if err != nil {
 		return err
 	}
+	files = []string{est.Source, ref.Source}
 	// A 2-D trajectory is compared with a TUM file in 2-D, when that is
 	// planar (as WriteTUM writes 2-D poses).
 	if est.D != ref.D {
@@ -166,14 +179,42 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		rep.Plot = *plotPath
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false) // "<stdin>", not "\u003cstdin\u003e"
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
 	}
 	return writeEval(stdout, &rep)
+}
+
+// readTrajectory reads the trajectory at path as g2o.ReadTrajectoryFile
+// does. Standard input ("-") has no extension to tell TUM from g2o: it is
+// TUM when its first record starts with a number (a time stamp), as no g2o
+// record does.
+func readTrajectory(path string) (*g2o.Trajectory, error) {
+	if path != stdio {
+		return g2o.ReadTrajectoryFile(path)
+	}
+	b, err := io.ReadAll(stdin)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", stdinName, err)
+	}
+	return g2o.ReadTrajectory(bytes.NewReader(b), stdinName, looksTUM(b))
+}
+
+// looksTUM reports whether the first record of b (comments and blank lines
+// skipped) starts with a number.
+func looksTUM(b []byte) bool {
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if k := bytes.IndexByte(line, '#'); k >= 0 {
+			line = line[:k]
+		}
+		if f := bytes.Fields(bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))); len(f) > 0 {
+			_, err := strconv.ParseFloat(string(f[0]), 64)
+			return err == nil
+		}
+	}
+	return false
 }
 
 // stampRange describes a trajectory's stamps for the no-match error.

@@ -133,6 +133,16 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := f.check(family, set); err != nil {
 		return usageError{err}
 	}
+	truthPath, outPath := f.paths()
+	var files fileSet
+	files.output("-o", f.out)
+	files.output("--truth", truthPath)
+	if f.outliers > 0 || f.outCount > 0 {
+		files.output("--outliers-file", outPath)
+	}
+	if err := files.check(); err != nil {
+		return err
+	}
 	cfg := datasets.Config{Kappa: f.kappa, Tau: f.tau, NoiseFree: f.noiseFree, LoopProb: f.loopProb, Seed: f.seed}
 	var g *posegraph.Graph
 	var truth []posegraph.Pose
@@ -181,16 +191,8 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 
-	truthPath, outPath := f.truth, f.outFile
-	base := strings.TrimSuffix(f.out, filepath.Ext(f.out))
-	if truthPath == "" {
-		truthPath = base + ".gt.g2o"
-	}
-	if outPath == "" {
-		outPath = base + ".outliers.txt"
-	}
 	g.Source = f.out
-	if err := writeFile(f.out, func(w io.Writer) error { return g2o.Write(w, g, nil) }); err != nil {
+	if err := writeOutput(f.out, stdout, func(w io.Writer) error { return g2o.Write(w, g, nil) }); err != nil {
 		return err
 	}
 	// Read the file back: the check that it holds this graph, and the
@@ -202,7 +204,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := sameGenerated(g, back); err != nil {
 		return fmt.Errorf("generate: %s does not read back as the generated graph: %w", f.out, err)
 	}
-	err = writeFile(truthPath, func(w io.Writer) error {
+	err = writeOutput(truthPath, stdout, func(w io.Writer) error {
 		if g2o.IsTUMPath(truthPath) {
 			return g2o.WriteTUM(w, g, truth)
 		}
@@ -219,7 +221,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				nOut++
 			}
 		}
-		if err := writeFile(outPath, func(w io.Writer) error { return datasets.WriteOutliers(w, f.out, back, mask) }); err != nil {
+		if err := writeOutput(outPath, stdout, func(w io.Writer) error { return datasets.WriteOutliers(w, f.out, back, mask) }); err != nil {
 			return err
 		}
 		written = append(written, "outliers "+outPath)
@@ -240,7 +242,11 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 			lm = fmt.Sprintf(" landmarks=%d observations=%d", nl, obs)
 		}
-		fmt.Fprintf(stdout, "generate: %s d=%d n=%d%s m=%d outliers=%d %s -> %s\n",
+		info := stdout
+		if files.toStdout() {
+			info = stderr // stdout carries an output
+		}
+		fmt.Fprintf(info, "generate: %s d=%d n=%d%s m=%d outliers=%d %s -> %s\n",
 			family, g.D, g.NumPoses(), lm, g.M(), nOut, noise, strings.Join(written, ", "))
 	}
 	return nil
@@ -293,6 +299,16 @@ func (f *generateFlags) check(family string, set map[string]bool) error {
 	if !(f.tau > 0) || math.IsInf(f.tau, 0) {
 		return fmt.Errorf("--tau must be positive and finite, not %g", f.tau)
 	}
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"kappa", f.kappa}, {"tau", f.tau}} {
+		// The solver refuses such a graph (posegraph.CheckScale): say so
+		// now rather than write it.
+		if w.v < posegraph.MinWeight || w.v > posegraph.MaxMagnitude {
+			return fmt.Errorf("--%s %.3g is outside [%g, %g], the precisions double precision can solve with", w.name, w.v, posegraph.MinWeight, posegraph.MaxMagnitude)
+		}
+	}
 	if !(f.loopProb >= 0 && f.loopProb <= 1) {
 		return fmt.Errorf("--loop-prob must be in [0, 1], not %g", f.loopProb)
 	}
@@ -334,24 +350,24 @@ func (f *generateFlags) check(family string, set map[string]bool) error {
 	if f.landmarks > 0 && g2o.IsTUMPath(f.truth) {
 		return fmt.Errorf("--truth %s: TUM holds poses only; the landmarks' true positions need a g2o truth", f.truth)
 	}
-	truth := f.truth
-	if truth == "" {
-		truth = strings.TrimSuffix(f.out, filepath.Ext(f.out)) + ".gt.g2o"
-	}
-	if filepath.Clean(truth) == filepath.Clean(f.out) {
-		return fmt.Errorf("--truth %s is the graph's own path", truth)
-	}
-	if f.outFile != "" && (filepath.Clean(f.outFile) == filepath.Clean(f.out) || filepath.Clean(f.outFile) == filepath.Clean(truth)) {
-		return fmt.Errorf("--outliers-file %s is the path of another output", f.outFile)
-	}
-	// The default list path too: --truth FILE.outliers.txt (a .txt, so
-	// TUM) would be overwritten by the list written after it.
-	if f.outFile == "" && (f.outliers > 0 || f.outCount > 0) {
-		if list := strings.TrimSuffix(f.out, filepath.Ext(f.out)) + ".outliers.txt"; filepath.Clean(list) == filepath.Clean(truth) {
-			return fmt.Errorf("--truth %s is the outlier list's path; give another, or --outliers-file", truth)
-		}
+	if err := notStdio("-o", f.out, "the graph is read back after writing, and names the other outputs: give a file"); err != nil {
+		return err.(usageError).err
 	}
 	return nil
+}
+
+// paths returns the paths of the ground truth and the outlier list, the
+// defaults derived from -o.
+func (f *generateFlags) paths() (truth, outliers string) {
+	base := strings.TrimSuffix(f.out, filepath.Ext(f.out))
+	truth, outliers = f.truth, f.outFile
+	if truth == "" {
+		truth = base + ".gt.g2o"
+	}
+	if outliers == "" {
+		outliers = base + ".outliers.txt"
+	}
+	return truth, outliers
 }
 
 // maxGeneratePoses bounds the poses generate writes: a hundred times

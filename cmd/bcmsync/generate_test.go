@@ -245,13 +245,15 @@ func TestGenerateUsage(t *testing.T) {
 		{[]string{"generate", "grid", "--kappa", "3", "--rot-sigma", "0.1", "-o", out}, "--kappa or --rot-sigma, not both"},
 		{[]string{"generate", "grid", "--trans-sigma", "0", "-o", out}, "--trans-sigma must be positive"},
 		{[]string{"generate", "grid", "--tau", "-1", "-o", out}, "--tau must be positive"},
+		{[]string{"generate", "grid", "--kappa", "1e60", "-o", out}, "--kappa 1e+60 is outside [1e-50, 1e+50]"},
+		{[]string{"generate", "grid", "--trans-sigma", "1e30", "-o", out}, "--tau 1e-60 is outside"},
 		{[]string{"generate", "grid", "--loop-prob", "1.5", "-o", out}, "--loop-prob must be in [0, 1]"},
 		{[]string{"generate", "grid", "--outlier-seed", "4", "-o", out}, "--outlier-seed needs --outliers"},
 		{[]string{"generate", "grid", "--outliers", "0.1", "--outlier-count", "3", "-o", out}, "--outliers or --outlier-count, not both"},
-		{[]string{"generate", "grid", "--truth", out, "-o", out}, "is the graph's own path"},
+		{[]string{"generate", "grid", "--truth", out, "-o", out}, "-o " + out + " and --truth " + out + " are the same file"},
 		// The default outlier list's path given as the truth: the list
 		// overwrote the truth without a word.
-		{[]string{"generate", "grid", "--outliers", "0.1", "--truth", filepath.Join(dir, "x.outliers.txt"), "-o", out}, "--truth " + filepath.Join(dir, "x.outliers.txt") + " is the outlier list's path"},
+		{[]string{"generate", "grid", "--outliers", "0.1", "--truth", filepath.Join(dir, "x.outliers.txt"), "-o", out}, "--truth " + filepath.Join(dir, "x.outliers.txt") + " and --outliers-file " + filepath.Join(dir, "x.outliers.txt") + " are the same file"},
 		{[]string{"generate", "sphere", "--rings", "0", "-o", out}, "bcmsync generate: datasets: Sphere: need rings >= 1"},
 		{[]string{"generate", "geometric", "--dim", "4", "-o", out}, "dimension 4 is not 2 or 3"},
 		{[]string{"generate", "grid", "--bogus", "-o", out}, "flag provided but not defined: -bogus"},

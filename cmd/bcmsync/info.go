@@ -33,7 +33,7 @@ const (
 edges m, the connected components (their sizes when there are several), the
 minimum, mean and maximum degree, the number of loop closures (edges whose
 vertex ids are not consecutive, |i-j| != 1), the FIX'ed vertices and how many
-poses have an initial estimate.`
+poses have an initial estimate. FILE - reads standard input.`
 )
 
 func init() {
@@ -85,12 +85,19 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return usageError{errors.New("no FILE given")}
 	}
+	var set fileSet
+	for _, file := range files {
+		set.input("FILE", file)
+	}
+	if err := set.check(); err != nil {
+		return err
+	}
 	for k, file := range files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		var warns []string
-		g, err := g2o.ReadFile(file, g2o.ReadOptions{
+		g, err := readGraph(file, g2o.ReadOptions{
 			Lenient:        opts.lenient,
 			RawQuaternions: opts.rawQuat,
 			Warn:           func(msg string) { warns = append(warns, msg) },
@@ -101,14 +108,12 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return lenientHint(err)
 		}
-		info := describe(g, file)
+		info := describe(g, g.Source)
 		info.Warnings = warns
 		if opts.json {
-			b, err := json.Marshal(info)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(stdout, "%s\n", b); err != nil {
+			enc := json.NewEncoder(stdout)
+			enc.SetEscapeHTML(false) // "<stdin>", not "\u003cstdin\u003e"
+			if err := enc.Encode(info); err != nil {
 				return err
 			}
 			continue

@@ -6,8 +6,15 @@
 //	bcmsync COMMAND [flags] [args]
 //
 // Run "bcmsync help" for the list of commands and "bcmsync help COMMAND"
-// (or "bcmsync COMMAND -h") for one command's flags. Exit status: 0 on
-// success, 1 on an error (the message goes to stderr), 2 on a usage error.
+// (or "bcmsync COMMAND -h") for one command's flags, and "bcmsync
+// --version" for the version. Exit status: 0 on success (for a solve, a
+// certified estimate), 1 on an error (the message goes to stderr), 2 on a
+// usage error, 3 to 8 for a result that is not certified, one status per
+// way a solve ends short of a certificate (exit.go).
+//
+// Files: no output may overwrite an input or another output, every output
+// is written whole or not at all, and "-" names standard input or output
+// (files.go).
 package main
 
 import (
@@ -18,9 +25,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // A command is one subcommand. Each lives in its own file and registers
@@ -58,16 +67,30 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func main() {
+	os.Exit(runProcess(os.Args[1:]))
+}
+
+// runProcess runs the command line args as the process bcmsync: with its
+// memory setting and its signal handling, on the standard streams; it
+// returns the exit status. Test children (bench_test.go) run through it
+// too.
+func runProcess(args []string) int {
 	if os.Getenv("GOGC") == "" {
 		// The solver's large buffers live for the whole solve, so the
 		// collector's default headroom (100%) is mostly unused memory:
 		// 50% cuts peak RSS by ~7% (city10000: 149 -> 139 MB) for ~2% time.
 		debug.SetGCPercent(50)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// An interrupt or a termination request cancels the solve, which
+	// returns its estimate so far; the outputs are written whole and the
+	// status is exitCancelled. A second signal ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return run(ctx, args, os.Stdout, os.Stderr)
 }
 
 // run executes the command line args (without the program name) and returns
@@ -79,44 +102,92 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	name := args[0]
 	switch name {
+	case "--version", "-version":
+		fmt.Fprintln(stdout, versionLine())
+		return exitOK
 	case "help", "-h", "-help", "--help":
-		if len(args) == 1 {
+		if len(args) == 1 || args[1] == "help" {
 			writeUsage(stdout)
-			return 0
+			return exitOK
 		}
 		c, ok := commands[args[1]]
 		if !ok {
 			fmt.Fprintf(stderr, "bcmsync help: unknown command %q\n\n", args[1])
 			writeUsage(stderr)
-			return 2
+			return exitUsage
 		}
 		// A command's -h prints its usage on its stderr: send that to stdout.
 		if err := c.run(ctx, []string{"-h"}, stdout, stdout); err != nil && !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, err)
-			return 1
+			return exitError
 		}
-		return 0
+		return exitOK
 	}
 	c, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(stderr, "bcmsync: unknown command %q\n\n", name)
 		writeUsage(stderr)
-		return 2
+		return exitUsage
 	}
 	err := c.run(ctx, args[1:], stdout, stderr)
 	var ue usageError
+	var nc notCertifiedError
 	switch {
 	case err == nil:
-		return 0
+		return exitOK
 	case errors.Is(err, flag.ErrHelp):
-		return 0
+		return exitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "bcmsync %s: %v\n", name, ue.err)
-		return 2
+		return exitUsage
+	case errors.As(err, &nc):
+		fmt.Fprintln(stderr, err)
+		return nc.code
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "bcmsync %s: interrupted\n", name)
+		return exitCancelled
 	default:
 		fmt.Fprintln(stderr, err)
-		return 1
+		return exitError
 	}
+}
+
+// versionLine is what --version prints: the module version (a release,
+// Go's pseudo-version of the commit when built from a checkout, "(devel)"
+// without VCS information), the VCS commit with a "+dirty" mark for
+// uncommitted changes and the commit time, and the Go version and platform.
+func versionLine() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "bcmsync (unknown version: built without module information)"
+	}
+	version := bi.Main.Version
+	if version == "" {
+		version = "(devel)" // a test binary, or go run of a file list
+	}
+	var rev, when string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	commit := "commit unknown (built without VCS information)"
+	if rev != "" {
+		commit = "commit " + rev
+		if dirty {
+			commit += "+dirty"
+		}
+		if when != "" {
+			commit += " (" + when + ")"
+		}
+	}
+	return fmt.Sprintf("bcmsync %s %s, %s %s/%s", version, commit, bi.GoVersion, runtime.GOOS, runtime.GOARCH)
 }
 
 func writeUsage(w io.Writer) {
@@ -133,7 +204,11 @@ func writeUsage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, n, commands[n].short)
 	}
-	b.WriteString("\nRun \"bcmsync help COMMAND\" for a command's flags.\n")
+	b.WriteString("\nRun \"bcmsync help COMMAND\" for a command's flags, \"bcmsync --version\" for the version.\n\n")
+	b.WriteString("files: no output may name an input or another output (refused, exit 2), every output\n" +
+		"is written whole or not at all, an output file's folder must exist, and - names\n" +
+		"standard input or output where one file is read or written.\n\n")
+	exitStatusHelp(&b)
 	io.WriteString(w, b.String())
 }
 

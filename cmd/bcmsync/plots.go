@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/g2o"
@@ -122,6 +123,27 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	default:
 		return usageError{fmt.Errorf("--format: unknown format %q (want png, svg or pdf)", *format)}
 	}
+	var set fileSet
+	set.input("INPUT", files[0])
+	if len(files) == 2 {
+		set.input("OPTIMIZED", files[1])
+	}
+	set.input("--report", *report)
+	names := []string{"trajectory." + *format}
+	if *page {
+		names = append(names, "view.html")
+	}
+	if *report != "" {
+		names = append(names, "convergence."+*format, "stages."+*format)
+	}
+	set.folder("-o", *dir, names...)
+	if err := set.check(); err != nil {
+		return err
+	}
+	if *page && slices.Contains(files, stdio) {
+		// The page reads the files again.
+		return usageError{errors.New("--html reads the files twice, so they cannot come from standard input (-)")}
+	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
@@ -146,7 +168,7 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		path := filepath.Join(*dir, "view.html")
-		if err := writeFile(path, func(w io.Writer) error { return plots.WriteHTML(w, v) }); err != nil {
+		if err := writeOutput(path, stdout, func(w io.Writer) error { return plots.WriteHTML(w, v) }); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "wrote", path)
@@ -157,14 +179,9 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout, "wrote", out)
 	if *report != "" {
-		f, err := os.Open(*report)
+		rep, err := readReport(*report)
 		if err != nil {
 			return err
-		}
-		rep, err := bsync.ReadReport(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", *report, err)
 		}
 		wrote, err := writeReportPlots(*dir, rep, *format)
 		if err != nil {

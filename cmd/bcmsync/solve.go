@@ -165,7 +165,10 @@ func init() {
 
 func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("solve", "solve [flags] FILE",
-		"Finds the globally optimal estimate of FILE's poses (g2o or TORO) and proves it:\nthe exit status is 1 when no certificate was obtained.", stderr)
+		"Finds the globally optimal estimate of FILE's poses (g2o or TORO; - reads standard input)\n"+
+			"and proves it. The exit status is 0 only for a certified estimate: 3 to 8 say how an\n"+
+			"uncertified solve ended (bcmsync help lists them), after every output was written.\n"+
+			"-o, --tum and --report take - for standard output (the summary then goes to stderr).", stderr)
 	var f solveFlags
 	f.register(fs)
 	files, err := parseArgs(fs, args)
@@ -180,8 +183,14 @@ func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := f.options(io.Discard); err != nil {
 		return usageError{err}
 	}
+	var set fileSet
+	set.input("FILE", file)
+	f.outputs(&set)
+	if err := set.check(); err != nil {
+		return err
+	}
 	t0 := time.Now()
-	g, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
+	g, err := readGraph(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
 		if !f.quiet {
 			fmt.Fprintln(stderr, "warning:", msg)
 		}
@@ -190,13 +199,31 @@ func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return lenientHint(err)
 	}
 	parse := time.Since(t0).Seconds()
-	_, err = solveAndWrite(ctx, file, g, parse, &f, stdout, stderr)
+	_, err = solveAndWrite(ctx, inputName(file), g, parse, &f, set.toStdout(), stdout, stderr)
 	return err
 }
 
-// solveAndWrite runs the certified solve on g and writes every requested
-// output; it is `bcmsync solve` after parsing, and the demo.
-func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse float64, f *solveFlags, stdout, stderr io.Writer) (*bsync.Report, error) {
+// outputs adds the files solve (or the demo) writes to set: -o, --tum,
+// --report, --json (standard output) and the figures in --plots.
+func (f *solveFlags) outputs(set *fileSet) {
+	set.output("-o", f.out)
+	set.output("--tum", f.tum)
+	set.output("--report", f.report)
+	if f.json {
+		set.output("--json", stdio)
+	}
+	names := []string{"convergence.png", "stages.png"}
+	if !f.rotations {
+		names = append(names, trajectoryPNG)
+	}
+	set.folder("--plots", f.plots, names...)
+}
+
+// solveAndWrite runs the certified solve on g (read from file) and writes
+// every requested output; it is `bcmsync solve` after parsing, and the
+// demo. With an output on standard output (toStdout), the summary goes to
+// stderr.
+func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse float64, f *solveFlags, toStdout bool, stdout, stderr io.Writer) (*bsync.Report, error) {
 	opts, err := f.options(stderr)
 	if err != nil {
 		return nil, usageError{err}
@@ -209,7 +236,7 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 	res, err := bsync.Solve(ctx, g, opts)
 	prog.done()
 	if err != nil {
-		return nil, disconnectedHint(err)
+		return nil, solveError(err, g)
 	}
 	res.Timings.Parse = parse
 	res.Timings.Total += parse
@@ -224,14 +251,14 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 	if res.Problem == posegraph.Rotations && (f.out != "" || f.tum != "") {
 		var src string
 		if poses, src, err = inputTranslations(res); err != nil {
-			return rep, err
+			return rep, solveError(err, res.Graph)
 		}
 		header = "# bcmsync solve --rotations: rotations optimized over SO(d); translations not optimized, taken from " + src + "\n"
-		notes = append(notes, "translations in "+strings.Join(nonEmpty(f.out, f.tum), " and ")+
+		notes = append(notes, "translations in "+strings.Join(nonEmpty(outputName(f.out), outputName(f.tum)), " and ")+
 			" are not optimized (--rotations): taken from "+src)
 	}
 	if f.out != "" {
-		if err := writeFile(f.out, func(w io.Writer) error {
+		if err := writeOutput(f.out, stdout, func(w io.Writer) error {
 			if _, err := io.WriteString(w, header); err != nil {
 				return err
 			}
@@ -241,7 +268,7 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 		}
 	}
 	if f.tum != "" {
-		if err := writeFile(f.tum, func(w io.Writer) error {
+		if err := writeOutput(f.tum, stdout, func(w io.Writer) error {
 			if _, err := io.WriteString(w, header); err != nil {
 				return err
 			}
@@ -251,7 +278,7 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 		}
 	}
 	if f.report != "" {
-		if err := writeFile(f.report, rep.WriteJSON); err != nil {
+		if err := writeOutput(f.report, stdout, rep.WriteJSON); err != nil {
 			return rep, err
 		}
 	}
@@ -273,36 +300,41 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 				fmt.Fprintln(stderr, "note:", n)
 			}
 		}
+	case !f.quiet && toStdout:
+		printSummary(stderr, rep, notes) // stdout carries an output file
 	case !f.quiet:
 		printSummary(stdout, rep, notes)
 	}
-	if !res.Certified || res.Robust != nil && !res.Robust.Converged {
-		return rep, notCertifiedError{status: string(res.Status)}
+	converged, stop := true, ""
+	if res.Robust != nil {
+		converged, stop = res.Robust.Converged, res.Robust.Stop
+	}
+	if code := resultExitCode(res.Status, converged, stop); code != exitOK {
+		return rep, notCertifiedError{status: string(res.Status), code: code}
 	}
 	return rep, nil
 }
 
-// notCertifiedError makes the process exit non-zero when no certificate was
-// obtained: a pipeline must not take an uncertified estimate for an optimum.
-type notCertifiedError struct{ status string }
-
-func (e notCertifiedError) Error() string { return "no certificate: " + e.status }
-
-func writeFile(path string, write func(io.Writer) error) error {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
+// solveError makes sure an error of the solver names the file it came
+// from. The graph's checks (posegraph.Graph.Validate, which runs first)
+// name FILE:LINE themselves, and so do the solver's messages about the
+// graph; a failure inside a numerical kernel (package internal/sparse)
+// on a graph that passed those checks is the solver's fault, and says so.
+func solveError(err error, g *posegraph.Graph) error {
+	err = disconnectedHint(err)
+	src := g.Source
+	if src == "" {
+		src = "graph"
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	msg := err.Error()
+	if strings.HasPrefix(msg, src+":") {
 		return err
 	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
+	if strings.Contains(msg, "sparse: ") {
+		return fmt.Errorf("%s: %w (a numerical failure on a graph that passed bcmsync's checks of its "+
+			"structure and scale: please report it, with the file)", src, err)
 	}
-	return f.Close()
+	return fmt.Errorf("%s: %w", src, err)
 }
 
 // peakRSS is the process's peak resident set size (VmHWM) in bytes, or 0

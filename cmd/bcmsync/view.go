@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -76,17 +74,24 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	path := *out
 	if path == "" {
+		if files[0] == stdio {
+			return usageError{errors.New("FILE - (standard input) has no name to name the page after: give -o OUT.html (or -o - for standard output)")}
+		}
 		base := filepath.Base(files[0])
 		path = strings.TrimSuffix(base, filepath.Ext(base)) + ".html"
 	}
-	inputs := files
-	if *report != "" {
-		inputs = append(slices.Clip(files), *report)
+	var set fileSet
+	for k, in := range files {
+		set.input([]string{"FILE", "OPTIMIZED"}[k], in)
 	}
-	for _, in := range inputs {
-		if same, _ := samePath(in, path); same {
-			return usageError{fmt.Errorf("the page %s would overwrite the input %s", path, in)}
-		}
+	set.input("--report", *report)
+	set.output("the page (-o)", path)
+	if err := set.check(); err != nil {
+		return err
+	}
+	info := stdout
+	if path == stdio {
+		info = stderr // stdout carries the page
 	}
 
 	var v plots.Viewer
@@ -100,29 +105,18 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := writeFile(path, func(w io.Writer) error { return plots.WriteHTML(w, v) }); err != nil {
+	if err := writeOutput(path, stdout, func(w io.Writer) error { return plots.WriteHTML(w, v) }); err != nil {
 		return err
 	}
 	if !f.quiet {
 		if rep != nil {
-			printSummary(stdout, rep, notes)
+			printSummary(info, rep, notes)
 		}
-		fmt.Fprintln(stdout, "wrote", path)
+		if path != stdio {
+			fmt.Fprintln(info, "wrote", path)
+		}
 	}
 	return nil
-}
-
-// samePath reports whether a and b name the same existing file.
-func samePath(a, b string) (bool, error) {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := os.Stat(b)
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(sa, sb), nil
 }
 
 // solveForView reads and solves file with the solve flags f and returns
@@ -134,7 +128,7 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 		return plots.Viewer{}, nil, nil, usageError{err}
 	}
 	t0 := time.Now()
-	g, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
+	g, err := readGraph(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
 		if !f.quiet {
 			fmt.Fprintln(stderr, "warning:", msg)
 		}
@@ -148,13 +142,13 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 	res, err := bsync.Solve(ctx, g, opts)
 	prog.done()
 	if err != nil {
-		return plots.Viewer{}, nil, nil, disconnectedHint(err)
+		return plots.Viewer{}, nil, nil, solveError(err, g)
 	}
 	res.Timings.Parse = parse
 	res.Timings.Total += parse
-	rep := bsync.NewReport(filepath.Base(file), res, opts)
+	rep := bsync.NewReport(filepath.Base(g.Source), res, opts)
 	v := plots.Viewer{
-		Title:   filepath.Base(file),
+		Title:   filepath.Base(g.Source),
 		Graph:   res.Graph,
 		Problem: res.Problem,
 		Estimates: []plots.Trajectory{
@@ -186,32 +180,27 @@ func viewerFromFiles(files []string, reportPath string, ro g2o.ReadOptions, rota
 		}
 		v.Estimates = append(v.Estimates, plots.Trajectory{Label: label, Poses: poses})
 	}
-	v.Title, v.Graph = filepath.Base(files[0]), g
+	v.Title, v.Graph = filepath.Base(g.Source), g
 	if rotations {
 		v.Problem = posegraph.Rotations
 	}
 	if v.Problem == posegraph.Rotations && g.HasLandmarks() {
-		return v, landmarkRotationsError(files[0], g)
+		return v, landmarkRotationsError(g.Source, g)
 	}
 	if reportPath != "" {
-		fh, err := os.Open(reportPath)
+		rep, err := readReport(reportPath)
 		if err != nil {
 			return v, err
-		}
-		rep, err := bsync.ReadReport(fh)
-		fh.Close()
-		if err != nil {
-			return v, fmt.Errorf("%s: %w", reportPath, err)
 		}
 		// The report counts poses and landmarks apart.
 		if rep.N != g.NumPoses() || rep.Landmarks != g.NumLandmarks() || rep.D != g.D {
 			return v, fmt.Errorf("%s: the report is of %s in %d-D, but %s has %s in %d-D",
-				reportPath, vertexCount(rep.N, rep.Landmarks), rep.D, files[0], vertexCount(g.NumPoses(), g.NumLandmarks()), g.D)
+				inputName(reportPath), vertexCount(rep.N, rep.Landmarks), rep.D, g.Source, vertexCount(g.NumPoses(), g.NumLandmarks()), g.D)
 		}
 		if strings.HasPrefix(rep.Problem, "SO") {
 			v.Problem = posegraph.Rotations
 			if g.HasLandmarks() {
-				return v, landmarkRotationsError(files[0], g)
+				return v, landmarkRotationsError(g.Source, g)
 			}
 		}
 		v.Run = runFromReport(rep)
