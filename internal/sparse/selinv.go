@@ -4,8 +4,6 @@ import (
 	"errors"
 	"slices"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // SelectedInverse holds the entries of A^{-1} on the pattern of a
@@ -93,13 +91,14 @@ func (si *SelectedInverse) node(s int, w *selinvWork) {
 	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
 	zs := si.z[sn.valPtr[s]:sn.valPtr[s+1]]
 
-	// Wt = L_JJ^{-T} (upper triangular), by a triangular solve with I.
+	// Wt = L_JJ^{-T} (upper triangular) = I L_JJ^{-T}, by the
+	// factorization's own triangular solve.
 	wt := w.wt[:nc*nc]
 	clear(wt)
 	for k := 0; k < nc; k++ {
 		wt[k*nc+k] = 1
 	}
-	gonum.Implementation{}.Dtrsm(blas.Left, blas.Lower, blas.Trans, blas.NonUnit, nc, nc, 1, ls, nc, wt, nc)
+	trsmRT(nc, nc, ls, nc, wt, nc)
 	// Z_JJ starts as (L_JJ L_JJ^T)^{-1} = Wt Wt^T.
 	zjj := w.zjj[:nc*nc]
 	gemmNT(nc, nc, nc, 1, wt, nc, wt, nc, 0, zjj, nc)
@@ -115,19 +114,30 @@ func (si *SelectedInverse) node(s int, w *selinvWork) {
 		gemmNT(nc, m, m, -1, ut, m, zrr, m, 0, zrjt, m)
 		// Z_JJ -= U^T Z_RJ = Ut (Z_RJ^T)^T.
 		gemmNT(nc, nc, m, -1, ut, m, zrjt, m, 1, zjj, nc)
-		for a := 0; a < m; a++ {
-			row := zs[(nc+a)*nc : (nc+a+1)*nc]
-			for c := range row {
-				row[c] = zrjt[c*m+a]
-			}
-		}
+		transposeTiled(zs[nc*nc:], zrjt, nc, m)
 	}
-	// Symmetrize the diagonal block (the products leave it symmetric to
-	// rounding only) and store it whole.
+	// Store the diagonal block whole, symmetric: its lower triangle and
+	// that mirrored (the products leave it symmetric to rounding only).
+	transposeTiled(zs[:nc*nc], zjj, nc, nc)
 	for a := 0; a < nc; a++ {
-		for c := 0; c <= a; c++ {
-			v := 0.5 * (zjj[a*nc+c] + zjj[c*nc+a])
-			zs[a*nc+c], zs[c*nc+a] = v, v
+		copy(zs[a*nc:a*nc+a+1], zjj[a*nc:a*nc+a+1])
+	}
+}
+
+// transposeTiled sets dst (c x r) to the transpose of src (r x c), both
+// row-major, by tiles that stay in cache: the large rectangles of the
+// top supernodes would miss on every strided write.
+func transposeTiled(dst, src []float64, r, c int) {
+	const tile = 32
+	for i0 := 0; i0 < r; i0 += tile {
+		i1 := min(i0+tile, r)
+		for j0 := 0; j0 < c; j0 += tile {
+			j1 := min(j0+tile, c)
+			for i := i0; i < i1; i++ {
+				for j, v := range src[i*c+j0 : i*c+j1] {
+					dst[(j0+j)*r+i] = v
+				}
+			}
 		}
 	}
 }

@@ -1,0 +1,61 @@
+package covariance_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/covariance"
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// BenchmarkCovariances times the covariances of benchmark graphs at their
+// certified optima against the solve that found them (docs/covariances.md
+// has the figures):
+//
+//	go test ./covariance -run '^$' -bench Covariances -benchtime 5x
+func BenchmarkCovariances(b *testing.B) {
+	dir := datasets.SuiteOrSkip(b)
+	for _, name := range []string{"city10000.g2o", "sphere2500.g2o", "torus3D.g2o"} {
+		g, err := g2o.ReadFile(filepath.Join(dir, name), g2o.ReadOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			var res *bsync.Result
+			solve := func() {
+				if res, err = bsync.Solve(context.Background(), g, bsync.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run("solve", func(b *testing.B) {
+				for b.Loop() {
+					solve()
+				}
+			})
+			b.Run("covariances", func(b *testing.B) {
+				if res == nil {
+					solve()
+				}
+				if !res.Certified {
+					b.Fatalf("%s: %s", name, res.Status)
+				}
+				benchCompute(b, res.Graph, res.Poses)
+			})
+		})
+	}
+}
+
+func benchCompute(b *testing.B, g *posegraph.Graph, x []posegraph.Pose) {
+	var c *covariance.Covariances
+	var err error
+	for b.Loop() {
+		if c, err = covariance.Compute(g, x, covariance.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(c.FactorNNZ), "factor-nnz")
+}
