@@ -3,7 +3,6 @@ package sparse
 import (
 	"errors"
 	"slices"
-
 )
 
 // SelectedInverse holds the entries of A^{-1} on the pattern of a
