@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/covariance"
+	"github.com/bcmsync/bcmsync/plots"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
@@ -263,4 +264,32 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// viewEllipses computes the covariances of a pose solve's estimate for
+// the viewer's ellipses: each vertex's x-y marginal. When they cannot be
+// computed (a rotation-only solve, a singular information matrix) the
+// page has none, and a note says why.
+func viewEllipses(res *bsync.Result, notes []string) (*plots.Ellipses, []string) {
+	if res.Problem != posegraph.Poses {
+		return nil, notes
+	}
+	cov, err := covariance.Compute(res.Graph, res.Poses, covariance.Options{})
+	if err != nil {
+		return nil, append(notes, fmt.Sprintf("no covariance ellipses: %v", err))
+	}
+	g := res.Graph
+	e := &plots.Ellipses{XY: make([][3]float64, g.N())}
+	for i := range e.XY {
+		m, k := cov.Marginal(i), cov.Size(i)
+		e.XY[i] = [3]float64{m[0], m[1], m[k+1]}
+	}
+	status := "the certified optimum"
+	if !res.Certified {
+		status = "the estimate (not certified)"
+	}
+	e.Note = fmt.Sprintf("Covariance ellipses: marginal position covariances at %s, pose %d held fixed (the gauge), "+
+		"from the Gauss-Newton information of the objective's noise model (docs/covariances.md); each holds 95%% of the probability.",
+		status, g.IDs[cov.Gauge])
+	return e, notes
 }
