@@ -19,8 +19,13 @@ import (
 // VERTEX records of a g2o file stamped with their vertex ids. It is what
 // trajectory evaluation compares, with no edges and no weights.
 type Trajectory struct {
-	// D is 2 for g2o SE(2) vertices, 3 for SE(3) vertices and TUM files.
+	// D is 2 for g2o SE(2) vertices, 3 for SE(3) vertices, TUM and
+	// KITTI files.
 	D      int
+	// Format is the file's format. A KITTI file has no time stamps: its
+	// Stamps are the pose numbers 0, 1, 2, ..., and its poses are matched
+	// with another trajectory's by order.
+	Format TrajectoryFormat
 	Stamps []float64
 	Poses  []posegraph.Pose
 	// Lines holds the source line of each pose, for messages.
@@ -39,7 +44,7 @@ func (t *Trajectory) PosesOnly() *Trajectory {
 	if t.Landmark == nil {
 		return t
 	}
-	out := &Trajectory{D: t.D, Source: t.Source}
+	out := &Trajectory{D: t.D, Source: t.Source, Format: t.Format}
 	for k, l := range t.Landmark {
 		if !l {
 			out.Stamps = append(out.Stamps, t.Stamps[k])
@@ -51,8 +56,9 @@ func (t *Trajectory) PosesOnly() *Trajectory {
 }
 
 // IsTUMPath reports whether path names a TUM trajectory by its extension,
-// .tum or .txt (case-insensitive), as the command-line tools decide between
-// TUM and g2o.
+// .tum or .txt (case-insensitive), as the command-line tools decide in
+// which format to write a trajectory (ReadTrajectoryFile reads the format
+// from the content).
 func IsTUMPath(path string) bool {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".tum", ".txt":
@@ -61,17 +67,29 @@ func IsTUMPath(path string) bool {
 	return false
 }
 
-// ReadTrajectoryFile reads the trajectory at path: TUM when IsTUMPath says
-// so, else the pose VERTEX records of a g2o or TORO file (ReadVertices,
-// landmark vertices left out: they are not part of a trajectory).
+// ReadTrajectoryFile reads the trajectory at path in the format its
+// content shows, whatever the file's extension (SniffTrajectory): TUM,
+// KITTI poses, or the pose VERTEX records of a g2o or TORO file
+// (ReadVertices, landmark vertices left out: they are not part of a
+// trajectory).
 func ReadTrajectoryFile(path string) (*Trajectory, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if IsTUMPath(path) {
+	format, err := SniffTrajectory(f, path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	switch format {
+	case FormatTUM:
 		return ReadTUM(f, path)
+	case FormatKITTI:
+		return ReadKITTI(f, path)
 	}
 	t, err := ReadVertices(f, path, ReadOptions{})
 	if err != nil {
@@ -98,7 +116,7 @@ const maxExactStamp = 1 << 53
 // numbers and a zero quaternion are *ParseErrors naming the line, and so is
 // a file without poses.
 func ReadTUM(r io.Reader, name string) (*Trajectory, error) {
-	tr := &Trajectory{D: 3, Source: name}
+	tr := &Trajectory{D: 3, Source: name, Format: FormatTUM}
 	perr := func(line int, format string, args ...any) error {
 		return &ParseError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -170,7 +188,7 @@ func ReadVertices(r io.Reader, name string, opts ReadOptions) (*Trajectory, erro
 		return nil, &ParseError{File: name, Msg: "no VERTEX records: a trajectory needs VERTEX_SE2, VERTEX_SE3:QUAT or VERTEX2 lines"}
 	}
 	slices.SortStableFunc(p.verts, func(a, b vertex) int { return cmpInt(a.id, b.id) })
-	tr := &Trajectory{D: p.d, Source: name}
+	tr := &Trajectory{D: p.d, Source: name, Format: FormatG2O}
 	for k, v := range p.verts {
 		if k > 0 && v.id == p.verts[k-1].id {
 			l := max(v.line, p.verts[k-1].line)
@@ -215,7 +233,7 @@ func (t *Trajectory) Flatten() (*Trajectory, error) {
 			extent = math.Max(extent, math.Abs(x))
 		}
 	}
-	out := &Trajectory{D: 2, Stamps: t.Stamps, Lines: t.Lines, Landmark: t.Landmark, Source: t.Source, Poses: make([]posegraph.Pose, len(t.Poses))}
+	out := &Trajectory{D: 2, Stamps: t.Stamps, Lines: t.Lines, Landmark: t.Landmark, Source: t.Source, Format: t.Format, Poses: make([]posegraph.Pose, len(t.Poses))}
 	for k, p := range t.Poses {
 		r := &p.R
 		if math.Abs(p.T[2]) > PlanarTol*extent || math.Abs(r[2]) > PlanarTol || math.Abs(r[5]) > PlanarTol ||

@@ -1,0 +1,158 @@
+package g2o
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/bcmsync/bcmsync/internal/smalldense"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// TrajectoryFormat names a trajectory file's format, as SniffTrajectory
+// reads it from the content.
+type TrajectoryFormat string
+
+const (
+	// FormatG2O: VERTEX records of a g2o or TORO file, stamped by id.
+	FormatG2O TrajectoryFormat = "g2o"
+	// FormatTUM: "timestamp tx ty tz qx qy qz qw" a line.
+	FormatTUM TrajectoryFormat = "tum"
+	// FormatKITTI: the KITTI odometry benchmark's pose files, the 3 x 4
+	// matrix [R | t] row by row, 12 numbers a line, without time stamps.
+	FormatKITTI TrajectoryFormat = "kitti"
+)
+
+// SniffTrajectory tells the format of a trajectory from its first line
+// that is neither blank nor a '#' comment: a g2o or TORO file starts with
+// a record name (a field that is not a number), a TUM line is 8 numbers, a
+// KITTI pose line 12. Anything else, and a file without such a line, is a
+// *ParseError naming the line.
+func SniffTrajectory(r io.Reader, name string) (TrajectoryFormat, error) {
+	br := bufio.NewReaderSize(r, MaxLineLength)
+	for line := 1; ; line++ {
+		raw, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return "", &ParseError{File: name, Line: line, Msg: fmt.Sprintf("line longer than %d bytes", MaxLineLength)}
+		}
+		if err != nil && err != io.EOF {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		s := string(raw)
+		if k := strings.IndexByte(s, '#'); k >= 0 {
+			s = s[:k]
+		}
+		if fields := strings.Fields(s); len(fields) > 0 {
+			if _, perr := strconv.ParseFloat(fields[0], 64); perr != nil && !errors.Is(perr, strconv.ErrRange) {
+				return FormatG2O, nil
+			}
+			switch len(fields) {
+			case 8:
+				return FormatTUM, nil
+			case 12:
+				return FormatKITTI, nil
+			}
+			return "", &ParseError{File: name, Line: line, Msg: fmt.Sprintf("%d numbers: neither a TUM line (8: timestamp tx ty tz qx qy qz qw) "+
+				"nor a KITTI pose line (12: the 3x4 matrix [R | t] row by row), and a g2o line starts with a record name", len(fields))}
+		}
+		if err == io.EOF {
+			return "", &ParseError{File: name, Msg: "no poses: the file is empty or holds only comments"}
+		}
+	}
+}
+
+// kittiRotationTol bounds how far the 3 x 3 part of a KITTI pose may be
+// from a rotation (||R^T R - I||_F): KITTI's files print about 7 digits,
+// which leave it about 1e-6 off; it is projected onto SO(3).
+const kittiRotationTol = 1e-3
+
+// ReadKITTI reads a pose file of the KITTI odometry benchmark: each line
+// is the 3 x 4 matrix [R | t] of one frame, row by row (12 numbers), the
+// pose of frame k on its k-th line. The files carry no time stamps: pose k
+// (0-based, counting pose lines) is stamped k, and evaluate matches KITTI
+// poses by their order. R is projected onto the nearest rotation; one
+// further than 1e-3 from orthogonal, or a reflection, is an error. '#'
+// comments and blank lines are skipped; a line that is not 12 finite
+// numbers is a *ParseError naming it, and so is a file without poses.
+func ReadKITTI(r io.Reader, name string) (*Trajectory, error) {
+	tr := &Trajectory{D: 3, Source: name, Format: FormatKITTI}
+	perr := func(line int, format string, args ...any) error {
+		return &ParseError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
+	br := bufio.NewReaderSize(r, MaxLineLength)
+	var v [12]float64
+	for line := 1; ; line++ {
+		raw, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, perr(line, "line longer than %d bytes", MaxLineLength)
+		}
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		s := string(raw)
+		if k := strings.IndexByte(s, '#'); k >= 0 {
+			s = s[:k]
+		}
+		if fields := strings.Fields(s); len(fields) > 0 {
+			if len(fields) != 12 {
+				return nil, perr(line, "%d fields; a KITTI pose line has 12: the 3x4 matrix [R | t] row by row", len(fields))
+			}
+			for k, f := range fields {
+				x, err := strconv.ParseFloat(f, 64)
+				if err != nil && !errors.Is(err, strconv.ErrRange) {
+					return nil, perr(line, "field %d (%s) is not a number", k+1, printable(f))
+				}
+				if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+					return nil, perr(line, "field %d (%s) is not a finite number", k+1, printable(f))
+				}
+				v[k] = x
+			}
+			var m, rot [9]float64
+			for a := 0; a < 3; a++ {
+				for c := 0; c < 3; c++ {
+					m[a*3+c] = v[a*4+c]
+				}
+			}
+			if dev := orthogonalityError(&m); dev > kittiRotationTol || det3(&m) <= 0 {
+				return nil, perr(line, "the 3x3 part is not a rotation (||R^T R - I|| = %.3g, det %.3g)", dev, det3(&m))
+			}
+			smalldense.NearestRotation(rot[:], m[:], 3)
+			tr.Stamps = append(tr.Stamps, float64(len(tr.Poses)))
+			tr.Poses = append(tr.Poses, posegraph.Pose{R: rot, T: [3]float64{v[3], v[7], v[11]}})
+			tr.Lines = append(tr.Lines, line)
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if len(tr.Poses) == 0 {
+		return nil, &ParseError{File: name, Msg: "no poses: a KITTI pose file needs lines of 12 numbers, [R | t] row by row"}
+	}
+	return tr, nil
+}
+
+// orthogonalityError is ||M^T M - I||_F for a 3 x 3 row-major M.
+func orthogonalityError(m *[9]float64) float64 {
+	s := 0.0
+	for a := 0; a < 3; a++ {
+		for b := 0; b < 3; b++ {
+			v := 0.0
+			for c := 0; c < 3; c++ {
+				v += m[c*3+a] * m[c*3+b]
+			}
+			if a == b {
+				v--
+			}
+			s += v * v
+		}
+	}
+	return math.Sqrt(s)
+}
+
+func det3(m *[9]float64) float64 {
+	return m[0]*(m[4]*m[8]-m[5]*m[7]) - m[1]*(m[3]*m[8]-m[5]*m[6]) + m[2]*(m[3]*m[7]-m[4]*m[6])
+}
