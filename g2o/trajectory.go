@@ -21,7 +21,7 @@ import (
 type Trajectory struct {
 	// D is 2 for g2o SE(2) vertices, 3 for SE(3) vertices, TUM and
 	// KITTI files.
-	D      int
+	D int
 	// Format is the file's format. A KITTI file has no time stamps: its
 	// Stamps are the pose numbers 0, 1, 2, ..., and its poses are matched
 	// with another trajectory's by order.

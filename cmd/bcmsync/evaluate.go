@@ -54,15 +54,15 @@ func init() {
 // evalReport is what evaluate prints with --json; the names are part of the
 // command's interface.
 type evalReport struct {
-	Estimate     string         `json:"estimate"`
-	Reference    string         `json:"reference"`
+	Estimate  string `json:"estimate"`
+	Reference string `json:"reference"`
 	// Formats are the files' formats (g2o, tum, kitti); Association how
 	// poses were matched: "nearest stamp" within TMaxDiff, or "by line"
 	// (KITTI).
-	EstFormat   string  `json:"estimate_format"`
-	RefFormat   string  `json:"reference_format"`
-	Association string  `json:"association"`
-	TMaxDiff    float64 `json:"t_max_diff"`
+	EstFormat    string         `json:"estimate_format"`
+	RefFormat    string         `json:"reference_format"`
+	Association  string         `json:"association"`
+	TMaxDiff     float64        `json:"t_max_diff"`
 	D            int            `json:"d"`
 	Matched      int            `json:"matched"`
 	EstUnmatched int            `json:"estimate_unmatched"`
