@@ -33,7 +33,11 @@ const (
 edges m, the connected components (their sizes when there are several), the
 minimum, mean and maximum degree, the number of loop closures (edges whose
 vertex ids are not consecutive, |i-j| != 1), the FIX'ed vertices and how many
-poses have an initial estimate.`
+poses have an initial estimate.
+
+A file that cannot be read is reported on stderr (FILE:LINE: problem; with
+--json also as {"file": ..., "error": ...} on stdout) and info goes on with
+the next; the exit status is 1 when any file was bad, 0 when all were read.`
 )
 
 func init() {
@@ -85,7 +89,8 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return usageError{errors.New("no FILE given")}
 	}
-	for k, file := range files {
+	bad, shown := 0, 0
+	for _, file := range files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -99,7 +104,16 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintln(stderr, "warning:", w)
 		}
 		if err != nil {
-			return lenientHint(err)
+			bad++
+			err = lenientHint(err)
+			fmt.Fprintln(stderr, err)
+			if opts.json {
+				b, _ := json.Marshal(infoError{File: file, Error: err.Error()})
+				if _, err := fmt.Fprintf(stdout, "%s\n", b); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		info := describe(g, file)
 		info.Warnings = warns
@@ -113,14 +127,24 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 			continue
 		}
-		if k > 0 {
+		if shown > 0 {
 			fmt.Fprintln(stdout)
 		}
+		shown++
 		if err := writeInfo(stdout, info); err != nil {
 			return err
 		}
 	}
+	if bad > 0 {
+		return fmt.Errorf("info: %d of %d files could not be read (the errors are above)", bad, len(files))
+	}
 	return nil
+}
+
+// infoError is info's JSON object for a file it could not read.
+type infoError struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
 }
 
 // describe computes the statistics info reports.
