@@ -31,9 +31,12 @@ import (
 // the Cholesky afterwards leaves it valid.
 type SelectedInverse struct {
 	c *Cholesky
-	// z has the layout of the supernodes' values (supernodes.val): the
-	// entries of Z in supernode s's rows and columns, nr x nc row-major,
-	// the top nc x nc block stored whole (both triangles).
+	// z holds the entries of Z in supernode s's rows and columns at
+	// z[valPtr[s]:valPtr[s+1]] (the places of its values in the factor),
+	// but transposed, nc x nr row-major: row c is column first[s]+c of Z
+	// over the supernode's rows, so that the sweep writes Z_RJ^T, the
+	// product it forms, in place, and a gather reads a column of Z
+	// contiguously. The diagonal nc x nc block is stored whole.
 	z []float64
 }
 
@@ -59,12 +62,10 @@ func (c *Cholesky) SelectedInverse() (*SelectedInverse, error) {
 		maxM = max(maxM, sn.rowPtr[s+1]-sn.rowPtr[s]-nc)
 	}
 	w := selinvWork{
-		zrr:  make([]float64, maxM*maxM),
-		ut:   make([]float64, maxNC*maxM),
-		zrjt: make([]float64, maxNC*maxM),
-		wt:   make([]float64, maxNC*maxNC),
-		zjj:  make([]float64, maxNC*maxNC),
-		pos:  make([]int, maxM),
+		zrr: make([]float64, maxM*maxM),
+		ut:  make([]float64, maxNC*maxM),
+		wt:  make([]float64, maxNC*maxNC),
+		pos: make([]int, maxM),
 	}
 	si := &SelectedInverse{c: c, z: make([]float64, len(sn.val))}
 	for s := ns - 1; s >= 0; s-- {
@@ -76,8 +77,8 @@ func (c *Cholesky) SelectedInverse() (*SelectedInverse, error) {
 // selinvWork is the dense work space of the sweep, sized for the largest
 // supernode.
 type selinvWork struct {
-	zrr, ut, zrjt, wt, zjj []float64
-	pos                    []int
+	zrr, ut, wt []float64
+	pos         []int
 }
 
 // node computes Z in supernode s's columns from Z in later supernodes.
@@ -86,8 +87,10 @@ func (si *SelectedInverse) node(s int, w *selinvWork) {
 	f := sn.first[s]
 	nc := sn.first[s+1] - f
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
-	m := len(rows) - nc
+	nr := len(rows)
+	m := nr - nc
 	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]]
+	// zs is nc x nr: [Z_JJ  Z_RJ^T] (Z_JJ is symmetric).
 	zs := si.z[sn.valPtr[s]:sn.valPtr[s+1]]
 
 	// Wt = L_JJ^{-T} (upper triangular) = I L_JJ^{-T}, by the
@@ -99,44 +102,24 @@ func (si *SelectedInverse) node(s int, w *selinvWork) {
 	}
 	trsmRT(nc, nc, ls, nc, wt, nc)
 	// Z_JJ starts as (L_JJ L_JJ^T)^{-1} = Wt Wt^T.
-	zjj := w.zjj[:nc*nc]
-	gemmNT(nc, nc, nc, 1, wt, nc, wt, nc, 0, zjj, nc)
+	gemmNT(nc, nc, nc, 1, wt, nc, wt, nc, 0, zs, nr)
 	if m > 0 {
-		r := rows[nc:]
 		// Ut = U^T = L_JJ^{-T} L_RJ^T = Wt L_RJ^T (nc x m).
 		ut := w.ut[:nc*m]
 		gemmNT(nc, m, nc, 1, wt, nc, ls[nc*nc:], nc, 0, ut, m)
 		zrr := w.zrr[:m*m]
-		si.gather(zrr, r, w.pos[:m])
-		// Z_RJ^T = -U^T Z_RR = -Ut Z_RR^T (Z_RR is symmetric).
-		zrjt := w.zrjt[:nc*m]
-		gemmNT(nc, m, m, -1, ut, m, zrr, m, 0, zrjt, m)
-		// Z_JJ -= U^T Z_RJ = Ut (Z_RJ^T)^T.
-		gemmNT(nc, nc, m, -1, ut, m, zrjt, m, 1, zjj, nc)
-		transposeTiled(zs[nc*nc:], zrjt, nc, m)
+		si.gather(zrr, rows[nc:], w.pos[:m])
+		// Z_RJ^T = -U^T Z_RR = -Ut Z_RR^T (Z_RR is symmetric), in place.
+		gemmNT(nc, m, m, -1, ut, m, zrr, m, 0, zs[nc:], nr)
+		// Z_JJ -= U^T Z_RJ = Ut (Z_RJ^T)^T. (B and C interleave in zs
+		// but share no entry.)
+		gemmNT(nc, nc, m, -1, ut, m, zs[nc:], nr, 1, zs, nr)
 	}
-	// Store the diagonal block whole, symmetric: its lower triangle and
-	// that mirrored (the products leave it symmetric to rounding only).
-	transposeTiled(zs[:nc*nc], zjj, nc, nc)
+	// Make the diagonal block exactly symmetric (the products leave it
+	// symmetric to rounding only): its upper triangle mirrors the lower.
 	for a := 0; a < nc; a++ {
-		copy(zs[a*nc:a*nc+a+1], zjj[a*nc:a*nc+a+1])
-	}
-}
-
-// transposeTiled sets dst (c x r) to the transpose of src (r x c), both
-// row-major, by tiles that stay in cache: the large rectangles of the
-// top supernodes would miss on every strided write.
-func transposeTiled(dst, src []float64, r, c int) {
-	const tile = 32
-	for i0 := 0; i0 < r; i0 += tile {
-		i1 := min(i0+tile, r)
-		for j0 := 0; j0 < c; j0 += tile {
-			j1 := min(j0+tile, c)
-			for i := i0; i < i1; i++ {
-				for j, v := range src[i*c+j0 : i*c+j1] {
-					dst[(j0+j)*r+i] = v
-				}
-			}
+		for c := 0; c < a; c++ {
+			zs[c*nr+a] = zs[a*nr+c]
 		}
 	}
 }
@@ -154,6 +137,7 @@ func (si *SelectedInverse) gather(dst []float64, r []int, pos []int) {
 		ft, lt := sn.first[t], sn.first[t+1]
 		nct := lt - ft
 		trows := sn.rows[sn.rowPtr[t]:sn.rowPtr[t+1]]
+		nrt := len(trows)
 		zt := si.z[sn.valPtr[t]:sn.valPtr[t+1]]
 		e := b
 		p := nct
@@ -173,9 +157,9 @@ func (si *SelectedInverse) gather(dst []float64, r []int, pos []int) {
 			pos[a] = p
 		}
 		for c := b; c < e; c++ {
-			col := r[c] - ft
+			zcol := zt[(r[c]-ft)*nrt : (r[c]-ft+1)*nrt] // column r[c] of Z
 			for a := c; a < m; a++ {
-				v := zt[pos[a]*nct+col]
+				v := zcol[pos[a]]
 				dst[a*m+c] = v
 				dst[c*m+a] = v
 			}
@@ -197,13 +181,12 @@ func (si *SelectedInverse) At(i, j int) (float64, bool) {
 	pi, pj := c.pinv[i], c.pinv[j]
 	lo, hi := min(pi, pj), max(pi, pj)
 	s := sn.super[lo]
-	f := sn.first[s]
-	nc := sn.first[s+1] - f
-	row, ok := slices.BinarySearch(sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], hi)
+	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+	row, ok := slices.BinarySearch(rows, hi)
 	if !ok {
 		return 0, false
 	}
-	return si.z[sn.valPtr[s]+row*nc+lo-f], true
+	return si.z[sn.valPtr[s]+(lo-sn.first[s])*len(rows)+row], true
 }
 
 // Submatrix writes the k x k block of A^{-1} in the rows and columns idx
