@@ -24,7 +24,7 @@ import (
 // Z_RR involves only rows of later supernodes, whose columns' structures
 // contain R (the rows of a column below it form a clique in L's graph), so
 // sweeping the supernodes from the last to the first computes Z on the
-// whole pattern, at about twice the cost of the factorization, in dense
+// whole pattern, at two to three times the cost of the factorization, in dense
 // products per supernode: no column of the inverse is ever formed.
 //
 // A SelectedInverse does not share storage with its factor: refactoring
