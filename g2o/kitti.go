@@ -1,13 +1,11 @@
 package g2o
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -33,36 +31,30 @@ const (
 // KITTI pose line 12. Anything else, and a file without such a line, is a
 // *ParseError naming the line.
 func SniffTrajectory(r io.Reader, name string) (TrajectoryFormat, error) {
-	br := bufio.NewReaderSize(r, MaxLineLength)
-	for line := 1; ; line++ {
-		raw, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return "", &ParseError{File: name, Line: line, Msg: fmt.Sprintf("line longer than %d bytes", MaxLineLength)}
+	var format TrajectoryFormat
+	err := eachDataLine(r, name, func(line int, fields []string) error {
+		if _, err := strconv.ParseFloat(fields[0], 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			format = FormatG2O
+			return errStopLines
 		}
-		if err != nil && err != io.EOF {
-			return "", fmt.Errorf("%s: %w", name, err)
-		}
-		s := string(raw)
-		if k := strings.IndexByte(s, '#'); k >= 0 {
-			s = s[:k]
-		}
-		if fields := strings.Fields(s); len(fields) > 0 {
-			if _, perr := strconv.ParseFloat(fields[0], 64); perr != nil && !errors.Is(perr, strconv.ErrRange) {
-				return FormatG2O, nil
-			}
-			switch len(fields) {
-			case 8:
-				return FormatTUM, nil
-			case 12:
-				return FormatKITTI, nil
-			}
-			return "", &ParseError{File: name, Line: line, Msg: fmt.Sprintf("%d numbers: neither a TUM line (8: timestamp tx ty tz qx qy qz qw) "+
+		switch len(fields) {
+		case 8:
+			format = FormatTUM
+		case 12:
+			format = FormatKITTI
+		default:
+			return &ParseError{File: name, Line: line, Msg: fmt.Sprintf("%d numbers: neither a TUM line (8: timestamp tx ty tz qx qy qz qw) "+
 				"nor a KITTI pose line (12: the 3x4 matrix [R | t] row by row), and a g2o line starts with a record name", len(fields))}
 		}
-		if err == io.EOF {
-			return "", &ParseError{File: name, Msg: "no poses: the file is empty or holds only comments"}
-		}
+		return errStopLines
+	})
+	if err != nil {
+		return "", err
 	}
+	if format == "" {
+		return "", &ParseError{File: name, Msg: "no poses: the file is empty or holds only comments"}
+	}
+	return format, nil
 }
 
 // kittiRotationTol bounds how far the 3 x 3 part of a KITTI pose may be
@@ -83,51 +75,31 @@ func ReadKITTI(r io.Reader, name string) (*Trajectory, error) {
 	perr := func(line int, format string, args ...any) error {
 		return &ParseError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
-	br := bufio.NewReaderSize(r, MaxLineLength)
 	var v [12]float64
-	for line := 1; ; line++ {
-		raw, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, perr(line, "line longer than %d bytes", MaxLineLength)
+	err := eachDataLine(r, name, func(line int, fields []string) error {
+		if len(fields) != 12 {
+			return perr(line, "%d fields; a KITTI pose line has 12: the 3x4 matrix [R | t] row by row", len(fields))
 		}
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		if err := parseFinite(v[:], fields, name, line); err != nil {
+			return err
 		}
-		s := string(raw)
-		if k := strings.IndexByte(s, '#'); k >= 0 {
-			s = s[:k]
-		}
-		if fields := strings.Fields(s); len(fields) > 0 {
-			if len(fields) != 12 {
-				return nil, perr(line, "%d fields; a KITTI pose line has 12: the 3x4 matrix [R | t] row by row", len(fields))
+		var m, rot [9]float64
+		for a := 0; a < 3; a++ {
+			for c := 0; c < 3; c++ {
+				m[a*3+c] = v[a*4+c]
 			}
-			for k, f := range fields {
-				x, err := strconv.ParseFloat(f, 64)
-				if err != nil && !errors.Is(err, strconv.ErrRange) {
-					return nil, perr(line, "field %d (%s) is not a number", k+1, printable(f))
-				}
-				if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-					return nil, perr(line, "field %d (%s) is not a finite number", k+1, printable(f))
-				}
-				v[k] = x
-			}
-			var m, rot [9]float64
-			for a := 0; a < 3; a++ {
-				for c := 0; c < 3; c++ {
-					m[a*3+c] = v[a*4+c]
-				}
-			}
-			if dev := orthogonalityError(&m); dev > kittiRotationTol || det3(&m) <= 0 {
-				return nil, perr(line, "the 3x3 part is not a rotation (||R^T R - I|| = %.3g, det %.3g)", dev, det3(&m))
-			}
-			smalldense.NearestRotation(rot[:], m[:], 3)
-			tr.Stamps = append(tr.Stamps, float64(len(tr.Poses)))
-			tr.Poses = append(tr.Poses, posegraph.Pose{R: rot, T: [3]float64{v[3], v[7], v[11]}})
-			tr.Lines = append(tr.Lines, line)
 		}
-		if err == io.EOF {
-			break
+		if dev := orthogonalityError(&m); dev > kittiRotationTol || det3(&m) <= 0 {
+			return perr(line, "the 3x3 part is not a rotation (||R^T R - I|| = %.3g, det %.3g)", dev, det3(&m))
 		}
+		smalldense.NearestRotation(rot[:], m[:], 3)
+		tr.Stamps = append(tr.Stamps, float64(len(tr.Poses)))
+		tr.Poses = append(tr.Poses, posegraph.Pose{R: rot, T: [3]float64{v[3], v[7], v[11]}})
+		tr.Lines = append(tr.Lines, line)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(tr.Poses) == 0 {
 		return nil, &ParseError{File: name, Msg: "no poses: a KITTI pose file needs lines of 12 numbers, [R | t] row by row"}

@@ -1,15 +1,12 @@
 package g2o
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -121,50 +118,29 @@ func ReadTUM(r io.Reader, name string) (*Trajectory, error) {
 		return &ParseError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
 	first := map[float64]int{}
-	br := bufio.NewReaderSize(r, MaxLineLength)
 	var v [8]float64
-	for line := 1; ; line++ {
-		raw, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, perr(line, "line longer than %d bytes", MaxLineLength)
+	err := eachDataLine(r, name, func(line int, fields []string) error {
+		if len(fields) != 8 {
+			return perr(line, "%d fields; a TUM line has 8: timestamp tx ty tz qx qy qz qw", len(fields))
 		}
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		if err := parseFinite(v[:], fields, name, line); err != nil {
+			return err
 		}
-		s := string(raw)
-		if k := strings.IndexByte(s, '#'); k >= 0 {
-			s = s[:k]
+		rot, ok := RotationFromQuat(v[4], v[5], v[6], v[7])
+		if !ok {
+			return perr(line, "zero quaternion")
 		}
-		fields := strings.Fields(s)
-		if len(fields) > 0 {
-			if len(fields) != 8 {
-				return nil, perr(line, "%d fields; a TUM line has 8: timestamp tx ty tz qx qy qz qw", len(fields))
-			}
-			for k, f := range fields {
-				x, err := strconv.ParseFloat(f, 64)
-				if err != nil && !errors.Is(err, strconv.ErrRange) {
-					return nil, perr(line, "field %d (%s) is not a number", k+1, printable(f))
-				}
-				if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-					return nil, perr(line, "field %d (%s) is not a finite number", k+1, printable(f))
-				}
-				v[k] = x
-			}
-			rot, ok := RotationFromQuat(v[4], v[5], v[6], v[7])
-			if !ok {
-				return nil, perr(line, "zero quaternion")
-			}
-			if l, dup := first[v[0]]; dup {
-				return nil, perr(line, "time stamp %s repeats line %d", fields[0], l)
-			}
-			first[v[0]] = line
-			tr.Stamps = append(tr.Stamps, v[0])
-			tr.Poses = append(tr.Poses, posegraph.Pose{R: rot, T: [3]float64{v[1], v[2], v[3]}})
-			tr.Lines = append(tr.Lines, line)
+		if l, dup := first[v[0]]; dup {
+			return perr(line, "time stamp %s repeats line %d", fields[0], l)
 		}
-		if err == io.EOF {
-			break
-		}
+		first[v[0]] = line
+		tr.Stamps = append(tr.Stamps, v[0])
+		tr.Poses = append(tr.Poses, posegraph.Pose{R: rot, T: [3]float64{v[1], v[2], v[3]}})
+		tr.Lines = append(tr.Lines, line)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(tr.Poses) == 0 {
 		return nil, &ParseError{File: name, Msg: "no poses: a TUM trajectory needs lines \"timestamp tx ty tz qx qy qz qw\""}
