@@ -98,9 +98,12 @@
 //
 // A Trajectory is a list of stamped poses without edges, what trajectory
 // evaluation compares. ReadTUM reads the TUM format back (any time stamps,
-// in file order); ReadVertices reads the VERTEX records of a g2o or TORO
-// file, stamped by vertex id, and needs no edges; ReadTrajectoryFile picks
-// between them by the extension (.tum or .txt is TUM). TUM is always 3-D:
+// in file order); ReadKITTI reads the KITTI odometry benchmark's pose files
+// (12 numbers a line, no stamps: pose k is stamped k); ReadVertices reads
+// the VERTEX records of a g2o or TORO file, stamped by vertex id, and needs
+// no edges; ReadTrajectoryFile picks between them by the content, whatever
+// the extension (SniffTrajectory: a record name, 8 numbers or 12 numbers on
+// the first line). TUM and KITTI are always 3-D:
 // Trajectory.Flatten turns a planar one (z = 0, rotations about z, as
 // WriteTUM writes 2-D poses) back into 2-D. Errors name the file and line.
 package g2o

@@ -33,6 +33,25 @@ type Viewer struct {
 	// Run summarizes the solve; nil when the estimates come from files
 	// alone, and the header then says so instead of a certificate status.
 	Run *Run
+	// Ellipses, when set, are position covariances of the last
+	// estimate's vertices, which the page draws as ellipses around them
+	// behind a toggle (off at first).
+	Ellipses *Ellipses
+}
+
+// Ellipses are the position uncertainties the page can draw around the
+// vertices of the last estimate, as the ellipses that hold 95% of a
+// Gaussian's mass, sqrt(5.991) standard deviations out along each axis,
+// magnified by a factor the page chooses so that they show (and prints).
+type Ellipses struct {
+	// XY holds, per vertex, the covariance of its x and y as (xx, xy,
+	// yy). In 3-D that is the marginal of x and y, the covariance's
+	// projection on the horizontal plane, which the page draws at the
+	// vertex's height. A vertex with zero covariance (the gauge, held
+	// fixed) gets no ellipse.
+	XY [][3]float64
+	// Note says what the covariances are, for the side bar.
+	Note string
 }
 
 // Run is the part of a solve's report the viewer shows: the certificate
@@ -87,6 +106,9 @@ type pageData struct {
 	Est     []estimate `json:"estimates"`
 	Run     *runData   `json:"run"`
 
+	// Ell holds the position covariances (nil: none).
+	Ell *ellData `json:"ellipses,omitempty"`
+
 	// Landmarks is how many of the n vertices are landmarks; they are
 	// the last ones (posegraph's order), so an edge into a vertex at
 	// index >= n - landmarks is an observation. The page draws them as
@@ -103,6 +125,11 @@ type estimate struct {
 	// Cost is each edge's term of F, Total their sum.
 	Cost  numbers `json:"cost"`
 	Total float64 `json:"total"`
+}
+
+type ellData struct {
+	XY   numbers `json:"xy"` // xx, xy, yy per vertex
+	Note string  `json:"note"`
 }
 
 type runData struct {
@@ -258,6 +285,13 @@ func buildPage(v Viewer) (*pageData, error) {
 			Cost: numbers{cost, 4},
 		})
 	}
+	if v.Ellipses != nil {
+		ell, err := ellipseData(v.Ellipses, n)
+		if err != nil {
+			return nil, err
+		}
+		pd.Ell = ell
+	}
 	if r := v.Run; r != nil {
 		rd := &runData{
 			Status: r.Status, Certified: r.Certified, Objective: r.Objective, Relaxation: r.RelaxationObjective,
@@ -291,6 +325,28 @@ func buildPage(v Viewer) (*pageData, error) {
 		pd.Run = rd
 	}
 	return pd, nil
+}
+
+// ellipseData checks the covariances (one per vertex, finite, positive
+// semidefinite to rounding) and packs them for the page.
+func ellipseData(e *Ellipses, n int) (*ellData, error) {
+	if len(e.XY) != n {
+		return nil, fmt.Errorf("ellipses: %d covariances for %d vertices", len(e.XY), n)
+	}
+	xy := make([]float64, 0, 3*n)
+	for i, c := range e.XY {
+		xx, xy0, yy := c[0], c[1], c[2]
+		for _, v := range c {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("ellipses: vertex %d has a non-finite covariance", i)
+			}
+		}
+		if xx < 0 || yy < 0 || xy0*xy0 > xx*yy*(1+1e-9)+1e-300 {
+			return nil, fmt.Errorf("ellipses: vertex %d's covariance (%g, %g, %g) is not positive semidefinite", i, xx, xy0, yy)
+		}
+		xy = append(xy, xx, xy0, yy)
+	}
+	return &ellData{XY: numbers{xy, 6}, Note: e.Note}, nil
 }
 
 // checkLandmarks checks what the page assumes of g's landmarks and returns

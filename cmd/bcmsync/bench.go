@@ -44,7 +44,7 @@ const relTolBench = 1e-7
 // children: they choose outputs, which bench fixes itself (the child always
 // prints its JSON report and nothing else). Every other solve flag is a
 // bench flag too and is passed on, so the two commands cannot drift apart.
-var benchExcluded = []string{"o", "tum", "report", "plots", "quiet", "verbose", "json"}
+var benchExcluded = []string{"o", "tum", "report", "plots", "quiet", "verbose", "json", "covariances", "covariance-pairs"}
 
 func init() {
 	register(command{

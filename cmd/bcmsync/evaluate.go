@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/g2o"
@@ -21,9 +20,18 @@ const (
 	evaluateUsage = "evaluate [flags] EST GT"
 	evaluateDoc   = `Compares the estimated trajectory EST with the ground truth GT, in the
 conventions of evo (evo_ape, evo_rpe). Each file is g2o (its VERTEX records,
-stamped by vertex id; edges are not needed) or TUM ("timestamp tx ty tz qx
-qy qz qw", for paths ending in .tum or .txt). Poses are matched by equal id /
-time stamp; poses without a match are counted, reported and left out.
+stamped by vertex id; edges are not needed), TUM ("timestamp tx ty tz qx qy
+qz qw") or a KITTI pose file (the 3x4 matrix [R | t] row by row, 12 numbers a
+line, no time stamps); the format is read from the content, whatever the
+file's name: a g2o line starts with a record name, a TUM line has 8 numbers,
+a KITTI line 12.
+
+Poses are matched as evo does: each pose of EST with the pose of GT nearest
+in time (or vertex id), when they are at most --t-max-diff apart (default
+0.01, evo's; each pose is matched at most once, the nearer pair winning). A
+KITTI file has no stamps, so its poses are matched by line: pose k of one
+file with pose k of the other, which must have as many. Poses without a match
+are counted, reported and left out.
 
 ATE: after aligning EST to GT (--align: se, the best rigid motion, Umeyama /
 Horn, as evo_ape -a; sim adds a scale, as evo_ape -as; none, evo's default),
@@ -47,8 +55,15 @@ func init() {
 // evalReport is what evaluate prints with --json; the names are part of the
 // command's interface.
 type evalReport struct {
-	Estimate     string         `json:"estimate"`
-	Reference    string         `json:"reference"`
+	Estimate  string `json:"estimate"`
+	Reference string `json:"reference"`
+	// Formats are the files' formats (g2o, tum, kitti); Association how
+	// poses were matched: "nearest stamp" within TMaxDiff, or "by line"
+	// (KITTI).
+	EstFormat    string         `json:"estimate_format"`
+	RefFormat    string         `json:"reference_format"`
+	Association  string         `json:"association"`
+	TMaxDiff     float64        `json:"t_max_diff"`
 	D            int            `json:"d"`
 	Matched      int            `json:"matched"`
 	EstUnmatched int            `json:"estimate_unmatched"`
@@ -79,6 +94,7 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	allPairs := fs.Bool("all-pairs", false, "relative errors over every pair (i, i+delta), not just (0, delta), (delta, 2 delta), ...")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	plotPath := fs.String("plot", "", "draw the aligned estimate coloured by ATE, and ATE per pose, to `FILE` (.png, .svg or .pdf)")
+	tMaxDiff := fs.Float64("t-max-diff", 0.01, "match poses whose time stamps (or vertex ids) are at most `SECONDS` apart, each with the nearest (evo's --t_max_diff); 0: equal stamps only")
 	files, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -93,6 +109,9 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if *delta < 1 {
 		return usageError{fmt.Errorf("--delta must be >= 1, not %d", *delta)}
+	}
+	if !(*tMaxDiff >= 0) || math.IsInf(*tMaxDiff, 0) {
+		return usageError{fmt.Errorf("--t-max-diff must be a finite number of seconds >= 0, not %g", *tMaxDiff)}
 	}
 	if *plotPath != "" {
 		switch strings.ToLower(filepath.Ext(*plotPath)) {
@@ -133,12 +152,23 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	d := est.D
-	assoc, err := trajeval.Associate(est.Stamps, ref.Stamps)
+	how := "nearest stamp"
+	var assoc trajeval.Association
+	if est.Format == g2o.FormatKITTI || ref.Format == g2o.FormatKITTI {
+		how = "by line"
+		if len(est.Poses) != len(ref.Poses) {
+			return fmt.Errorf("evaluate: %s has %d poses and %s %d: a KITTI pose file has no time stamps, so poses are matched by line, and both files need as many",
+				files[0], len(est.Poses), files[1], len(ref.Poses))
+		}
+		assoc, err = trajeval.AssociateByOrder(len(est.Poses), len(ref.Poses))
+	} else {
+		assoc, err = trajeval.AssociateNearest(est.Stamps, ref.Stamps, *tMaxDiff)
+	}
 	if err != nil {
 		return err
 	}
 	if len(assoc.Est) == 0 {
-		return fmt.Errorf("evaluate: %s and %s share no id / time stamp (%s; %s)", files[0], files[1], stampRange(est), stampRange(ref))
+		return fmt.Errorf("evaluate: %s and %s share no id / time stamp within --t-max-diff %g (%s; %s)", files[0], files[1], *tMaxDiff, stampRange(est), stampRange(ref))
 	}
 	if assoc.EstOnly > 0 || assoc.RefOnly > 0 {
 		fmt.Fprintf(stderr, "warning: %d pose(s) of %s have no match in %s and %d of %s none in %s; they are left out\n",
@@ -158,6 +188,7 @@ func runEvaluate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	rep := evalReport{
 		Estimate: files[0], Reference: files[1], D: d, Matched: len(assoc.Est),
+		EstFormat: string(est.Format), RefFormat: string(ref.Format), Association: how, TMaxDiff: *tMaxDiff,
 		EstUnmatched: assoc.EstOnly, RefUnmatched: assoc.RefOnly, Align: align.String(),
 		ATE: trajeval.Summarize(res.ATE), ATERot: trajeval.Summarize(res.ATERot),
 		Delta: *delta, AllPairs: *allPairs,
@@ -199,22 +230,7 @@ func readTrajectory(path string) (*g2o.Trajectory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", stdinName, err)
 	}
-	return g2o.ReadTrajectory(bytes.NewReader(b), stdinName, looksTUM(b))
-}
-
-// looksTUM reports whether the first record of b (comments and blank lines
-// skipped) starts with a number.
-func looksTUM(b []byte) bool {
-	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if k := bytes.IndexByte(line, '#'); k >= 0 {
-			line = line[:k]
-		}
-		if f := bytes.Fields(bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))); len(f) > 0 {
-			_, err := strconv.ParseFloat(string(f[0]), 64)
-			return err == nil
-		}
-	}
-	return false
+	return g2o.ReadTrajectory(bytes.NewReader(b), stdinName)
 }
 
 // stampRange describes a trajectory's stamps for the no-match error.
@@ -231,6 +247,11 @@ func writeEval(w io.Writer, r *evalReport) error {
 	fmt.Fprintf(&b, "evaluate: %s against %s\n", r.Estimate, r.Reference)
 	fmt.Fprintf(&b, "  d=%d, %d matched poses (%d of the estimate and %d of the reference unmatched)\n",
 		r.D, r.Matched, r.EstUnmatched, r.RefUnmatched)
+	if r.Association == "by line" {
+		fmt.Fprintf(&b, "  formats %s and %s; matched by line (a KITTI pose file has no time stamps)\n", r.EstFormat, r.RefFormat)
+	} else {
+		fmt.Fprintf(&b, "  formats %s and %s; matched by nearest stamp within %g\n", r.EstFormat, r.RefFormat, r.TMaxDiff)
+	}
 	t := r.Transform
 	switch r.Align {
 	case "none":

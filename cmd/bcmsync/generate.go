@@ -35,6 +35,16 @@ Noise: rotation Langevin(I, kappa) on SO(d), about N(0, 1/(2 kappa)) radians
 per axis, and translation N(0, 1/tau) per axis; give --kappa and --tau, or
 the standard deviations --rot-sigma (radians) and --trans-sigma.
 
+The information convention is SE-Sync's, which bcmsync reads: kappa is an
+EDGE_SE2's I33, so --rot-sigma S writes I33 = 1/(2 S^2) (and the rotation
+block I/S^2 of an EDGE_SE3:QUAT, read as kappa = 1/(2 S^2)); --trans-sigma S
+writes 1/S^2 on the translation diagonal, as g2o would. g2o and GTSAM read
+I33 as 1/sigma^2, so they take these 2-D rotations as sqrt(2) noisier (3-D:
+2 times, g2o's rotation error being the quaternion's vector part, about
+theta/2); conversely bcmsync reads a g2o file's I33 = 1/sigma^2 as an angle
+of standard deviation sigma/sqrt(2). To give bcmsync a g2o sigma, halve I33
+(quarter the 3-D rotation block).
+
 With --outliers, wrong loop closures are appended and listed in
 FILE.outliers.txt, one "LINE ID_I ID_J" per outlier edge (LINE is the EDGE
 record's line in FILE.g2o).
@@ -92,7 +102,7 @@ func (f *generateFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed of the structure and the noise")
 	fs.Float64Var(&f.kappa, "kappa", 500, "rotation precision kappa (rotation noise about 1/sqrt(2 kappa) rad per axis)")
 	fs.Float64Var(&f.tau, "tau", 400, "translation precision tau (translation noise 1/sqrt(tau) per axis)")
-	fs.Float64Var(&f.rotSigma, "rot-sigma", 0, "rotation noise standard deviation per axis in `RADIANS` (sets kappa = 1/(2 sigma^2))")
+	fs.Float64Var(&f.rotSigma, "rot-sigma", 0, "rotation noise standard deviation per axis in `RADIANS` (sets kappa = 1/(2 sigma^2), written as I33 = 1/(2 sigma^2) in 2-D: SE-Sync's convention, half g2o's 1/sigma^2)")
 	fs.Float64Var(&f.transSigma, "trans-sigma", 0, "translation noise standard deviation per axis (sets tau = 1/sigma^2)")
 	fs.BoolVar(&f.noiseFree, "noise-free", false, "exact measurements (kappa and tau are still written as weights)")
 	fs.Float64Var(&f.loopProb, "loop-prob", 1, "probability in [0, 1] of keeping each candidate loop closure")

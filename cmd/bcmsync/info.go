@@ -33,7 +33,11 @@ const (
 edges m, the connected components (their sizes when there are several), the
 minimum, mean and maximum degree, the number of loop closures (edges whose
 vertex ids are not consecutive, |i-j| != 1), the FIX'ed vertices and how many
-poses have an initial estimate. FILE - reads standard input.`
+poses have an initial estimate. FILE - reads standard input.
+
+A file that cannot be read is reported on stderr (FILE:LINE: problem; with
+--json also as {"file": ..., "error": ...} on stdout) and info goes on with
+the next; the exit status is 1 when any file was bad, 0 when all were read.`
 )
 
 func init() {
@@ -92,7 +96,8 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := set.check(); err != nil {
 		return err
 	}
-	for k, file := range files {
+	bad, shown := 0, 0
+	for _, file := range files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -106,7 +111,17 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintln(stderr, "warning:", w)
 		}
 		if err != nil {
-			return lenientHint(err)
+			bad++
+			err = lenientHint(err)
+			fmt.Fprintln(stderr, err)
+			if opts.json {
+				enc := json.NewEncoder(stdout)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(infoError{File: file, Error: err.Error()}); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		info := describe(g, g.Source)
 		info.Warnings = warns
@@ -118,14 +133,24 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 			continue
 		}
-		if k > 0 {
+		if shown > 0 {
 			fmt.Fprintln(stdout)
 		}
+		shown++
 		if err := writeInfo(stdout, info); err != nil {
 			return err
 		}
 	}
+	if bad > 0 {
+		return fmt.Errorf("info: %d of %d files could not be read (the errors are above)", bad, len(files))
+	}
 	return nil
+}
+
+// infoError is info's JSON object for a file it could not read.
+type infoError struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
 }
 
 // describe computes the statistics info reports.

@@ -39,6 +39,7 @@ type solveFlags struct {
 	trustOdometry           bool
 	robustQuantile          float64
 	robustThreshold         float64
+	covariances, covPairs   string
 }
 
 // rawQuatUsage documents --raw-quaternions for solve, bench and info.
@@ -76,6 +77,7 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.trustOdometry, "trust-odometry", true, "with --robust, never reject an edge between poses adjacent in ascending id order")
 	fs.Float64Var(&f.robustQuantile, "robust-quantile", 0, "with --robust, the chi-squared probability `P` whose quantile (edge dimension degrees of freedom) is the threshold c^2 (0: 0.999)")
 	fs.Float64Var(&f.robustThreshold, "robust-threshold", 0, "with --robust, the threshold c^2 on an edge's term of F itself, instead of --robust-quantile (0: from the quantile)")
+	f.registerCovariances(fs)
 }
 
 // options checks the flags and turns them into the solver's options. Every
@@ -136,6 +138,9 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 		return o, errors.New("set --robust-quantile or --robust-threshold, not both")
 	}
 	o.Robust = bsync.RobustOptions{Loss: loss, Quantile: f.robustQuantile, Threshold: f.robustThreshold, CheckOdometry: !f.trustOdometry}
+	if err := f.covarianceFlagsOK(); err != nil {
+		return o, err
+	}
 	if f.verbose {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
@@ -209,6 +214,8 @@ func (f *solveFlags) outputs(set *fileSet) {
 	set.output("-o", f.out)
 	set.output("--tum", f.tum)
 	set.output("--report", f.report)
+	set.output("--covariances", f.covariances)
+	set.input("--covariance-pairs", f.covPairs)
 	if f.json {
 		set.output("--json", stdio)
 	}
@@ -230,6 +237,10 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 	}
 	if err := f.checkRanks(g.D, file); err != nil {
 		return nil, usageError{err}
+	}
+	pairs, err := f.prepareCovariances(g)
+	if err != nil {
+		return nil, err
 	}
 	prog := newProgress(stderr, f.quiet)
 	opts.Progress = prog.update
@@ -276,6 +287,13 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 		}); err != nil {
 			return rep, err
 		}
+	}
+	if f.covariances != "" {
+		note, err := writeCovariances(f, file, res, pairs, stdout)
+		if err != nil {
+			return rep, err
+		}
+		notes = append(notes, note)
 	}
 	if f.report != "" {
 		if err := writeOutput(f.report, stdout, rep.WriteJSON); err != nil {

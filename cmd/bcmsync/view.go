@@ -161,6 +161,7 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 	if res.Graph.N() < g.N() {
 		notes = append(notes, droppedNote(g, res.Graph))
 	}
+	v.Ellipses, notes = viewEllipses(res, notes)
 	return v, rep, notes, nil
 }
 

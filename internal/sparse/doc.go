@@ -73,6 +73,10 @@
 // pivot below -limit (strong indefiniteness, or the growth that follows an
 // accepted tiny pivot) still fails. AnalyzeSimplicial gives the plain
 // up-looking factorization, the reference the tests compare with.
+// SelectedInverse computes the entries of A^{-1} on the pattern of a
+// supernodal factor (Takahashi's recurrences, swept from the last
+// supernode to the first), the diagonal blocks among them: marginal
+// covariances without a dense inverse.
 //
 // # Iterative solvers
 //
