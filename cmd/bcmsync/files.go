@@ -181,7 +181,11 @@ func (s *fileSet) check() error {
 				return usageError{fmt.Errorf("%s %s: %v", in.what, in.path, err)}
 			}
 			if vo.same(vi) {
-				return usageError{fmt.Errorf("%s %s would overwrite the input %s", o.what, o.path, in.path)}
+				what := "the input"
+				if in.what != "FILE" {
+					what = "the input " + in.what
+				}
+				return usageError{fmt.Errorf("%s %s would overwrite %s %s", o.what, o.path, what, in.path)}
 			}
 		}
 	}
