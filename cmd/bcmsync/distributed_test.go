@@ -138,7 +138,7 @@ func TestDistributedCollisions(t *testing.T) {
 		{[]string{"distributed", "--agents", "2", "-o", "in.g2o", "in.g2o"}, "-o in.g2o would overwrite the input in.g2o"},
 		{[]string{"distributed", "--agents", "2", "--tum", "link.g2o", "in.g2o"}, "would overwrite the input in.g2o"},
 		{[]string{"distributed", "--agents", "2", "--report", "hard.g2o", "in.g2o"}, "would overwrite the input in.g2o"},
-		{[]string{"distributed", "--agents", "2", "--partition", "report.json", "--report", "report.json", "in.g2o"}, "would overwrite the input report.json"},
+		{[]string{"distributed", "--agents", "2", "--partition", "report.json", "--report", "report.json", "in.g2o"}, "would overwrite the input --partition report.json"},
 		{[]string{"distributed", "--agents", "2", "-o", "x", "--tum", "x", "in.g2o"}, "-o x and --tum x are the same file"},
 		{[]string{"distributed", "--agents", "2", "-o", "-", "--json", "in.g2o"}, "both write to standard output"},
 		{[]string{"distributed", "--agents", "2", "-o", "/nonexistent-bcmsync/o.g2o", "in.g2o"}, "does not exist"},

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/internal/outfile"
@@ -182,7 +183,7 @@ func (s *fileSet) check() error {
 			}
 			if vo.same(vi) {
 				what := "the input"
-				if in.what != "FILE" {
+				if strings.HasPrefix(in.what, "-") { // a flag's file, not a positional FILE
 					what = "the input " + in.what
 				}
 				return usageError{fmt.Errorf("%s %s would overwrite %s %s", o.what, o.path, what, in.path)}

@@ -138,11 +138,11 @@ func TestOutputCollisions(t *testing.T) {
 		// view: the page against every input.
 		{[]string{"view", "-o", "in.g2o", "in.g2o"}, "would overwrite the input in.g2o"},
 		{[]string{"view", "-o", "link.g2o", "in.g2o", "hard.g2o"}, "would overwrite the input in.g2o"},
-		{[]string{"view", "--no-solve", "-o", "report.json", "--report", "report.json", "in.g2o"}, "would overwrite the input report.json"},
+		{[]string{"view", "--no-solve", "-o", "report.json", "--report", "report.json", "in.g2o"}, "would overwrite the input --report report.json"},
 		{[]string{"view", "-o", "/nonexistent-bcmsync/v.html", "in.g2o"}, "does not exist"},
 		// plot: the files it writes into its folder against the inputs.
 		{[]string{"plot", "-o", "figs", "figs/trajectory.png"}, "would overwrite the input figs/trajectory.png"},
-		{[]string{"plot", "-o", "figs", "--report", "figs/stages.png", "in.g2o"}, "would overwrite the input figs/stages.png"},
+		{[]string{"plot", "-o", "figs", "--report", "figs/stages.png", "in.g2o"}, "would overwrite the input --report figs/stages.png"},
 		{[]string{"plot", "-o", "in.g2o", "in.g2o"}, "-o in.g2o: not a folder"},
 		// generate: its three outputs.
 		{[]string{"generate", "grid", "-o", "g.g2o", "--truth", "g.g2o"}, "are the same file"},
@@ -152,7 +152,7 @@ func TestOutputCollisions(t *testing.T) {
 		// evaluate: the figure against the inputs.
 		{[]string{"evaluate", "--plot", "in.png", "in.png", "in.g2o"}, "--plot in.png would overwrite the input in.png"},
 		// bench: its tables against its inputs.
-		{[]string{"bench", "-o", "bench", "--reference", "bench/bench.json", "bench"}, "would overwrite the input bench/bench.json"},
+		{[]string{"bench", "-o", "bench", "--reference", "bench/bench.json", "bench"}, "would overwrite the input --reference bench/bench.json"},
 		{[]string{"bench", "-o", "in.g2o", "bench"}, "-o in.g2o: not a folder"},
 	} {
 		before := snapshot(t, dir)

@@ -250,7 +250,7 @@ func TestViewKeepsReport(t *testing.T) {
 	}
 	before, _ := os.ReadFile(rep)
 	code, _, stderr := runCmd("view", "--no-solve", "--report", rep, "-o", rep, in)
-	if code != 2 || !strings.Contains(stderr, "would overwrite the input "+rep) {
+	if code != 2 || !strings.Contains(stderr, "would overwrite the input --report "+rep) {
 		t.Errorf("exit %d, stderr %q; want 2 and the report named", code, stderr)
 	}
 	if after, _ := os.ReadFile(rep); string(after) != string(before) {
