@@ -138,11 +138,16 @@ type RobustIteration struct {
 // RobustResult is the outlier rejection's account of a solve.
 type RobustResult struct {
 	Loss Robust
-	// Threshold is c^2; Quantile the probability it came from (0 when set
-	// directly), DOF the chi-squared degrees of freedom used.
-	Threshold float64
-	Quantile  float64
-	DOF       int
+	// Threshold is c^2 of the pose edges; Quantile the probability it
+	// came from (0 when set directly), DOF the chi-squared degrees of
+	// freedom used. ObservationThreshold and ObservationDOF are the same
+	// for landmark observations, which measure a position only (d degrees
+	// of freedom); a threshold set directly holds for every edge.
+	Threshold            float64
+	Quantile             float64
+	DOF                  int
+	ObservationThreshold float64
+	ObservationDOF       int
 	// TrustOdometry is true unless RobustOptions.CheckOdometry was set.
 	TrustOdometry bool
 	// Input is the graph given (its largest component with
@@ -235,11 +240,15 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		}
 		rr.Threshold = distuv.ChiSquared{K: float64(rr.DOF)}.Quantile(rr.Quantile)
 	}
-	c2 := rr.Threshold
+	rr.ObservationDOF, rr.ObservationThreshold = d, rr.Threshold
+	if ro.Threshold == 0 {
+		rr.ObservationThreshold = distuv.ChiSquared{K: float64(d)}.Quantile(rr.Quantile)
+	}
+	c2 := rr.thresholds(g)
 	rr.Trusted = make([]bool, m)
 	if !ro.CheckOdometry {
-		for k, e := range g.Edges {
-			rr.Trusted[k] = e.I-e.J == 1 || e.J-e.I == 1
+		for k := range g.Edges {
+			rr.Trusted[k] = isOdometry(g, &g.Edges[k])
 		}
 	}
 	var deadline time.Time
@@ -358,17 +367,17 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		if it == 0 {
 			r2max := 0.0
 			for k, v := range r2 {
-				if !rr.Trusted[k] && v > r2max {
-					r2max = v
+				if !rr.Trusted[k] && v/c2[k] > r2max {
+					r2max = v / c2[k]
 				}
 			}
-			if r2max <= c2 {
+			if r2max <= 1 {
 				if done("no outliers") {
 					break
 				}
 				continue
 			}
-			mu = gncInitialMu(c2, r2max)
+			mu = gncInitialMu(1, r2max)
 		} else {
 			mu *= ro.MuStep
 		}
@@ -377,7 +386,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		for k := range next {
 			next[k] = 1
 			if !rr.Trusted[k] {
-				next[k] = tlsWeight(r2[k], c2, mu)
+				next[k] = tlsWeight(r2[k], c2[k], mu)
 			}
 			if w[k] != 0 && w[k] != 1 {
 				binary = false
@@ -465,13 +474,33 @@ func tlsWeight(r2, c2, mu float64) float64 {
 	return math.Max(0, math.Min(1, w))
 }
 
-// tlsCost is sum_e min(r2_e, c2), the TLS objective at the terms r2.
-func tlsCost(r2 []float64, c2 float64) float64 {
+// tlsCost is sum_e min(r2_e, c2_e), the TLS objective at the terms r2.
+func tlsCost(r2, c2 []float64) float64 {
 	s := 0.0
-	for _, v := range r2 {
-		s += math.Min(v, c2)
+	for k, v := range r2 {
+		s += math.Min(v, c2[k])
 	}
 	return s
+}
+
+// thresholds returns each edge's c^2: ObservationThreshold for the
+// landmark observations of g, Threshold for the others.
+func (rr *RobustResult) thresholds(g *posegraph.Graph) []float64 {
+	c2 := make([]float64, g.M())
+	for k := range g.Edges {
+		c2[k] = rr.Threshold
+		if g.IsObservation(&g.Edges[k]) {
+			c2[k] = rr.ObservationThreshold
+		}
+	}
+	return c2
+}
+
+// isOdometry reports whether e joins two poses adjacent in index order; a
+// landmark observation never counts, even when the landmark's index
+// follows the last pose's.
+func isOdometry(g *posegraph.Graph, e *posegraph.Edge) bool {
+	return (e.I-e.J == 1 || e.J-e.I == 1) && !g.IsLandmark(e.I) && !g.IsLandmark(e.J)
 }
 
 // weightedGraph returns g with each edge's kappa and tau (and its recorded
@@ -504,7 +533,7 @@ func weightedGraph(g *posegraph.Graph, w []float64) (*posegraph.Graph, []int, []
 	}
 	use := make([]bool, g.M())
 	for k, e := range g.Edges {
-		if w[k] > 0 && e.Kappa*w[k] > 0 && e.Tau*w[k] > 0 {
+		if w[k] > 0 {
 			use[k] = true
 			union(e.I, e.J)
 		}
