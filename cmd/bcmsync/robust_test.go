@@ -44,7 +44,8 @@ func TestSolveRobust(t *testing.T) {
 			outliers++
 		}
 	}
-	for _, want := range []string{"CERTIFIED globally optimal at rank 2 (robust: of the ", "robust gnc-tls", "bad.g2o:", "converged"} {
+	for _, want := range []string{"CERTIFIED globally optimal at rank 2 (robust: of the ", "robust gnc-tls", "bad.g2o:", "converged",
+		"consistency: ", "rejected by the consistency stage ", " c^2)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
@@ -90,6 +91,7 @@ func TestSolveRobustFlags(t *testing.T) {
 		{"--robust", "huber"},
 		{"--robust-quantile", "0.99"},
 		{"--trust-odometry=false"},
+		{"--robust-consistency=false"},
 		{"--robust", "gnc-tls", "--robust-quantile", "1.5"},
 		{"--robust", "gnc-tls", "--robust-threshold", "-1"},
 		{"--robust", "gnc-tls", "--robust-quantile", "0.99", "--robust-threshold", "10"},
@@ -98,5 +100,43 @@ func TestSolveRobustFlags(t *testing.T) {
 		if code != 2 || !strings.HasPrefix(stderr, "bcmsync solve:") {
 			t.Errorf("%v: exit %d, stderr %q; want a usage error", args, code, stderr)
 		}
+	}
+}
+
+// TestSolveRobustPlots: --plots with --robust draws the whole run
+// (robust.png beside the final solve's figures), and a summary with more
+// rejected edges than it names points to --report without claiming a JSON
+// report was written.
+func TestSolveRobustPlots(t *testing.T) {
+	g, _, err := datasets.Geometric(2, 120, 2.5, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.3, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _, err := datasets.AddOutliers(g, datasets.OutlierConfig{Fraction: 0.1, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in, plotDir := filepath.Join(dir, "bad.g2o"), filepath.Join(dir, "plots")
+	f, err := os.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g2o.Write(f, bad, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	code, stdout, stderr := runCmd("solve", "--robust", "gnc-tls", "--plots", plotDir, in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(plotDir, "robust.png")); err != nil {
+		t.Error(err)
+	}
+	if !strings.Contains(stdout, "robust.png") {
+		t.Errorf("the summary does not name robust.png:\n%s", stdout)
+	}
+	if strings.Contains(stdout, "in the JSON report") || !strings.Contains(stdout, "more (--report writes every edge)") {
+		t.Errorf("the summary's list of rejected edges:\n%s", stdout)
 	}
 }
