@@ -59,6 +59,7 @@ func TestRobustLandmarksClean(t *testing.T) {
 	if !rr.Converged || !res.Certified {
 		t.Fatalf("status %q, stop %q", res.Status, rr.Stop)
 	}
+	checkTLS(t, res)
 	lostObs, lostEdges := 0, 0
 	for _, k := range rr.Rejected {
 		if g.IsObservation(&g.Edges[k]) {
@@ -136,6 +137,7 @@ func TestRobustLandmarksWrongObservations(t *testing.T) {
 	if !rr.Converged || !res.Certified {
 		t.Fatalf("status %q, stop %q", res.Status, rr.Stop)
 	}
+	checkTLS(t, res)
 	atRef := bad.EdgeCosts(nil, ref.Poses, posegraph.Poses)
 	nwrong, inside, lost := 0, 0, 0
 	for k, w := range rr.Weights {

@@ -69,13 +69,31 @@ func trajectoryError(d int, a, b []posegraph.Pose) (maxAngle, ate float64) {
 // The plain solve of the corrupted graph, for contrast, is far off.
 func TestRobustRejectsOutliers(t *testing.T) {
 	for _, c := range []robustCase{{2, 0.05}, {2, 0.10}, {2, 0.20}, {3, 0.05}, {3, 0.10}, {3, 0.20}} {
-		t.Run(fmt.Sprintf("d=%d/%g", c.d, c.fraction), func(t *testing.T) {
+		for _, gncOnly := range []bool{false, true} {
+			if gncOnly && c.fraction != 0.10 {
+				continue
+			}
+			name := fmt.Sprintf("d=%d/%g", c.d, c.fraction)
+			if gncOnly {
+				name += "/gnc-only"
+			}
+			t.Run(name, func(t *testing.T) { testRejectsOutliers(t, c, gncOnly) })
+		}
+	}
+}
+
+// testRejectsOutliers is one case of TestRobustRejectsOutliers; gncOnly
+// skips the consistency stage, so that GNC and the TLS check do the whole
+// job.
+func testRejectsOutliers(t *testing.T, c robustCase, gncOnly bool) {
+	{
+		{
 			clean, bad, mask, kappa, tau := c.graphs(t)
 			ref, err := Solve(context.Background(), clean, Options{})
 			if err != nil || !ref.Certified {
 				t.Fatalf("clean solve: %v, %+v", err, ref)
 			}
-			res, err := Solve(context.Background(), bad, Options{Robust: RobustOptions{Loss: RobustGNCTLS}})
+			res, err := Solve(context.Background(), bad, Options{Robust: RobustOptions{Loss: RobustGNCTLS, NoConsistency: gncOnly}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,6 +103,10 @@ func TestRobustRejectsOutliers(t *testing.T) {
 			}
 			if res.Status != Certified || !strings.HasPrefix(rr.Describe(), "robust: of the ") {
 				t.Errorf("status %q, %q", res.Status, rr.Describe())
+			}
+			checkTLS(t, res)
+			if gncOnly && (rr.Consistency.Candidates != 0 || len(rr.Iterations) < 3) {
+				t.Errorf("GNC alone: consistency %+v, %d solves", rr.Consistency, len(rr.Iterations))
 			}
 			outliers, inliers, missed, lost := 0, 0, 0, 0
 			for k, w := range rr.Weights {
@@ -127,7 +149,7 @@ func TestRobustRejectsOutliers(t *testing.T) {
 			if prot, pate := trajectoryError(c.d, ref.Poses, plain.Poses); prot < 10/math.Sqrt(2*kappa) && pate < 10/math.Sqrt(tau) {
 				t.Errorf("the plain solve is already close (rotation %g, ATE %g): the test does not test rejection", prot, pate)
 			}
-		})
+		}
 	}
 }
 
