@@ -86,18 +86,9 @@ func AddAliasing(g *posegraph.Graph, poses []posegraph.Pose, cfg AliasingConfig)
 		// this many poses; far fewer would make the search below slow.
 		return nil, nil, fmt.Errorf("datasets: aliasing: %d groups of stretches of %d need more than the graph's %d poses", cfg.Groups, size, np)
 	}
-	kappa, tau := cfg.Kappa, cfg.Tau
-	if kappa == 0 || tau == 0 {
-		mk, mt := medianWeights(g)
-		if kappa == 0 {
-			kappa = mk
-		}
-		if tau == 0 {
-			tau = mt
-		}
-	}
-	if !(kappa > 0) || !(tau > 0) || math.IsInf(kappa, 0) || math.IsInf(tau, 0) {
-		return nil, nil, fmt.Errorf("datasets: aliasing: Kappa = %g and Tau = %g must be positive and finite", kappa, tau)
+	kappa, tau, err := wrongWeights(g, cfg.Kappa, cfg.Tau, "aliasing")
+	if err != nil {
+		return nil, nil, err
 	}
 
 	count := cfg.Groups * size

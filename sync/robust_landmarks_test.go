@@ -51,15 +51,8 @@ func TestRobustLandmarksClean(t *testing.T) {
 	if err != nil || !plain.Certified {
 		t.Fatalf("plain solve: %v %v", err, plain.Status)
 	}
-	res, err := Solve(context.Background(), g, Options{Robust: RobustOptions{Loss: RobustGNCTLS}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := solveRobust(t, g, Options{})
 	rr := res.Robust
-	if !rr.Converged || !res.Certified {
-		t.Fatalf("status %q, stop %q", res.Status, rr.Stop)
-	}
-	checkTLS(t, res)
 	lostObs, lostEdges := 0, 0
 	for _, k := range rr.Rejected {
 		if g.IsObservation(&g.Edges[k]) {
@@ -129,15 +122,8 @@ func TestRobustLandmarksWrongObservations(t *testing.T) {
 	if err != nil || !ref.Certified {
 		t.Fatalf("inlier graph: %v %v", err, ref.Status)
 	}
-	res, err := Solve(context.Background(), &bad, Options{Robust: RobustOptions{Loss: RobustGNCTLS}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := solveRobust(t, &bad, Options{})
 	rr := res.Robust
-	if !rr.Converged || !res.Certified {
-		t.Fatalf("status %q, stop %q", res.Status, rr.Stop)
-	}
-	checkTLS(t, res)
 	atRef := bad.EdgeCosts(nil, ref.Poses, posegraph.Poses)
 	nwrong, inside, lost := 0, 0, 0
 	for k, w := range rr.Weights {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/posegraph"
 )
 
 // TestSolveRobust runs `solve --robust gnc-tls` on a synthetic graph with 10%
@@ -16,24 +17,9 @@ import (
 // named by line, -o writes the inlier graph, and the report's robust
 // section agrees.
 func TestSolveRobust(t *testing.T) {
-	g, _, err := datasets.Geometric(2, 120, 2.5, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.3, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, mask, err := datasets.AddOutliers(g, datasets.OutlierConfig{Fraction: 0.1, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	in, out, rep := filepath.Join(dir, "bad.g2o"), filepath.Join(dir, "inliers.g2o"), filepath.Join(dir, "report.json")
-	f, err := os.Create(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g2o.Write(f, bad, nil); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	bad, mask, in := robustFile(t, dir)
+	out, rep := filepath.Join(dir, "inliers.g2o"), filepath.Join(dir, "report.json")
 	code, stdout, stderr := runCmd("solve", "--robust", "gnc-tls", "-o", out, "--report", rep, in)
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
@@ -108,24 +94,9 @@ func TestSolveRobustFlags(t *testing.T) {
 // rejected edges than it names points to --report without claiming a JSON
 // report was written.
 func TestSolveRobustPlots(t *testing.T) {
-	g, _, err := datasets.Geometric(2, 120, 2.5, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.3, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, _, err := datasets.AddOutliers(g, datasets.OutlierConfig{Fraction: 0.1, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	in, plotDir := filepath.Join(dir, "bad.g2o"), filepath.Join(dir, "plots")
-	f, err := os.Create(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g2o.Write(f, bad, nil); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	_, _, in := robustFile(t, dir)
+	plotDir := filepath.Join(dir, "plots")
 	code, stdout, stderr := runCmd("solve", "--robust", "gnc-tls", "--plots", plotDir, in)
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
@@ -139,4 +110,30 @@ func TestSolveRobustPlots(t *testing.T) {
 	if strings.Contains(stdout, "in the JSON report") || !strings.Contains(stdout, "more (--report writes every edge)") {
 		t.Errorf("the summary's list of rejected edges:\n%s", stdout)
 	}
+}
+
+// robustFile writes dir/bad.g2o, a synthetic 2-D graph with 10% wrong loop
+// closures, and returns the graph, the outlier mask and the path.
+func robustFile(t *testing.T, dir string) (*posegraph.Graph, []bool, string) {
+	t.Helper()
+	g, _, err := datasets.Geometric(2, 120, 2.5, datasets.Config{Kappa: 200, Tau: 100, LoopProb: 0.3, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, mask, err := datasets.AddOutliers(g, datasets.OutlierConfig{Fraction: 0.1, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "bad.g2o")
+	f, err := os.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g2o.Write(f, bad, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return bad, mask, in
 }
