@@ -716,6 +716,19 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		adopt()
 		gs.start(res.Poses, opts.Seed)
 	}
+	if res == nil {
+		// Stopped (time limit, cancelled) before any certified solve:
+		// the answer is the estimate at hand, through the same pipeline
+		// (which reports the same stop).
+		wg, _, _ := weightedGraph(g, w)
+		p, err := gs.round(wg)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := certify(full.MaxRank, p); err != nil {
+			return nil, err
+		}
+	}
 	if rr.Converged && !anyZero(w) {
 		stop = "no outliers"
 	}

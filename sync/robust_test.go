@@ -372,3 +372,16 @@ func TestRobustReport(t *testing.T) {
 		}
 	}
 }
+
+// TestRobustTimeLimitGNCOnly: a time limit that ends the run inside GNC's
+// first local solve still gives an answer with an honest status.
+func TestRobustTimeLimitGNCOnly(t *testing.T) {
+	_, bad, _, _, _ := robustCase{2, 0.1}.graphs(t)
+	res, err := Solve(context.Background(), bad, Options{TimeLimit: time.Nanosecond, Robust: RobustOptions{Loss: RobustGNCTLS, NoConsistency: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr := res.Robust; rr.Converged || rr.Stop != "time limit" || res.Certified || len(res.Poses) != bad.N() {
+		t.Errorf("stop %q, status %q, certified %v, %d poses", rr.Stop, res.Status, res.Certified, len(res.Poses))
+	}
+}
