@@ -259,21 +259,26 @@ const maxChecks = 5
 // whatever the estimate and stops pulling. The run has four stages
 // (docs/robust.md):
 //
-//  1. Consistency (checkCycles): loop closures that disagree with cycles
-//     of trusted odometry and of closures already accepted are set aside
-//     before any solve. This is what defeats perceptual aliasing, groups
-//     of wrong closures that agree with each other, and it leaves GNC few
-//     outliers.
+//  1. Consistency (checkCycles): loop closures that disagree grossly with
+//     cycles of trusted odometry and of closures already accepted are set
+//     aside before any solve. This is what defeats perceptual aliasing,
+//     groups of wrong closures that agree with each other, and it leaves
+//     GNC few outliers. Closures set aside come back while any agrees with
+//     the estimate of the others to within c^2.
 //  2. Graduated non-convexity (Yang, Antonante, Tzoumas and Carlone,
 //     "Graduated Non-Convexity for Robust Spatial Perception", RA-L 2020)
-//     on the other edges: a weighted least-squares solve, then the
-//     closed-form weights of tlsWeight at mu, mu raised by MuStep, until
-//     the weights are 0 or 1 and reproduce themselves. The first mu is
-//     c^2 / (2 max_e r_e^2 - c^2) (gncInitialMu). The weighted solves are
-//     local solves of the rank-r relaxation at a fixed rank, warm-started
-//     (gncSolver), loose while weights are fractional.
-//  3. The certified staircase (Solve), once, on the settled inlier set,
-//     warm-started from GNC's estimate rounded.
+//     on the other edges, from a least-squares estimate: a weighted
+//     solve, then the closed-form weights of tlsWeight at mu, mu raised by
+//     MuStep, until the weights are 0 or 1 and reproduce themselves. The
+//     first mu is c^2 / (2 max_e r_e^2 - c^2) (gncInitialMu), or muCheck
+//     when no more terms exceed c^2 than chance predicts. The weighted
+//     solves are local solves of the relaxation at a fixed rank,
+//     warm-started (gncSolver), loose while weights are fractional.
+//  3. The certified staircase (solve), once, on the settled inlier set,
+//     warm-started from GNC's estimate rounded. When the consistency stage
+//     judged the closures, the least-squares estimate of step 2 is itself
+//     a certified solve (capped one rank up), and the run usually ends
+//     with its check.
 //  4. The TLS check at that certified optimum: every kept edge must be
 //     within c^2 and every rejected edge (either stage's) above it. If
 //     not, the weights become that test's and GNC continues from the
