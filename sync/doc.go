@@ -48,12 +48,14 @@
 // of each staircase level and of each trust-region step (tCG iterations
 // and factorizations), and the time spent in each stage.
 //
-// With Options.Robust, Solve rejects outliers (SolveRobust): graduated
-// non-convexity with the truncated least-squares loss, each weighted
-// problem solved by the pipeline above, warm-started from the last estimate
-// (Options.InitialPoses), until every edge's weight is 0 or 1. The
-// certificate is then of the least-squares problem on the edges kept, and
-// Result.Robust lists every edge's weight.
+// With Options.Robust, Solve rejects outliers (SolveRobust) under the
+// truncated least-squares loss: a consistency check of the loop closures
+// against cycles of odometry and accepted closures, graduated
+// non-convexity with cheap local solves, the pipeline above once on the
+// settled inlier set, and a check of the loss's inlier test at that
+// certified optimum. The certificate is then of the least-squares problem
+// on the edges kept, and Result.Robust lists every edge's weight and the
+// stage that rejected it.
 //
 // The package name shadows the standard library's sync; this package does
 // not need it, and callers that need both import one under another name.

@@ -163,6 +163,12 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	if opts.Robust.Loss != RobustNone {
 		return SolveRobust(ctx, g, opts)
 	}
+	return solve(ctx, g, opts)
+}
+
+// solve is Solve without the robust mode (SolveRobust calls it for its
+// certified solves).
+func solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, error) {
 	start := time.Now()
 	g, err := solvable(g, opts)
 	if err != nil {
@@ -218,16 +224,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// A Cholesky factor of Q + sigma I preconditions the trust region's
 	// inner CG and the eigensolver. sigma only lifts Q's null space (the
 	// common translation), so it is tiny next to the weights.
-	qFactor := &lazyFactor{build: func() (*sparse.Cholesky, error) {
-		c, err := sparse.AnalyzeBlocks(q, perm)
-		if err == nil {
-			err = c.FactorizeBlocks(q, 1e-9*scale)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("factoring the preconditioner Q + sigma I: %w", err)
-		}
-		return c, nil
-	}}
+	qFactor := qFactor(q, perm)
 	hp := newHessianPrecond(q, d, perm, 1e-9*scale)
 	hp.threads = opts.Threads
 	cert := newCertifier(q, d, opts.GapTol, opts.GapAbs, etaFloor, perm, opts.Seed)

@@ -39,7 +39,32 @@ func writePlots(dir string, res *bsync.Result, rep *bsync.Report) ([]string, err
 		wrote = append(wrote, path)
 	}
 	more, err := writeReportPlots(dir, rep, "png")
-	return append(wrote, more...), err
+	wrote = append(wrote, more...)
+	if err != nil || res.Robust == nil {
+		return wrote, err
+	}
+	path, err := writeRobustPlot(dir, res)
+	if err != nil {
+		return wrote, err
+	}
+	return append(wrote, path), nil
+}
+
+// robustPNG is the robust run's figure inside a --plots directory: the
+// convergence figure is of the final certified solve alone.
+const robustPNG = "robust.png"
+
+// writeRobustPlot draws the whole robust run, the TLS cost and every
+// loop closure's weight per weighted solve, and returns the path.
+func writeRobustPlot(dir string, res *bsync.Result) (string, error) {
+	rr := res.Robust
+	steps := make([]plots.RobustStep, len(rr.Iterations))
+	for k, it := range rr.Iterations {
+		steps[k] = plots.RobustStep{Certified: it.Stage == bsync.StageCertify, TLS: it.TLS, Objective: it.Objective, Weights: it.Weights}
+	}
+	title := fmt.Sprintf("Robust run: %d of %d edges rejected, %d weighted solves", len(rr.Rejected), rr.Input.M(), len(steps))
+	path := filepath.Join(dir, robustPNG)
+	return path, plots.Robust(path, steps, plots.RobustOptions{Title: title, Skip: rr.Trusted})
 }
 
 // writeReportPlots draws what a report alone determines, convergence and

@@ -35,11 +35,8 @@ type solveFlags struct {
 	rotations, largest      bool
 	lenient, rawQuat        bool
 	quiet, verbose, json    bool
-	robust                  string
-	trustOdometry           bool
-	robustQuantile          float64
-	robustThreshold         float64
 	covariances, covPairs   string
+	robustFlags
 }
 
 // rawQuatUsage documents --raw-quaternions for solve, bench and info.
@@ -73,10 +70,7 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.BoolVar(&f.verbose, "verbose", false, "log every stage and staircase level")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report on stdout instead of the summary")
-	fs.StringVar(&f.robust, "robust", "none", "reject outliers with this robust loss: gnc-tls (graduated non-convexity, truncated least squares) or none")
-	fs.BoolVar(&f.trustOdometry, "trust-odometry", true, "with --robust, never reject an edge between poses adjacent in ascending id order")
-	fs.Float64Var(&f.robustQuantile, "robust-quantile", 0, "with --robust, the chi-squared probability `P` whose quantile (edge dimension degrees of freedom) is the threshold c^2 (0: 0.999)")
-	fs.Float64Var(&f.robustThreshold, "robust-threshold", 0, "with --robust, the threshold c^2 on an edge's term of F itself, instead of --robust-quantile (0: from the quantile)")
+	f.registerRobust(fs)
 	f.registerCovariances(fs)
 }
 
@@ -123,21 +117,9 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	if f.rotations {
 		o.Problem = posegraph.Rotations
 	}
-	loss, err := bsync.ParseRobust(f.robust)
-	if err != nil {
-		return o, fmt.Errorf("--robust: %v", err)
+	if o.Robust, err = f.robustOptions(); err != nil {
+		return o, err
 	}
-	switch {
-	case loss == bsync.RobustNone && (f.robustQuantile != 0 || f.robustThreshold != 0 || !f.trustOdometry):
-		return o, errors.New("--robust-quantile, --robust-threshold and --trust-odometry need --robust gnc-tls")
-	case !(f.robustQuantile >= 0 && f.robustQuantile < 1):
-		return o, fmt.Errorf("--robust-quantile must be a probability in (0, 1), not %g", f.robustQuantile)
-	case !(f.robustThreshold >= 0) || math.IsInf(f.robustThreshold, 0):
-		return o, fmt.Errorf("--robust-threshold must be a finite number >= 0, not %g", f.robustThreshold)
-	case f.robustQuantile != 0 && f.robustThreshold != 0:
-		return o, errors.New("set --robust-quantile or --robust-threshold, not both")
-	}
-	o.Robust = bsync.RobustOptions{Loss: loss, Quantile: f.robustQuantile, Threshold: f.robustThreshold, CheckOdometry: !f.trustOdometry}
 	if err := f.covarianceFlagsOK(); err != nil {
 		return o, err
 	}
