@@ -34,12 +34,11 @@ type Check struct {
 // Certifier checks points of one graph's relaxation. It keeps S's storage
 // and its symbolic factorization across calls, so a staircase reuses them.
 type Certifier struct {
-	g        *posegraph.Graph
-	q        *sparse.BlockSym
-	opts     Options
-	etaFloor float64
-	cert     *certifier
-	perm     []int
+	g    *posegraph.Graph
+	q    *sparse.BlockSym
+	opts Options
+	cert *certifier
+	perm []int
 }
 
 // NewCertifier prepares checks against g's Laplacian for opts.Problem, with
@@ -49,9 +48,8 @@ func NewCertifier(g *posegraph.Graph, opts Options) *Certifier {
 	opts.setDefaults(g.D)
 	q := g.Laplacian(opts.Problem)
 	perm := sparse.BlockOrder(q, 0)
-	etaFloor := opts.EigTol * q.MaxDiag()
-	return &Certifier{g: g, q: q, opts: opts, etaFloor: etaFloor, perm: perm,
-		cert: newCertifier(q, g.D, opts.GapTol, opts.GapAbs, etaFloor, perm, opts.Seed)}
+	return &Certifier{g: g, q: q, opts: opts, perm: perm,
+		cert: newCertifier(q, g.D, opts.GapTol, opts.GapAbs, opts.EigTol, perm, opts.Seed)}
 }
 
 // Q returns the connection Laplacian the certifier checks against.
@@ -111,5 +109,5 @@ func (c *Certifier) Finish(res *Result, x *sparse.Blocks, last Check, stopped St
 	} else if status == "" {
 		status = NotCertified
 	}
-	return settle(res, g, c.q, c.cert, opts, status, last.PSD, false)
+	return settle(res, nil, g, c.q, c.cert, opts, status, "", last.PSD, false)
 }
