@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// TestLimitsNamed: a solve stopped by a limit says which limit and the
+// flag that raises it, exits 1, and its report carries the status of its
+// own, the limit's value and the stages that ran (none after the time
+// limit).
+func TestLimitsNamed(t *testing.T) {
+	dir := t.TempDir()
+	in := demoFile(t, dir, "in.g2o")
+	code, stdout, _ := runCmd("solve", "--init", "random", "--max-iterations", "1", in)
+	if code != 1 || !strings.Contains(stdout, "stopped by the iteration limit (--max-iterations 1 trust-region steps)") ||
+		!strings.Contains(stdout, "--max-iterations raises the limit") {
+		t.Errorf("--max-iterations 1: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runCmd("solve", "--json", "--init", "random", "--max-iterations", "1", in)
+	var rep bsync.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 1 || rep.Status != string(bsync.IterationLimit) || rep.Options.MaxIterations != 1 {
+		t.Errorf("--json --max-iterations 1: exit %d, %v, status %q, max_iterations %d", code, err, rep.Status, rep.Options.MaxIterations)
+	}
+	code, stdout, _ = runCmd("solve", "--time-limit", "1ns", in)
+	if code != 1 || !strings.Contains(stdout, "stopped by the time limit (--time-limit 1ns)") ||
+		!strings.Contains(stdout, "no bound: the certificate did not run") || strings.Contains(stdout, "lambda_min") {
+		t.Errorf("--time-limit 1ns: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runCmd("solve", "--json", "--time-limit", "30ms", in)
+	rep = bsync.Report{}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Stages == nil {
+		t.Fatalf("--json --time-limit 30ms: exit %d, %v", code, err)
+	}
+	for _, s := range rep.Stages {
+		if s.Start > 0.03 {
+			t.Errorf("--time-limit 30ms: stage %s started at %gs", s.Name, s.Start)
+		}
+	}
+	if code, _, stderr := runCmd("solve", "--max-iterations", "-1", in); code != 2 || !strings.Contains(stderr, "--max-iterations") {
+		t.Errorf("--max-iterations -1: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestPrecisionHint: a tolerance the certificate's rounding floor cannot
+// meet is said to be so, with the floor's cost, and the allowance's term
+// is named; a converged, certified solve names gap-tol times |F|.
+func TestPrecisionHint(t *testing.T) {
+	dir := t.TempDir()
+	in := demoFile(t, dir, "in.g2o")
+	code, stdout, _ := runCmd("solve", "--json", "--gap-tol", "1e-16", in)
+	var rep bsync.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if code != 1 || rep.Status != string(bsync.BelowPrecision) || !(rep.ShiftFloor > rep.GapAllowed) || rep.GapAllowedBy != "gap_tol*|F|" {
+		t.Errorf("--gap-tol 1e-16: exit %d, status %q, shift floor %g, allowed %g by %q", code, rep.Status, rep.ShiftFloor, rep.GapAllowed, rep.GapAllowedBy)
+	}
+	_, stdout, _ = runCmd("solve", "--gap-tol", "1e-16", in)
+	if !strings.Contains(stdout, "below what double precision can prove here") || !strings.Contains(stdout, "--gap-tol or --gap-abs") {
+		t.Errorf("--gap-tol 1e-16: stdout %q", stdout)
+	}
+	code, stdout, _ = runCmd("solve", in)
+	if code != 0 || !strings.Contains(stdout, "(--gap-tol 1e-06 times |F|)") {
+		t.Errorf("default: exit %d, stdout %q", code, stdout)
+	}
+}
