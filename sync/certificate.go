@@ -519,7 +519,9 @@ func (c *certifier) tries(sigmaA, sigma float64) []shift {
 		{anchor: true, sigma: sigmaA}, {anchor: true, sigma: 10 * sigmaA}, {anchor: true, sigma: 100 * sigmaA},
 		{sigma: sigma}, {sigma: 10 * sigma}, {sigma: 100 * sigma},
 	}
-	sort.SliceStable(t, func(i, j int) bool { return c.cost(t[i]) < c.cost(t[j]) })
+	// Costs equal but for rounding (both first tries at half the
+	// allowance) count as a tie, which the anchor wins.
+	sort.SliceStable(t, func(i, j int) bool { return c.cost(t[i]) < c.cost(t[j])*(1-1e-12) })
 	return t
 }
 

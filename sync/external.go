@@ -15,12 +15,14 @@ import (
 
 // Check is the certificate of one point X (docs/design.md section 5).
 type Check struct {
-	// PSD: S plus the shift Eta on the rotation coordinates of EtaPoses
-	// poses (1: the anchor the factor eliminates last; else every pose)
-	// has a Cholesky factor, so DualBound = TrLambda - Eta d EtaPoses is a
-	// rigorous lower bound on the optimum. Otherwise Vector is a unit
-	// eigenvector of S with eigenvalue MinEigenvalue < 0, the staircase's
-	// escape direction.
+	// PSD: S plus a diagonal shift of mean Eta on the rotation
+	// coordinates of EtaPoses poses (1: the anchor the factor eliminates
+	// last; else every pose) is proven positive semidefinite by a Cholesky
+	// factor (of its Jacobi-scaled form), so DualBound = TrLambda - Eta d
+	// EtaPoses is a rigorous lower bound on the optimum. Otherwise Vector
+	// is a unit direction of negative curvature, S's Rayleigh quotient
+	// there MinEigenvalue < 0 (an eigenvector of S, or of the scaled S
+	// mapped back), the staircase's escape direction.
 	PSD           bool
 	TrLambda      float64
 	DualBound     float64

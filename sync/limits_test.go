@@ -150,3 +150,24 @@ func TestProofRefinedToAllowance(t *testing.T) {
 		}
 	}
 }
+
+// The robust mode takes an iteration cap in its stride: a weighted solve
+// on the way that stops at the cap (the first, from the chordal estimate)
+// still gives GNC its estimate, GNC goes on, and the result's status is
+// the final solve's, honest either way: certified with its proof, or the
+// iteration limit.
+func TestRobustIterationLimit(t *testing.T) {
+	_, bad, _, _, _ := robustCase{2, 0.1}.graphs(t)
+	res, err := Solve(context.Background(), bad, Options{MaxIterations: 1, Robust: RobustOptions{Loss: RobustGNCTLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := res.Robust
+	if rr == nil || len(rr.Iterations) < 2 || rr.Iterations[0].Status != string(IterationLimit) || !rr.Converged {
+		t.Fatalf("robust account %+v", rr)
+	}
+	if res.Certified != (res.Status == Certified) || res.Certified && !(res.SuboptimalityBound <= res.GapAllowed) ||
+		!res.Certified && res.Status != IterationLimit {
+		t.Errorf("status %q, certified %v, bound %g, allowed %g (%s)", res.Status, res.Certified, res.SuboptimalityBound, res.GapAllowed, rr.Describe())
+	}
+}

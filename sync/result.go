@@ -192,8 +192,10 @@ type Result struct {
 	// Inconsistent, TimeLimit).
 	HasBound bool
 	// DualBound is tr(Lambda) - Eta d EtaPoses, a rigorous lower bound on
-	// the optimum: S + Eta D was proven positive definite (D the identity
-	// on the rotation coordinates of EtaPoses poses). It is the bound of
+	// the optimum: S + E was proven positive semidefinite, E a diagonal
+	// shift on the rotation coordinates of EtaPoses poses whose trace is
+	// Eta d EtaPoses (or, from a level that failed the certificate, a
+	// weaker bound of the same form). It is the bound of
 	// the certified relaxation (or of the estimate itself, when that is
 	// higher), and bounds every estimate, whatever its rank.
 	DualBound float64
@@ -214,8 +216,11 @@ type Result struct {
 	// upper estimate from inverse iteration), or at the last point tried.
 	MinEigenvalue float64
 	// Eta is the certificate's shift on the rotation coordinates of
-	// EtaPoses poses: 1 (the anchor pose the factor eliminates last) or
-	// all n. The dual bound pays Eta d EtaPoses for it.
+	// EtaPoses poses, 1 (the anchor pose the factor eliminates last) or
+	// all n, as its mean over those coordinates: the shift is sigma/D_c^2
+	// at coordinate c, D the certificate's power-of-two Jacobi scaling
+	// (docs/certificate.md), so each coordinate pays in its own scale. The
+	// dual bound pays Eta d EtaPoses for it.
 	Eta      float64
 	EtaPoses int
 	// Estimate says where Poses came from (see the Estimate constants):

@@ -144,8 +144,8 @@ func statusWords(r *bsync.Report) string {
 		return msg
 	case bsync.BelowPrecision:
 		return fmt.Sprintf("NOT certified to the gap tolerance: the certificate holds at rank %d, "+
-			"but the allowed %.3g is below what double precision can prove here: at the rounding floor (--eig-tol) "+
-			"the certificate's shift alone costs %.3g; --gap-tol or --gap-abs allowing that much certifies", r.Rank, r.GapAllowed, r.ShiftFloor)
+			"but the allowed %.3g is below what double precision can prove here: at the rounding floor (--eig-tol %g) "+
+			"the certificate's shift alone costs %.3g, so no smaller bound can be proven; the bound proven is below", r.Rank, r.GapAllowed, r.Options.EigTol, r.ShiftFloor)
 	case bsync.NotCertified:
 		why := "no saddle escape was found"
 		if r.Rank >= r.Options.MaxRank {
