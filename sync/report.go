@@ -53,6 +53,9 @@ type Report struct {
 	EtaPoses int `json:"eta_poses,omitempty"`
 	// Estimate says where the returned poses came from (Result.Estimate).
 	Estimate string `json:"estimate"`
+	// WeightSpread is the largest edge weight over the smallest
+	// (Result.WeightSpread).
+	WeightSpread float64 `json:"weight_spread"`
 	// ExpectedObjective and its standard deviation: F at the truth for
 	// measurements as precise as their weights claim (Result.ExpectedObjective).
 	ExpectedObjective   float64 `json:"expected_objective"`
@@ -118,7 +121,7 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		ShiftFloor: res.ShiftFloor,
 		Certified:  res.Certified, Status: string(res.Status), Rank: res.Rank,
 		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate),
-		ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
+		WeightSpread: res.WeightSpread, ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
 		Levels: res.Levels, Stages: stages, History: hist,
 		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
 			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,

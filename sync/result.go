@@ -140,6 +140,8 @@ type Level struct {
 	// Options.GradTol); their steps are in the history with phase "rtr",
 	// their time in RTRSeconds and CertifySeconds.
 	ProofRefinements int `json:"proof_refinements,omitempty"`
+
+	radius float64 // the trust region's last radius (the next rank starts there)
 }
 
 // Stage is one stage of a solve, recorded when it starts: Name is
@@ -232,6 +234,14 @@ type Result struct {
 	// (nil otherwise); its steps are in History with phase "refine".
 	Refine *Level
 	Rank   int
+	// WeightSpread is the ratio of the largest to the smallest edge weight
+	// (kappa, and tau for poses; a landmark observation's kappa 0 left
+	// out). Rounding in double precision is about 1.1e-16 of the heaviest
+	// terms, so a spread above GradTol / 1.1e-16 (1e7 at the default)
+	// leaves the light edges' gradient below the rounding of the heavy
+	// ones: such a solve may not converge, or certify, however long it
+	// runs.
+	WeightSpread float64
 	// ExpectedObjective and ExpectedObjectiveSD are the mean and standard
 	// deviation of F at the true poses for measurements whose errors have
 	// the covariances their weights claim: F is then a chi-squared sum

@@ -224,6 +224,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	}
 	res := &Result{Problem: opts.Problem, Graph: g}
 	res.ExpectedObjective, res.ExpectedObjectiveSD = expectedObjective(g, opts.Problem)
+	res.WeightSpread = weightSpread(g, opts.Problem)
 	st := &stages{res: res, start: start, deadline: deadline}
 	log := opts.Logger
 
@@ -291,6 +292,14 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// the staircase (TimeLimit, IterationLimit, or none): settle reports
 	// it when the proof misses the allowance.
 	var limit Status
+	// radius is the trust region's radius where the last level ended,
+	// where the next one starts (0: the first level's default). The escape
+	// moves the point by little, and the radius the last level ended with
+	// is the scale at which its model held; the default, sized for a
+	// point far from any critical point, made M3500b's rank-3 level spend
+	// its first three steps (106 tCG iterations) on steps rejected with
+	// rho down to -85731.
+	var radius float64
 	for r := opts.Rank0; ; r++ {
 		var lv Level
 		var c certificate
@@ -302,7 +311,8 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 			started = stop == ""
 		}
 		if !c.psd && err == nil && stop == "" {
-			lv, c, stop, started, err = solveLevel(ctx, res, st, q, solver, cert, qFactor, hp, x, r, d, opts)
+			lv, c, stop, started, err = solveLevel(ctx, res, st, q, solver, cert, qFactor, hp, x, r, d, radius, opts)
+			radius = lv.radius
 		}
 		if !started {
 			// The deadline passed before the level began: x is the last
@@ -430,7 +440,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 		if kr := st.begin("refine", d); kr >= 0 {
 			// Refine the rounding (the critical point is one already).
 			xr := g.Lift(centered(poses, d), opts.Problem, d)
-			lv, err := refineLevel(ctx, res, q, qFactor, hp, xr, d, deadline, start, opts)
+			lv, err := refineLevel(ctx, res, q, solver, qFactor, hp, xr, d, deadline, start, opts)
 			res.Refine = &lv
 			if err == nil || errors.Is(err, context.DeadlineExceeded) {
 				p, err := roundEstimate(g, xr, d, opts.Problem, poseOrder)
@@ -533,14 +543,14 @@ func roundEstimate(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.P
 // refineLevel runs the trust region at rank d from x (a rounded estimate,
 // updated in place), as a level's finish does, with its records in the
 // history under phase "refine".
-func refineLevel(ctx context.Context, res *Result, q *sparse.BlockSym, qFactor *lazyFactor, hp *hessianPrecond,
+func refineLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bcm.Solver, qFactor *lazyFactor, hp *hessianPrecond,
 	x *sparse.Blocks, d int, deadline, start time.Time, opts Options) (Level, error) {
 	lv := Level{Rank: d}
 	m := newManifold(q, d, d, opts.Threads)
 	t0 := time.Now()
 	pre := newRowSolver(qFactor, d, q.Dim())
 	rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
-		GradTol: opts.GradTol, MaxIter: opts.MaxIterations, Deadline: deadline,
+		GradTol: opts.GradTol, MaxIter: opts.MaxIterations, Deadline: deadline, Translations: translations(solver, opts.Problem),
 		OnRecord: func(it int, rec Record) {
 			rec.Rank, rec.Phase, rec.Iter, rec.Seconds = d, "refine", it, time.Since(start).Seconds()
 			res.History = append(res.History, rec)
@@ -681,8 +691,8 @@ const maxProofRefinements = 3
 // past the deadline, a trust region stopped by the clock or by
 // Options.MaxIterations), and "" otherwise.
 func solveLevel(ctx context.Context, res *Result, st *stages, q *sparse.BlockSym, solver *bcm.Solver, cert *certifier, qFactor *lazyFactor, hp *hessianPrecond,
-	x *sparse.Blocks, r, d int, opts Options) (lv Level, c certificate, stop Status, started bool, err error) {
-	lv = Level{Rank: r}
+	x *sparse.Blocks, r, d int, radius float64, opts Options) (lv Level, c certificate, stop Status, started bool, err error) {
+	lv = Level{Rank: r, radius: radius}
 	m := newManifold(q, d, r, opts.Threads)
 	emit := func(rec Record) {
 		res.History = append(res.History, rec)
@@ -737,6 +747,7 @@ func solveLevel(ctx context.Context, res *Result, st *stages, q *sparse.BlockSym
 		first := iters
 		rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
 			GradTol: tol, MaxIter: opts.MaxIterations, Deadline: st.deadline,
+			Translations: translations(solver, opts.Problem), Radius: lv.radius,
 			OnRecord: func(it int, rec Record) {
 				if it == 0 && (opts.BCMMaxSweeps > 0 || first > 0) {
 					return // the same point as the last record
@@ -748,6 +759,7 @@ func solveLevel(ctx context.Context, res *Result, st *stages, q *sparse.BlockSym
 		})
 		lv.RTRIterations += rr.Iterations
 		lv.RTRInner += rr.InnerIterations
+		lv.radius = rr.Radius
 		lv.RTRStop = rr.Stop
 		lv.F, lv.GradNorm, lv.RelGrad = rr.F, rr.GradNorm, rr.RelGrad
 		secs := time.Since(t0).Seconds()
@@ -1104,4 +1116,29 @@ func readOut(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.Problem
 		}
 	}
 	return poses
+}
+
+// translations returns the trust region's exact translation step
+// (rtrOptions.Translations) for the pose problem, nil for rotations.
+func translations(solver *bcm.Solver, prob posegraph.Problem) func(x, n *sparse.Blocks) (float64, error) {
+	if prob != posegraph.Poses {
+		return nil
+	}
+	return solver.StepTranslations
+}
+
+// weightSpread returns Result.WeightSpread for g.
+func weightSpread(g *posegraph.Graph, prob posegraph.Problem) float64 {
+	lo, hi := math.Inf(1), 0.0
+	for _, e := range g.Edges {
+		for k, w := range []float64{e.Kappa, e.Tau} {
+			if w > 0 && (k == 0 || prob == posegraph.Poses) {
+				lo, hi = math.Min(lo, w), math.Max(hi, w)
+			}
+		}
+	}
+	if hi == 0 {
+		return 1
+	}
+	return hi / lo
 }

@@ -355,6 +355,41 @@ func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
 			}
 		}
 	}
+	// Solve's trust region re-solves the translations exactly after every
+	// step, so its rank-d points rarely need the rescue; a point whose
+	// translations are off (a solver outside the package, through
+	// Certifier.Finish) does.
+	for _, d := range []int{2, 3} {
+		g, _ := noisyGraph(d, 200, 60, 0.05, 0.05, 3)
+		res, err := Solve(context.Background(), g, Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := res.final
+		for i := 0; i < x.N; i++ {
+			// Off by up to 1.2e-7: S stays positive semidefinite (five
+			// times more and it does not), and F - tr(Lambda) = <p, N_p>
+			// exceeds the allowance.
+			x.Block(i)[d] += 2e-8 * float64(i%7)
+		}
+		c := NewCertifier(g, Options{Seed: 1})
+		chk, err := c.Check(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out Result
+		if err := c.Finish(&out, x, chk, ""); err != nil {
+			t.Fatal(err)
+		}
+		if !chk.PSD || out.Objective-chk.DualBound <= out.GapAllowed {
+			t.Fatalf("d=%d: perturbed translations: proof %v with relaxation gap %g, allowed %g: no rescue to test", d, chk.PSD, out.Objective-chk.DualBound, out.GapAllowed)
+		}
+		rescued++
+		if !out.Certified || out.DualBound <= chk.DualBound {
+			t.Errorf("d=%d: perturbed translations: relaxation gap %g > allowed %g, and the estimate's bound %g (status %s) did not improve on it",
+				d, out.Objective-chk.DualBound, out.GapAllowed, out.DualBound, out.Status)
+		}
+	}
 	if rescued == 0 || kept == 0 || above == 0 {
 		t.Fatalf("the instances should cover both cases and a rank above d: %d rescued by the estimate, %d kept the relaxation's bound, %d above rank d", rescued, kept, above)
 	}
