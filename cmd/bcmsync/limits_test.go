@@ -68,3 +68,28 @@ func TestPrecisionHint(t *testing.T) {
 		t.Errorf("default: exit %d, stdout %q", code, stdout)
 	}
 }
+
+// stiffSpread is a 5-pose graph with one edge weighted 1e12 among weights
+// 1 (legal data): the trust region cannot converge, and the summary says
+// why, with the weights' spread, instead of promising convergence.
+const stiffSpread = `EDGE_SE2 0 1 1.0598327027295924 -0.2629863776226261 0.5938615260971661 1 0 0 1 0 1
+EDGE_SE2 1 2 1.1957558487452924 0.18743917166396665 0.6144026221590972 1 0 0 1 0 1
+EDGE_SE2 2 3 0.9773109591335423 0.5430145442948122 0.6000004755290502 1e12 0 0 1e12 0 1e12
+EDGE_SE2 3 4 0.7508538643714637 0.8069587608311619 0.6430458241121594 1 0 0 1 0 1
+EDGE_SE2 4 0 -0.9614828237550926 1.683840230125504 -2.0801723413218256 1 0 0 1 0 1
+EDGE_SE2 0 2 2.3878666034757163 0.812958085419372 0.7738499450103715 1 0 0 1 0 1
+EDGE_SE2 1 3 1.3077044240487092 1.6949936364564175 1.065255374380769 1 0 0 1 0 1
+`
+
+func TestWeightSpreadNote(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTemp(t, dir, "stiff.g2o", stiffSpread)
+	code, stdout, _ := runCmd("solve", in)
+	if code != 1 || !strings.Contains(stdout, "the edge weights span a factor of 1e+12") || strings.Contains(stdout, "CERTIFIED") {
+		t.Errorf("1e12 among 1s: exit %d, stdout %q", code, stdout)
+	}
+	// A certified solve, or weights within the tolerance's reach, get no note.
+	if _, stdout, _ := runCmd("solve", demoFile(t, dir, "in.g2o")); strings.Contains(stdout, "precision ") {
+		t.Errorf("demo: %q", stdout)
+	}
+}

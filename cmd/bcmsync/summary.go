@@ -45,6 +45,9 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 			fmt.Fprintf(&b, "                     some measurements contradict the others (wrong loop closures?); try --robust gnc-tls\n")
 		}
 	}
+	if note := precisionNote(r); note != "" {
+		fmt.Fprintf(&b, "  %s\n", note)
+	}
 	on := "every pose"
 	if r.EtaPoses == 1 {
 		on = "one anchor pose"
@@ -65,6 +68,26 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 		fmt.Fprintf(&b, "  %s\n", n)
 	}
 	io.WriteString(w, b.String())
+}
+
+// precisionNote says, for a solve that ended uncertified for want of
+// convergence or precision, when the edge weights span so many decades
+// that double precision's rounding of the heaviest terms (1.1e-16 of them)
+// exceeds what the gradient tolerance asks of the lightest: then no
+// number of iterations is sure to converge or certify.
+func precisionNote(r *bsync.Report) string {
+	const eps = 1.1e-16
+	switch bsync.Status(r.Status) {
+	case bsync.Bounded, bsync.BelowPrecision, bsync.IterationLimit, bsync.NotCertified:
+	default:
+		return ""
+	}
+	if !(eps*r.WeightSpread > r.Options.GradTol) {
+		return ""
+	}
+	return fmt.Sprintf("precision          the edge weights span a factor of %.2g: double precision rounds the heaviest terms to "+
+		"%.2g of the lightest, more than --grad-tol %g asks, so the solve may not converge or certify however long it runs",
+		r.WeightSpread, eps*r.WeightSpread, r.Options.GradTol)
 }
 
 // lastIterationCapped returns the level (or the rank-d refinement) whose
