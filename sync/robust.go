@@ -304,8 +304,13 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		if !deadline.IsZero() {
 			o.TimeLimit = time.Until(deadline)
 			if o.TimeLimit <= 0 {
-				rr.Stop = "time limit"
-				break
+				if res != nil {
+					rr.Stop = "time limit"
+					break
+				}
+				// Even the first solve: it returns the estimate held
+				// (the file's own poses) with status TimeLimit.
+				o.TimeLimit = time.Nanosecond
 			}
 		}
 		r, err := Solve(ctx, wg, o)
