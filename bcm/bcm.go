@@ -400,3 +400,20 @@ func (s *Solver) Solve(ctx context.Context, x *sparse.Blocks, opts Options) (Res
 		}
 	}
 }
+
+// StepTranslations minimizes F exactly over all translation columns of x
+// with its Y blocks fixed (see Options.SolveTranslations), given
+// n = X Q at x, and returns F's decrease. n is not updated.
+func (s *Solver) StepTranslations(x, n *sparse.Blocks) (float64, error) {
+	if !s.pose {
+		return 0, nil
+	}
+	if s.trans == nil {
+		ts, err := newTransSolver(s.q, s.d)
+		if err != nil {
+			return 0, err
+		}
+		s.trans = ts
+	}
+	return s.trans.step(x, n, s.d), nil
+}

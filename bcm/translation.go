@@ -100,11 +100,13 @@ func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
 	return ts, nil
 }
 
-// step updates the translation columns of x given n = X Q.
-func (ts *transSolver) step(x, n *sparse.Blocks, d int) {
+// step updates the translation columns of x given n = X Q and returns
+// F's decrease, -<N_p, delta> = delta^T L_tau delta >= 0.
+func (ts *transSolver) step(x, n *sparse.Blocks, d int) float64 {
 	if ts.nfree == 0 {
-		return
+		return 0
 	}
+	dec := 0.0
 	b, rb := x.B, x.R*x.B
 	for a := 0; a < x.R; a++ {
 		for i, ci := range ts.index {
@@ -116,7 +118,9 @@ func (ts *transSolver) step(x, n *sparse.Blocks, d int) {
 		for i, ci := range ts.index {
 			if ci >= 0 {
 				x.Data[i*rb+a*b+d] += ts.x[ci]
+				dec += ts.rhs[ci] * ts.x[ci]
 			}
 		}
 	}
+	return dec
 }

@@ -14,24 +14,30 @@
 // they fail badly, the smallest diagonal shift that factors is used.
 //
 // The certificate (docs/design.md section 5) forms Lambda_i = sym(Y_i^T (XQ)_i)
-// and S = Q - Lambda. If S plus a shift eta on rotation coordinates has a
-// Cholesky factor (the common translation grounded), then tr(Lambda) minus
-// eta times the trace the relaxation fixes on those coordinates is a
-// proven lower bound on the optimum: eta d when the shift sits on one
-// anchor pose, the one the factor eliminates last (tried first, since its
-// cost does not grow with n), eta d n when it sits on every pose. The
+// and S = Q - Lambda. If D S D plus a shift sigma on rotation coordinates
+// has a Cholesky factor (D a power-of-two Jacobi scaling, the common
+// translation grounded), S plus the shift sigma/D_c^2 at each of those
+// coordinates c is positive semidefinite, and tr(Lambda) minus the
+// shift's trace is a proven lower bound on the optimum (the relaxation
+// fixes a trace of 1 per rotation coordinate). The shift sits on one
+// anchor pose, the lightest one the factor can eliminate last (tried
+// first, since its cost does not grow with n), or on every pose. The
 // estimate is optimal to within F(estimate) minus that bound, the reported
 // suboptimality bound, and is Certified exactly when that bound is at
-// most max(Options.GapTol |F|, Options.GapAbs); the first eta tried costs
-// at most half of that (a larger retry proves a looser bound, reported as
-// such), and nothing else is allowed. Otherwise the
-// smallest eigenpair of S gives a direction of negative curvature at rank
-// r+1: Solve steps along it (the saddle escape) and solves again, up to
-// Options.MaxRank. A failing level still proves a weaker lower bound when
-// S + mu D_Y factors for mu a little above |lambda_min|; if that bound
-// lies InconsistentZ standard deviations above the chi-squared
-// expectation of F (Result.ExpectedObjective), the measurements
-// contradict their weights and Solve stops with status Inconsistent.
+// most max(Options.GapTol max(1, |F|), Options.GapAbs); the first shift
+// tried costs at most half of that (a larger retry proves a looser bound,
+// reported as such), and nothing else is allowed. When the proof holds
+// but misses it, the level refines its point at a tighter gradient
+// tolerance and certifies again. Otherwise the smallest eigenpair of S
+// gives a direction of negative curvature at rank r+1: Solve steps along
+// it (the saddle escape) and solves again, up to Options.MaxRank. A
+// failing level still proves a weaker lower bound when S plus a larger
+// shift factors; if that bound lies InconsistentZ standard deviations
+// above the chi-squared expectation of F (Result.ExpectedObjective), the
+// measurements contradict their weights and Solve stops with status
+// Inconsistent. Options.TimeLimit and Options.MaxIterations stop a solve
+// with statuses of their own, and no stage starts after the time limit
+// (Result.Stages).
 //
 // Rounding projects the final point onto SO(d)^n, recovers the
 // translations exactly, and expresses the answer in the input's gauge

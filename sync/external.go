@@ -15,12 +15,14 @@ import (
 
 // Check is the certificate of one point X (docs/design.md section 5).
 type Check struct {
-	// PSD: S plus the shift Eta on the rotation coordinates of EtaPoses
-	// poses (1: the anchor the factor eliminates last; else every pose)
-	// has a Cholesky factor, so DualBound = TrLambda - Eta d EtaPoses is a
-	// rigorous lower bound on the optimum. Otherwise Vector is a unit
-	// eigenvector of S with eigenvalue MinEigenvalue < 0, the staircase's
-	// escape direction.
+	// PSD: S plus a diagonal shift of mean Eta on the rotation
+	// coordinates of EtaPoses poses (1: the anchor the factor eliminates
+	// last; else every pose) is proven positive semidefinite by a Cholesky
+	// factor (of its Jacobi-scaled form), so DualBound = TrLambda - Eta d
+	// EtaPoses is a rigorous lower bound on the optimum. Otherwise Vector
+	// is a unit direction of negative curvature, S's Rayleigh quotient
+	// there MinEigenvalue < 0 (an eigenvector of S, or of the scaled S
+	// mapped back), the staircase's escape direction.
 	PSD           bool
 	TrLambda      float64
 	DualBound     float64
@@ -34,12 +36,11 @@ type Check struct {
 // Certifier checks points of one graph's relaxation. It keeps S's storage
 // and its symbolic factorization across calls, so a staircase reuses them.
 type Certifier struct {
-	g        *posegraph.Graph
-	q        *sparse.BlockSym
-	opts     Options
-	etaFloor float64
-	cert     *certifier
-	perm     []int
+	g    *posegraph.Graph
+	q    *sparse.BlockSym
+	opts Options
+	cert *certifier
+	perm []int
 }
 
 // NewCertifier prepares checks against g's Laplacian for opts.Problem, with
@@ -49,9 +50,8 @@ func NewCertifier(g *posegraph.Graph, opts Options) *Certifier {
 	opts.setDefaults(g.D)
 	q := g.Laplacian(opts.Problem)
 	perm := sparse.BlockOrder(q, 0)
-	etaFloor := opts.EigTol * q.MaxDiag()
-	return &Certifier{g: g, q: q, opts: opts, etaFloor: etaFloor, perm: perm,
-		cert: newCertifier(q, g.D, opts.GapTol, opts.GapAbs, etaFloor, perm, opts.Seed)}
+	return &Certifier{g: g, q: q, opts: opts, perm: perm,
+		cert: newCertifier(q, g.D, opts.GapTol, opts.GapAbs, opts.EigTol, perm, opts.Seed)}
 }
 
 // Q returns the connection Laplacian the certifier checks against.
@@ -111,5 +111,5 @@ func (c *Certifier) Finish(res *Result, x *sparse.Blocks, last Check, stopped St
 	} else if status == "" {
 		status = NotCertified
 	}
-	return settle(res, g, c.q, c.cert, opts, status, last.PSD, false)
+	return settle(res, nil, g, c.q, c.cert, opts, status, "", last.PSD, false)
 }

@@ -47,24 +47,38 @@ type Report struct {
 	SuboptimalityBound *float64 `json:"suboptimality_bound"`
 	RelativeGap        *float64 `json:"relative_suboptimality_bound"`
 	GapAllowed         float64  `json:"gap_allowed"`
-	Certified          bool     `json:"certified"`
-	Status             string   `json:"status"`
-	Rank               int      `json:"rank"`
-	MinEigenvalue      float64  `json:"min_eigenvalue"`
-	Eta                float64  `json:"eta"`
+	// GapAllowedBy names the term of max(gap_tol max(1, |F|), gap_abs)
+	// that set GapAllowed: "gap_tol*|F|", "gap_tol*1" (|F| < 1) or
+	// "gap_abs" (Result.GapAllowedBy).
+	GapAllowedBy string `json:"gap_allowed_by"`
+	// ShiftFloor is the least the certificate's shift could cost the bound
+	// at the rounding floor eig_tol (Result.ShiftFloor): a gap_allowed
+	// below it cannot be proven in double precision.
+	ShiftFloor    float64 `json:"shift_floor"`
+	Certified     bool    `json:"certified"`
+	Status        string  `json:"status"`
+	Rank          int     `json:"rank"`
+	MinEigenvalue float64 `json:"min_eigenvalue"`
+	Eta           float64 `json:"eta"`
 	// EtaPoses is the number of poses the shift eta is on (Result.EtaPoses).
 	EtaPoses int `json:"eta_poses,omitempty"`
 	// Estimate says where the returned poses came from (Result.Estimate).
 	Estimate string `json:"estimate"`
+	// WeightSpread is the largest edge weight over the smallest
+	// (Result.WeightSpread).
+	WeightSpread float64 `json:"weight_spread"`
 	// ExpectedObjective and its standard deviation: F at the truth for
 	// measurements as precise as their weights claim (Result.ExpectedObjective).
-	ExpectedObjective   float64    `json:"expected_objective"`
-	ExpectedObjectiveSD float64    `json:"expected_objective_sd"`
-	Timings             Timings    `json:"timings"`
-	PeakRSSBytes        int64      `json:"peak_rss_bytes,omitempty"`
-	Levels              []Level    `json:"levels"`
-	History             []Record   `json:"history"`
-	Options             ReportOpts `json:"options"`
+	ExpectedObjective   float64 `json:"expected_objective"`
+	ExpectedObjectiveSD float64 `json:"expected_objective_sd"`
+	Timings             Timings `json:"timings"`
+	PeakRSSBytes        int64   `json:"peak_rss_bytes,omitempty"`
+	Levels              []Level `json:"levels"`
+	// Stages lists the stages that ran, with their start times
+	// (Result.Stages): none starts after time_limit_seconds.
+	Stages  []Stage    `json:"stages"`
+	History []Record   `json:"history"`
+	Options ReportOpts `json:"options"`
 	// Robust is the outlier rejection's account (robust mode only); N, M
 	// and the objectives are then of the final weighted graph.
 	Robust *RobustReport `json:"robust,omitempty"`
@@ -84,6 +98,9 @@ type ReportOpts struct {
 	BCMTol  float64 `json:"bcm_tol"`
 	BCMMax  int     `json:"bcm_sweeps"`
 	Limit   float64 `json:"time_limit_seconds"`
+	// MaxIterations is the trust region's step limit per run
+	// (Options.MaxIterations).
+	MaxIterations int `json:"max_iterations"`
 }
 
 // NewReport builds the report of res, solved from file with opts (defaults
@@ -102,20 +119,26 @@ func NewReport(file string, res *Result, opts Options) *Report {
 	if hist == nil {
 		hist = []Record{}
 	}
+	stages := res.Stages
+	if stages == nil {
+		stages = []Stage{}
+	}
 	return &Report{
 		Schema: ReportSchema,
 		File:   file, Problem: res.Problem.String(), D: g.D, N: g.NumPoses(), M: g.M(), RawQuaternions: g.RawRotations,
 		Landmarks: g.NumLandmarks(), Observations: observations(g),
 		Init: string(opts.Init), InitialObjective: res.InitialObjective,
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
-		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed,
-		Certified: res.Certified, Status: string(res.Status), Rank: res.Rank,
+		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed, GapAllowedBy: res.GapAllowedBy,
+		ShiftFloor: res.ShiftFloor,
+		Certified:  res.Certified, Status: string(res.Status), Rank: res.Rank,
 		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate),
-		ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
-		Levels: res.Levels, History: hist,
+		WeightSpread: res.WeightSpread, ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
+		Levels: res.Levels, Stages: stages, History: hist,
 		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
 			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,
-			GapTol: opts.GapTol, GapAbs: opts.GapAbs, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds()},
+			GapTol: opts.GapTol, GapAbs: opts.GapAbs, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds(),
+			MaxIterations: opts.MaxIterations},
 		Robust: newRobustReport(res.Robust),
 	}
 }

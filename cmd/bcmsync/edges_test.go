@@ -159,8 +159,8 @@ func TestHelpPlaceholders(t *testing.T) {
 // it is certified.
 func TestStatusSentences(t *testing.T) {
 	seen := map[string]bsync.Status{}
-	for _, st := range []bsync.Status{bsync.Certified, bsync.CertifiedRelaxation, bsync.Bounded,
-		bsync.NotCertified, bsync.TimeLimit, bsync.Cancelled} {
+	for _, st := range []bsync.Status{bsync.Certified, bsync.CertifiedRelaxation, bsync.Bounded, bsync.BelowPrecision,
+		bsync.NotCertified, bsync.Inconsistent, bsync.TimeLimit, bsync.IterationLimit, bsync.Cancelled} {
 		r := &bsync.Report{Status: string(st), Certified: st == bsync.Certified, Rank: 4, D: 3, GapAllowed: 1e-3}
 		r.Options.MaxRank = 10
 		s := statusSentence(r)
@@ -328,10 +328,10 @@ func TestHints(t *testing.T) {
 	}
 }
 
-// TestZeroResidualSummary: on graphs whose optimum is F* = 0 (exact
-// measurements) the summary prints an absolute bound, not "relative +Inf"
-// (F = 0) or "relative 1.6e+20" (F = 1e-31), and the JSON report is valid
-// with a null or finite relative bound.
+// TestZeroResidualSummary: graphs whose optimum is F* = 0 (exact
+// measurements) certify by default; the summary prints an absolute bound,
+// not "relative +Inf" (F = 0) or "relative 1.6e+20" (F = 1e-31), and the
+// JSON report is valid with a null or finite relative bound.
 func TestZeroResidualSummary(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ name, src string }{
@@ -341,11 +341,15 @@ func TestZeroResidualSummary(t *testing.T) {
 			"EDGE_SE2 2 3 1 0 1.5707963267948966" + edge2 + "EDGE_SE2 3 0 1 0 1.5707963267948966" + edge2},
 	} {
 		in := writeTemp(t, dir, c.name, c.src)
-		// No relative tolerance can be met at F* = 0: without --gap-abs
-		// the status says so and names the flag.
+		// F* = 0 data certify by default: the allowance is gap-tol times
+		// max(1, |F|), and the summary says which term set it.
 		code, stdout, stderr := runCmd("solve", in)
-		if code != exitBounded || !strings.Contains(stdout, "--gap-abs") {
-			t.Errorf("%s without --gap-abs: exit %d, stdout %q, stderr %q; want %d and the --gap-abs hint", c.name, code, stdout, stderr, exitBounded)
+		if code != 0 || !strings.Contains(stdout, "CERTIFIED") || !strings.Contains(stdout, "(--gap-tol 1e-06 times 1, as |F| < 1)") {
+			t.Errorf("%s without --gap-abs: exit %d, stdout %q, stderr %q; want 0, certified by gap-tol times 1", c.name, code, stdout, stderr)
+		}
+		code, stdout, stderr = runCmd("solve", "--gap-abs", "1e-3", in)
+		if code != 0 || !strings.Contains(stdout, "(--gap-abs 0.001)") {
+			t.Errorf("%s with --gap-abs 1e-3: exit %d, stdout %q; want the allowance set by --gap-abs", c.name, code, stdout)
 		}
 		code, stdout, stderr = runCmd("solve", "--gap-abs", "1e-9", in)
 		if code != 0 {

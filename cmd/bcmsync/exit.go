@@ -18,11 +18,11 @@ const (
 	exitOK           = 0 // certified; success
 	exitError        = 1 // an error: unreadable or invalid input, a failed write, an internal failure
 	exitUsage        = 2 // a usage error: the command line, or the files rule, refused before anything ran
-	exitBounded      = 3 // sync.Bounded: certified only to the reported suboptimality bound
+	exitBounded      = 3 // sync.Bounded, sync.BelowPrecision: certified only to the reported suboptimality bound
 	exitNotTight     = 4 // sync.CertifiedRelaxation: relaxation certified, rounding not tight
 	exitNotCertified = 5 // sync.NotCertified: no certificate at the last rank
 	exitInconsistent = 6 // sync.Inconsistent: the measurements contradict their weights
-	exitLimit        = 7 // a limit stopped the solve: sync.TimeLimit (and the iteration limit), or GNC's iterations
+	exitLimit        = 7 // a limit stopped the solve: sync.TimeLimit, sync.IterationLimit, or GNC's iterations
 	exitCancelled    = 8 // cancelled: interrupted (Ctrl-C, SIGTERM)
 )
 
@@ -34,7 +34,7 @@ func statusExitCode(s bsync.Status) int {
 	switch s {
 	case bsync.Certified:
 		return exitOK
-	case bsync.Bounded:
+	case bsync.Bounded, bsync.BelowPrecision:
 		return exitBounded
 	case bsync.CertifiedRelaxation:
 		return exitNotTight
@@ -44,10 +44,8 @@ func statusExitCode(s bsync.Status) int {
 		return exitInconsistent
 	case bsync.TimeLimit:
 		return exitLimit
-	// MERGE (issue 24, branch trust-sync): sync.IterationLimit, the trust
-	// region's iteration cap, is a limit too:
-	//	case bsync.IterationLimit:
-	//		return exitLimit
+	case bsync.IterationLimit:
+		return exitLimit
 	case bsync.Cancelled:
 		return exitCancelled
 	}

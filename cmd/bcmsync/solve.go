@@ -31,6 +31,7 @@ type solveFlags struct {
 	gapTol, bcmDecrease     float64
 	gapAbs                  float64
 	bcmSweeps               int
+	maxIterations           int
 	timeLimit               time.Duration
 	rotations, largest      bool
 	lenient, rawQuat        bool
@@ -56,13 +57,14 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.threads, "threads", 0, "threads (0: all cores)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed, any value (BCM samplers, random initialization, eigensolver)")
 	fs.Float64Var(&f.gradTol, "grad-tol", 0, "relative gradient norm ||grad F||/||2XQ|| to reach at each rank (0: 1e-9)")
-	fs.Float64Var(&f.eigTol, "eig-tol", 0, "smallest certificate shift eta, relative to the largest diagonal entry of Q (0: 1e-13)")
-	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6): certified means bound <= max(gap-tol*|F|, gap-abs)")
-	fs.Float64Var(&f.gapAbs, "gap-abs", 0, "absolute suboptimality, in units of F, that also certifies (default 0: purely relative; needed when F* = 0)")
+	fs.Float64Var(&f.eigTol, "eig-tol", 0, "smallest certificate shift, relative to each coordinate's diagonal entry of Q (0: 1e-13): the rounding floor below which a factorization proves nothing")
+	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6): certified means bound <= max(gap-tol*max(1, |F|), gap-abs)")
+	fs.Float64Var(&f.gapAbs, "gap-abs", 0, "absolute suboptimality, in units of F, that also certifies (default 0)")
 	fs.Float64Var(&f.bcmTol, "bcm-tol", 0, "relative gradient norm at which BCM hands over to the trust region (0: 1e-3)")
 	fs.Float64Var(&f.bcmDecrease, "bcm-decrease", 0, "hand over to the trust region when a BCM sweep lowers F by less than this fraction (0: 1e-5)")
 	fs.IntVar(&f.bcmSweeps, "bcm-sweeps", 0, "maximum BCM sweeps per rank (0: 5; negative: skip BCM)")
-	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this long (e.g. 30s; 0: no limit)")
+	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this long (e.g. 30s; 0: no limit): no stage starts later, and the estimate held then is returned")
+	fs.IntVar(&f.maxIterations, "max-iterations", 0, "trust-region steps allowed in each of its runs (each rank, each refinement; 0: 500)")
 	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only; -o and --tum keep the input's translations")
 	fs.BoolVar(&f.largest, "largest-component", false, "solve the largest connected component of a disconnected graph")
 	fs.BoolVar(&f.lenient, "lenient", false, lenientUsage)
@@ -100,6 +102,8 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 		return o, fmt.Errorf("--threads %d: want a number of threads >= 1 (0: all cores)", f.threads)
 	case f.timeLimit < 0:
 		return o, fmt.Errorf("--time-limit %v: want a duration >= 0 (0: no limit)", f.timeLimit)
+	case f.maxIterations < 0:
+		return o, fmt.Errorf("--max-iterations %d: want a number of steps >= 1 (0: 500)", f.maxIterations)
 	}
 	init, err := bsync.ParseInit(f.init)
 	if err != nil {
@@ -112,7 +116,7 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	o = bsync.Options{
 		Init: init, Rank0: f.rank0, MaxRank: f.maxRank, Rule: rule, Threads: f.threads, Seed: f.seed,
 		GradTol: f.gradTol, EigTol: f.eigTol, GapTol: f.gapTol, GapAbs: f.gapAbs, BCMTol: f.bcmTol, BCMMaxSweeps: f.bcmSweeps, BCMDecreaseTol: f.bcmDecrease,
-		TimeLimit: f.timeLimit, LargestComponent: f.largest,
+		TimeLimit: f.timeLimit, MaxIterations: f.maxIterations, LargestComponent: f.largest,
 	}
 	if f.rotations {
 		o.Problem = posegraph.Rotations

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
@@ -27,11 +28,16 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 	if r.Estimate != "" && r.Estimate != string(bsync.EstimateRounded) {
 		fmt.Fprintf(&b, "  estimate           %s (the relaxation's F %.12g)\n", r.Estimate, r.RelaxationObjective)
 	}
-	if r.DualBound != nil {
+	checked := lastChecked(r)
+	switch {
+	case r.DualBound != nil:
 		fmt.Fprintf(&b, "  dual bound         %.12g   (proven: no estimate has F below it)\n", *r.DualBound)
-		fmt.Fprintf(&b, "  suboptimality      <= %.3g %s; allowed %.3g\n", *r.SuboptimalityBound, relativeNote(*r.SuboptimalityBound, r.Objective), r.GapAllowed)
-	} else {
+		fmt.Fprintf(&b, "  suboptimality      <= %.3g %s; allowed %.3g %s\n", *r.SuboptimalityBound,
+			relativeNote(*r.SuboptimalityBound, r.Objective), r.GapAllowed, allowanceNote(r))
+	case checked:
 		fmt.Fprintf(&b, "  no bound: S = Q - Lambda is not positive semidefinite at the last point\n")
+	default:
+		fmt.Fprintf(&b, "  no bound: the certificate did not run at the last point\n")
 	}
 	if r.DualBound != nil && r.ExpectedObjectiveSD > 0 {
 		if z := (*r.DualBound - r.ExpectedObjective) / r.ExpectedObjectiveSD; z > bsync.InconsistentZ {
@@ -39,13 +45,17 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 			fmt.Fprintf(&b, "                     some measurements contradict the others (wrong loop closures?); try --robust gnc-tls\n")
 		}
 	}
+	if note := precisionNote(r); note != "" {
+		fmt.Fprintf(&b, "  %s\n", note)
+	}
 	on := "every pose"
 	if r.EtaPoses == 1 {
 		on = "one anchor pose"
 	}
-	if r.Eta > 0 {
+	switch {
+	case r.Eta > 0:
 		fmt.Fprintf(&b, "  lambda_min(S)      %.3g   (certificate shift eta %.3g on %s)\n", r.MinEigenvalue, r.Eta, on)
-	} else {
+	case checked:
 		fmt.Fprintf(&b, "  lambda_min(S)      %.3g\n", r.MinEigenvalue)
 	}
 	if r.Robust != nil {
@@ -58,6 +68,57 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 		fmt.Fprintf(&b, "  %s\n", n)
 	}
 	io.WriteString(w, b.String())
+}
+
+// precisionNote says, for a solve that ended uncertified for want of
+// convergence or precision, when the edge weights span so many decades
+// that double precision's rounding of the heaviest terms (1.1e-16 of them)
+// exceeds what the gradient tolerance asks of the lightest: then no
+// number of iterations is sure to converge or certify.
+func precisionNote(r *bsync.Report) string {
+	const eps = 1.1e-16
+	switch bsync.Status(r.Status) {
+	case bsync.Bounded, bsync.BelowPrecision, bsync.IterationLimit, bsync.NotCertified:
+	default:
+		return ""
+	}
+	if !(eps*r.WeightSpread > r.Options.GradTol) {
+		return ""
+	}
+	return fmt.Sprintf("precision          the edge weights span a factor of %.2g: double precision rounds the heaviest terms to "+
+		"%.2g of the lightest, more than --grad-tol %g asks, so the solve may not converge or certify however long it runs",
+		r.WeightSpread, eps*r.WeightSpread, r.Options.GradTol)
+}
+
+// lastIterationCapped returns the level (or the rank-d refinement) whose
+// trust region the iteration limit stopped, if the report has one.
+func lastIterationCapped(r *bsync.Report) (bsync.Level, bool) {
+	for k := len(r.Levels) - 1; k >= 0; k-- {
+		if r.Levels[k].RTRStop == "iterations" {
+			return r.Levels[k], true
+		}
+	}
+	return bsync.Level{}, false
+}
+
+// lastChecked reports whether the certificate ran at the staircase's last
+// level (a time limit can stop a solve before it does).
+func lastChecked(r *bsync.Report) bool {
+	return len(r.Levels) > 0 && r.Levels[len(r.Levels)-1].EigMethod != ""
+}
+
+// allowanceNote says which term of max(gap-tol max(1, |F|), gap-abs) set
+// the allowance, with the flag that changes it.
+func allowanceNote(r *bsync.Report) string {
+	switch r.GapAllowedBy {
+	case "gap_tol*|F|":
+		return fmt.Sprintf("(--gap-tol %g times |F|)", r.Options.GapTol)
+	case "gap_tol*1":
+		return fmt.Sprintf("(--gap-tol %g times 1, as |F| < 1)", r.Options.GapTol)
+	case "gap_abs":
+		return fmt.Sprintf("(--gap-abs %g)", r.Options.GapAbs)
+	}
+	return ""
 }
 
 // relativeNote qualifies a suboptimality bound: relative to |F| where that
@@ -94,12 +155,20 @@ func statusWords(r *bsync.Report) string {
 	case bsync.Bounded:
 		msg := fmt.Sprintf("NOT certified to the gap tolerance: the certificate holds at rank %d, "+
 			"but the bound it proves (below) is above the allowed %.3g", r.Rank, r.GapAllowed)
-		if r.SuboptimalityBound != nil && *r.SuboptimalityBound >= math.Abs(r.Objective) {
-			// F* = 0 data: F is itself at rounding level, and no relative
-			// tolerance can be proven.
-			msg += " (F is at rounding level, as where the measurements agree exactly: --gap-abs sets an absolute tolerance)"
+		if len(r.Levels) > 0 {
+			lv := r.Levels[len(r.Levels)-1]
+			msg += fmt.Sprintf(": the trust region stopped (%s) at relative gradient %.2g", lv.RTRStop, lv.RelGrad)
+			if lv.RTRStop == "stalled" {
+				msg += ", where its steps no longer lower F"
+			} else {
+				msg += "; a smaller --grad-tol may tighten the proof"
+			}
 		}
 		return msg
+	case bsync.BelowPrecision:
+		return fmt.Sprintf("NOT certified to the gap tolerance: the certificate holds at rank %d, "+
+			"but the allowed %.3g is below what double precision can prove here: at the rounding floor (--eig-tol %g) "+
+			"the certificate's shift alone costs %.3g, so no smaller bound can be proven; the bound proven is below", r.Rank, r.GapAllowed, r.Options.EigTol, r.ShiftFloor)
 	case bsync.NotCertified:
 		why := "no saddle escape was found"
 		if r.Rank >= r.Options.MaxRank {
@@ -109,7 +178,17 @@ func statusWords(r *bsync.Report) string {
 	case bsync.Inconsistent:
 		return fmt.Sprintf("NOT certified: the measurements contradict their weights (stopped at rank %d; see below)", r.Rank)
 	case bsync.TimeLimit:
-		return fmt.Sprintf("NOT certified: stopped by the time limit at rank %d", r.Rank)
+		if r.Options.Limit == 0 {
+			return fmt.Sprintf("NOT certified: stopped by the deadline at rank %d", r.Rank)
+		}
+		return fmt.Sprintf("NOT certified: stopped by the time limit (--time-limit %v) at rank %d; a larger --time-limit lets it go on",
+			time.Duration(r.Options.Limit*float64(time.Second)), r.Rank)
+	case bsync.IterationLimit:
+		msg := fmt.Sprintf("NOT certified: stopped by the iteration limit (--max-iterations %d trust-region steps) at rank %d", r.Options.MaxIterations, r.Rank)
+		if lv, ok := lastIterationCapped(r); ok {
+			msg += fmt.Sprintf(", at relative gradient %.2g where %.2g is the goal", lv.RelGrad, r.Options.GradTol)
+		}
+		return msg + "; --max-iterations raises the limit"
 	case bsync.Cancelled:
 		return fmt.Sprintf("NOT certified: cancelled at rank %d", r.Rank)
 	}

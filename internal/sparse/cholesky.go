@@ -752,6 +752,19 @@ func (c *Cholesky) MinPivot() (col int, pivot float64) {
 // there (sync's certificate grounds its gauge at the last pivot's pose).
 func (c *Cholesky) LastPivot() int { return c.perm[c.n-1] }
 
+// TrailingClique returns how many of the last pivots have columns of L
+// that are dense to the end: the trailing block of L is a full triangle,
+// so any order of those pivots among themselves gives L the same pattern
+// (their rows are all coupled already). With a block ordering, a pose
+// block wholly inside it can be made the last pivot at no cost in fill.
+func (c *Cholesky) TrailingClique() int {
+	k := 0
+	for j := c.n - 1; j >= 0 && c.colCnt[j] == c.n-j; j-- {
+		k++
+	}
+	return k
+}
+
 // Pivot returns the original index of the factor's k-th pivot (0 <= k < n,
 // in elimination order): LastPivot is Pivot(n-1). A caller that must
 // ground at a coordinate of some kind walks back from the last.
