@@ -158,20 +158,20 @@ func TestProofRefinedToAllowance(t *testing.T) {
 	}
 }
 
-// The robust mode takes an iteration cap in its stride: a weighted solve
-// on the way that stops at the cap (the first, from the chordal estimate)
-// still gives GNC its estimate, GNC goes on, and the result's status is
-// the final solve's, honest either way: certified with its proof, or the
-// iteration limit.
+// The robust mode takes the trust region's iteration cap in its stride:
+// the cap bounds the certified solves (GNC's local solves have budgets of
+// their own, RobustOptions), and the result's status is the final
+// certified solve's, honest either way: certified with its proof, or the
+// iteration limit. The consistency stage is off so that GNC runs.
 func TestRobustIterationLimit(t *testing.T) {
 	_, bad, _, _, _ := robustCase{2, 0.1}.graphs(t)
-	res, err := Solve(context.Background(), bad, Options{MaxIterations: 1, Robust: RobustOptions{Loss: RobustGNCTLS}})
+	res, err := Solve(context.Background(), bad, Options{MaxIterations: 1, Robust: RobustOptions{Loss: RobustGNCTLS, NoConsistency: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rr := res.Robust
-	if rr == nil || len(rr.Iterations) < 2 || rr.Iterations[0].Status != string(IterationLimit) || !rr.Converged {
-		t.Fatalf("robust account %+v", rr)
+	if rr == nil || len(rr.Iterations) < 2 || rr.Iterations[0].Stage != StageGNC {
+		t.Fatalf("robust account: %d solves, stop %q", len(rr.Iterations), rr.Stop)
 	}
 	if res.Certified != (res.Status == Certified) || res.Certified && !(res.SuboptimalityBound <= res.GapAllowed) ||
 		!res.Certified && res.Status != IterationLimit {
