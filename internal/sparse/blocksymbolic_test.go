@@ -100,7 +100,7 @@ func TestAnalyzeBlocks(t *testing.T) {
 					t.Fatal("the solves differ")
 				}
 				// And the scalar matrix's Factorize accepts the block analysis.
-				if err := got.Factorize(q.LowerCSC(0.5, 0)); err != nil {
+				if err := got.Factorize(LowerCSC(q, 0.5, 0)); err != nil {
 					t.Fatalf("Factorize(LowerCSC) on the block analysis: %v", err)
 				}
 				got.Solve(x2, rhs)
@@ -120,7 +120,7 @@ func TestAnalyzeBlocks(t *testing.T) {
 // checks that they agree (sameSymbolic).
 func analyzeBoth(t *testing.T, q *BlockSym, perm []int) (got, want *Cholesky) {
 	t.Helper()
-	want, err := Analyze(q.LowerCSC(0, 0), perm)
+	want, err := Analyze(LowerCSC(q, 0, 0), perm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestAnalyzeBlocksFallback(t *testing.T) {
 			t.Errorf("pattern %v accepted", m.ColIdx)
 		}
 		perm := []int{1, 0}
-		want, errWant := Analyze(m.LowerCSC(0, 0), perm)
+		want, errWant := Analyze(LowerCSC(m, 0, 0), perm)
 		got, err := AnalyzeBlocks(m, perm)
 		if (err == nil) != (errWant == nil) {
 			t.Fatalf("pattern %v: AnalyzeBlocks %v, Analyze %v", m.ColIdx, err, errWant)
@@ -307,7 +307,7 @@ func BenchmarkAnalyzeBlocks(b *testing.B) {
 		perm := BlockOrder(q, 0)
 		b.Run(fmt.Sprintf("grid%d^3/b=6/scalar", side), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := Analyze(q.LowerCSC(0, 0), perm); err != nil {
+				if _, err := Analyze(LowerCSC(q, 0, 0), perm); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -372,7 +372,7 @@ func TestFactorizeBlocksPattern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scalar, err := Analyze(q.LowerCSC(0, 0), perm)
+	scalar, err := Analyze(LowerCSC(q, 0, 0), perm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func TestTrailingClique(t *testing.T) {
 		}
 		for i := 0; i < n; i++ {
 			for j := 0; j < n; j++ {
-				if m.find(c.Pivot(i)/b, c.Pivot(j)/b) >= 0 || i == j { // blocks are stored dense
+				if m.Find(c.Pivot(i)/b, c.Pivot(j)/b) >= 0 || i == j { // blocks are stored dense
 					nz[i][j] = true
 				}
 			}

@@ -432,7 +432,7 @@ func (c *Cholesky) Factorize(a *CSC) error {
 	return nil
 }
 
-// FactorizeBlocks is Factorize(m.LowerCSC(shift, 0)) without building that
+// FactorizeBlocks is Factorize(LowerCSC(m, shift, 0)) without building that
 // CSC: the factor must have been analysed on a matrix with m's block
 // structure (LowerCSC(anything, 0) of m or of a matrix with the same
 // pattern). A caller that refactors one block structure with new values
@@ -496,7 +496,7 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 		return fmt.Errorf("sparse: FactorizeBlocks: matrix of order %d does not match the analysed order %d", m.N*b, c.n)
 	}
 	if c.simplicial {
-		return c.Factorize(m.LowerCSC(shift, 0))
+		return c.Factorize(LowerCSC(m, shift, 0))
 	}
 	if !c.bsigOK || blockSignature(m) != c.bsig {
 		if nnz, h := lowerBlockHash(m); nnz != c.aNNZ || h != c.aHash {

@@ -9,8 +9,9 @@
 // BlockSym holds a symmetric matrix of B x B blocks with both triangles in
 // block compressed-row form; it is what the block-coordinate solver and the
 // products X*Q (MulBlocks, on the block-by-block layout Blocks of the lifted
-// variable) use. CSC holds the scalar lower triangle in compressed-column
-// form; BlockSym.LowerCSC(shift, drop) converts, adding shift*I and
+// variable) use. Both are package blockmat's, public because users pass
+// them (this package names them by aliases). CSC holds the scalar lower triangle in compressed-column
+// form; LowerCSC(BlockSym, shift, drop) converts, adding shift*I and
 // optionally dropping anchored blocks. Both satisfy Operator, the
 // matrix-free interface of PCG and the eigensolvers.
 //

@@ -1,4 +1,4 @@
-package sparse
+package blockmat
 
 import (
 	"fmt"
@@ -83,12 +83,43 @@ func TestBlockBuilderMatchesMap(t *testing.T) {
 	}
 }
 
+// BenchmarkBlockBuilder builds the pattern of a pose graph of n poses with
+// three random neighbours each (about the density of the 3-D lattices).
 func BenchmarkBlockBuilder(b *testing.B) {
-	for _, side := range []int{20, 46} {
-		b.Run(fmt.Sprintf("grid%d^3/b=4", side), func(b *testing.B) {
+	for _, n := range []int{8000, 100000} {
+		b.Run(fmt.Sprintf("n=%d/b=4", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(53, 54))
 			for b.Loop() {
-				gridBlockSym(side, 4)
+				randomSym(rng, n, 4, 3)
 			}
 		})
 	}
+}
+
+// randomSym returns a random symmetric block matrix of n blocks of size b
+// with about perRow random off-diagonal blocks added per row (pairs may
+// repeat, which sums them).
+func randomSym(rng *rand.Rand, n, b, perRow int) *BlockSym {
+	bb := NewBlockBuilder(n, b)
+	m := make([]float64, b*b)
+	for i := 0; i < n; i++ {
+		for r := 0; r < b; r++ {
+			for c := 0; c <= r; c++ {
+				v := rng.NormFloat64()
+				m[r*b+c], m[c*b+r] = v, v
+			}
+		}
+		bb.AddDiag(i, m)
+		for k := 0; k < perRow && n > 1; k++ {
+			j := rng.IntN(n - 1)
+			if j >= i {
+				j++
+			}
+			for t := range m {
+				m[t] = rng.NormFloat64()
+			}
+			bb.AddOff(i, j, m)
+		}
+	}
+	return bb.Build()
 }

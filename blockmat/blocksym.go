@@ -1,4 +1,4 @@
-package sparse
+package blockmat
 
 import (
 	"fmt"
@@ -71,7 +71,7 @@ func (bb *BlockBuilder) AddDiag(i int, m []float64) {
 // AddOff adds m to block (i, j) and m^T to block (j, i); i != j.
 func (bb *BlockBuilder) AddOff(i, j int, m []float64) {
 	if i == j {
-		panic("sparse: AddOff on a diagonal block")
+		panic("blockmat: AddOff on a diagonal block")
 	}
 	bb.offI = append(bb.offI, i)
 	bb.offJ = append(bb.offJ, j)
@@ -231,7 +231,7 @@ func (m *BlockSym) Dense() []float64 {
 	return d
 }
 
-// CloneWithValues returns a matrix with the same pattern and a copy of the values.
+// Clone returns a matrix with the same pattern and a copy of the values.
 func (m *BlockSym) Clone() *BlockSym {
 	c := *m
 	c.Val = append([]float64(nil), m.Val...)
@@ -245,15 +245,15 @@ func (m *BlockSym) CheckSymmetric(tol float64) error {
 	for i := 0; i < m.N; i++ {
 		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
 			j := m.ColIdx[k]
-			kt := m.find(j, i)
+			kt := m.Find(j, i)
 			if kt < 0 {
-				return fmt.Errorf("sparse: block (%d,%d) has no partner (%d,%d)", i, j, j, i)
+				return fmt.Errorf("blockmat: block (%d,%d) has no partner (%d,%d)", i, j, j, i)
 			}
 			x, y := m.Block(k), m.Block(kt)
 			for r := 0; r < b; r++ {
 				for c := 0; c < b; c++ {
 					if d := x[r*b+c] - y[c*b+r]; d > tol || d < -tol {
-						return fmt.Errorf("sparse: block (%d,%d) entry (%d,%d) differs from its transpose by %g", i, j, r, c, d)
+						return fmt.Errorf("blockmat: block (%d,%d) entry (%d,%d) differs from its transpose by %g", i, j, r, c, d)
 					}
 				}
 			}
@@ -262,7 +262,9 @@ func (m *BlockSym) CheckSymmetric(tol float64) error {
 	return nil
 }
 
-func (m *BlockSym) find(i, j int) int {
+// Find returns the position k of block (i, j) (Block(k)), or -1 when it is
+// not stored.
+func (m *BlockSym) Find(i, j int) int {
 	lo, hi := m.RowPtr[i], m.RowPtr[i+1]
 	k := lo + sort.SearchInts(m.ColIdx[lo:hi], j)
 	if k < hi && m.ColIdx[k] == j {

@@ -1,4 +1,4 @@
-package sparse_test
+package blockmat
 
 import (
 	"fmt"
@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/bcmsync/bcmsync/internal/sparse"
 )
 
 // TestMulBlocks checks X*Q for every block size and several row counts
@@ -28,12 +26,12 @@ func TestMulBlocks(t *testing.T) {
 	for b := 1; b <= 5; b++ {
 		for _, r := range []int{1, 2, 3, 5} {
 			nb := 300
-			q := randBlockSym(rng, nb, b, 0.02, 1)
-			x := sparse.NewBlocks(r, b, nb)
+			q := randomSym(rng, nb, b, 6)
+			x := NewBlocks(r, b, nb)
 			for k := range x.Data {
 				x.Data[k] = rng.NormFloat64()
 			}
-			got := sparse.NewBlocks(r, b, nb)
+			got := NewBlocks(r, b, nb)
 			q.MulBlocks(got, x)
 			row := make([]float64, r*b)
 			for i := 0; i < nb; i++ {
@@ -44,7 +42,7 @@ func TestMulBlocks(t *testing.T) {
 					}
 				}
 			}
-			par := sparse.NewBlocks(r, b, nb)
+			par := NewBlocks(r, b, nb)
 			q.MulBlocksParallel(par, x, 3)
 			for k, v := range par.Data {
 				if math.Float64bits(v) != math.Float64bits(got.Data[k]) {
@@ -78,8 +76,8 @@ func BenchmarkMulBlocks(b *testing.B) {
 	rng := rand.New(rand.NewPCG(83, 84))
 	for _, bs := range []int{3, 4, 5} {
 		nb := 20000
-		q := randBlockSym(rng, nb, bs, 3.0/float64(nb), 1)
-		x, dst := sparse.NewBlocks(3, bs, nb), sparse.NewBlocks(3, bs, nb)
+		q := randomSym(rng, nb, bs, 3)
+		x, dst := NewBlocks(3, bs, nb), NewBlocks(3, bs, nb)
 		for k := range x.Data {
 			x.Data[k] = rng.NormFloat64()
 		}
