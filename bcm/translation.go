@@ -3,6 +3,7 @@ package bcm
 import (
 	"fmt"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 )
 
@@ -30,32 +31,15 @@ type transSolver struct {
 func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
 	n, b := q.N, q.B
 	// Components by union-find over the pattern of Q.
-	parent := make([]int, n)
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
+	u := graphs.NewUnionFind(n)
 	for i := 0; i < n; i++ {
 		for p := q.RowPtr[i]; p < q.RowPtr[i+1]; p++ {
-			if ri, rj := find(i), find(q.ColIdx[p]); ri != rj {
-				if ri < rj {
-					parent[rj] = ri
-				} else {
-					parent[ri] = rj
-				}
-			}
+			u.Union(i, q.ColIdx[p])
 		}
 	}
 	ts := &transSolver{index: make([]int, n)}
 	for i := 0; i < n; i++ {
-		if find(i) == i {
+		if u.Find(i) == i {
 			ts.index[i] = -1 // the smallest index of its component
 		} else {
 			ts.index[i] = ts.nfree

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/bcmsync/bcmsync/internal/graphs"
 )
 
 // Pose is an element of SE(d) (or SO(d), ignoring T). R is the d x d rotation,
@@ -116,32 +118,14 @@ func (g *Graph) Anchor() int {
 // indices, largest first (ties by smallest index).
 func (g *Graph) Components() [][]int {
 	n := g.N()
-	parent := make([]int, n)
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
+	u := graphs.NewUnionFind(n)
 	for _, e := range g.Edges {
-		a, b := find(e.I), find(e.J)
-		if a != b {
-			if a < b {
-				parent[b] = a
-			} else {
-				parent[a] = b
-			}
-		}
+		u.Union(e.I, e.J)
 	}
 	byRoot := map[int][]int{}
 	var roots []int
 	for i := 0; i < n; i++ {
-		r := find(i)
+		r := u.Find(i)
 		if _, ok := byRoot[r]; !ok {
 			roots = append(roots, r)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/rounding"
 )
@@ -879,36 +880,17 @@ func isOdometry(g *posegraph.Graph, e *posegraph.Edge) bool {
 // always be satisfied exactly by moving one part rigidly, so its weight does
 // not change the optimum, and the certified pipeline needs one component.
 func weightedGraph(g *posegraph.Graph, w []float64) (*posegraph.Graph, []int, []int) {
-	n := g.N()
-	parent := make([]int, n)
-	for i := range parent {
-		parent[i] = i
-	}
-	find := func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
-	union := func(i, j int) bool {
-		a, b := find(i), find(j)
-		if a == b {
-			return false
-		}
-		parent[a] = b
-		return true
-	}
+	u := graphs.NewUnionFind(g.N())
 	use := make([]bool, g.M())
 	for k, e := range g.Edges {
 		if w[k] > 0 {
 			use[k] = true
-			union(e.I, e.J)
+			u.Union(e.I, e.J)
 		}
 	}
 	var bridged []int
 	for k, e := range g.Edges {
-		if !use[k] && union(e.I, e.J) {
+		if !use[k] && u.Union(e.I, e.J) {
 			use[k] = true
 			bridged = append(bridged, k)
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -83,19 +84,19 @@ func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r
 			l.shared = append(l.shared, li)
 		}
 	}
-	bb := sparse.NewBlockBuilder(nOwn+len(l.pub), b)
-	ii, jj, ij := make([]float64, b*b), make([]float64, b*b), make([]float64, b*b)
+	// The rows of Q at the own poses are those of the Laplacian of the
+	// edges incident to them alone, on the local numbering: the graph of
+	// those edges, assembled as the whole graph's Q is (the same blocks,
+	// summed in the same edge order, so the rows are Q's to the bit).
+	local := &posegraph.Graph{D: d, IDs: make([]int, nOwn+len(l.pub))}
 	for _, e := range g.Edges {
 		if p.Part[e.I] != k && p.Part[e.J] != k {
 			continue
 		}
-		edgeBlocks(ii, jj, ij, &e, d, b)
-		li, lj := l.globalToLocal[e.I], l.globalToLocal[e.J]
-		bb.AddDiag(li, ii)
-		bb.AddDiag(lj, jj)
-		bb.AddOff(li, lj, ij)
+		e.I, e.J = l.globalToLocal[e.I], l.globalToLocal[e.J]
+		local.Edges = append(local.Edges, e)
 	}
-	l.q = bb.Build()
+	l.q = local.Laplacian(kind)
 	l.x = sparse.NewBlocks(r, b, nOwn+len(l.pub))
 	if kind == posegraph.Poses {
 		if err := l.factorTranslations(); err != nil {
@@ -104,37 +105,6 @@ func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r
 	}
 	l.setRank(r)
 	return l, nil
-}
-
-// edgeBlocks writes one edge's contributions to Q_ii, Q_jj and Q_ij
-// (docs/design.md section 3).
-func edgeBlocks(ii, jj, ij []float64, e *posegraph.Edge, d, b int) {
-	clear(ii)
-	clear(jj)
-	clear(ij)
-	k, tau := e.Kappa, e.Tau
-	for a := 0; a < d; a++ {
-		ii[a*b+a] = k
-		jj[a*b+a] = k
-		for c := 0; c < d; c++ {
-			ij[a*b+c] = -k * e.R[a*d+c]
-		}
-	}
-	if b == d {
-		return
-	}
-	t := e.T
-	for a := 0; a < d; a++ {
-		for c := 0; c < d; c++ {
-			ii[a*b+c] += tau * t[a] * t[c]
-		}
-		ii[a*b+d] = tau * t[a]
-		ii[d*b+a] = tau * t[a]
-		ij[a*b+d] = -tau * t[a]
-	}
-	ii[d*b+d] = tau
-	jj[d*b+d] = tau
-	ij[d*b+d] = -tau
 }
 
 // setRank changes the rank of the local variable, keeping the top rows.
@@ -161,17 +131,7 @@ func (l *local) setRank(r int) {
 func (l *local) factorTranslations() error {
 	nOwn, b, d := len(l.own), l.b, l.d
 	// Components of the own poses; those without a shared edge are anchored.
-	parent := make([]int, nOwn)
-	for i := range parent {
-		parent[i] = i
-	}
-	find := func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
+	u := graphs.NewUnionFind(nOwn)
 	grounded := make([]bool, nOwn)
 	for i := 0; i < nOwn; i++ {
 		for p := l.q.RowPtr[i]; p < l.q.RowPtr[i+1]; p++ {
@@ -180,21 +140,19 @@ func (l *local) factorTranslations() error {
 				grounded[i] = true
 				continue
 			}
-			if ri, rj := find(i), find(j); ri != rj {
-				parent[max(ri, rj)] = min(ri, rj)
-			}
+			u.Union(i, j)
 		}
 	}
 	rootGrounded := make([]bool, nOwn)
 	for i := 0; i < nOwn; i++ {
 		if grounded[i] {
-			rootGrounded[find(i)] = true
+			rootGrounded[u.Find(i)] = true
 		}
 	}
 	l.tIndex = make([]int, nOwn)
 	l.nFree = 0
 	for i := 0; i < nOwn; i++ {
-		if find(i) == i && !rootGrounded[i] {
+		if u.Find(i) == i && !rootGrounded[i] {
 			l.tIndex[i] = -1
 			continue
 		}

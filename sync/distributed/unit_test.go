@@ -29,7 +29,7 @@ func testGraph(t *testing.T, d int) *posegraph.Graph {
 }
 
 // Each agent's rows of Q, assembled from its incident edges only, equal
-// the rows of the whole graph's Laplacian; its public poses are exactly
+// the rows of the whole graph's Laplacian to the bit; its public poses are exactly
 // the other parts' poses it shares an edge with.
 func TestLocalRowsMatchLaplacian(t *testing.T) {
 	for _, d := range []int{2, 3} {
@@ -59,7 +59,7 @@ func TestLocalRowsMatchLaplacian(t *testing.T) {
 						for a := 0; a < b; a++ {
 							for c := 0; c < b; c++ {
 								want := q.At(gi*b+a, gj*b+c)
-								if math.Abs(blk[a*b+c]-want) > 1e-12*(1+math.Abs(want)) {
+								if math.Float64bits(blk[a*b+c]) != math.Float64bits(want) {
 									t.Fatalf("d=%d %v part %d: Q(%d,%d)[%d,%d] = %g, want %g", d, kind, k, gi, gj, a, c, blk[a*b+c], want)
 								}
 							}
