@@ -54,8 +54,8 @@
 // of each staircase level and of each trust-region step (tCG iterations
 // and factorizations), and the time spent in each stage.
 //
-// With Options.Robust, Solve rejects outliers (SolveRobust) under the
-// truncated least-squares loss: a consistency check of the loop closures
+// SolveRobust wraps Solve to reject outliers under the truncated
+// least-squares loss: a consistency check of the loop closures
 // against cycles of odometry and accepted closures, graduated
 // non-convexity with cheap local solves, the pipeline above once on the
 // settled inlier set, and a check of the loss's inlier test at that

@@ -47,7 +47,7 @@ type Certifier struct {
 // opts' GapTol, GapAbs, EigTol, Threads and Seed (zero values take Solve's defaults).
 // g must be valid (Validate) and connected.
 func NewCertifier(g *posegraph.Graph, opts Options) *Certifier {
-	opts.setDefaults(g.D)
+	opts = opts.WithDefaults(g.D)
 	q := g.Laplacian(opts.Problem)
 	perm := sparse.BlockOrder(q, 0)
 	return &Certifier{g: g, q: q, opts: opts, perm: perm,
@@ -90,6 +90,8 @@ func (c *Certifier) Finish(res *Result, x *sparse.Blocks, last Check, stopped St
 	g, d, opts := c.g, c.g.D, c.opts
 	t0 := time.Now()
 	res.Graph, res.Problem, res.Rank = g, opts.Problem, x.R
+	res.Options = opts
+	res.Options.Init = InitPartitioned
 	res.MinEigenvalue, res.Eta, res.EtaPoses = last.MinEigenvalue, last.Eta, last.EtaPoses
 	if last.PSD {
 		res.DualBound = last.DualBound

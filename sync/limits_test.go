@@ -76,7 +76,7 @@ func TestNoStageAfterDeadline(t *testing.T) {
 			if res.Certified && !(res.SuboptimalityBound <= res.GapAllowed) {
 				t.Errorf("limit %v: certified with bound %g above the allowance %g", limit, res.SuboptimalityBound, res.GapAllowed)
 			}
-			if err := NewReport("g", res, Options{TimeLimit: limit}).WriteJSON(io.Discard); err != nil {
+			if err := NewReport("g", res).WriteJSON(io.Discard); err != nil {
 				t.Errorf("limit %v: the report does not encode: %v", limit, err)
 			}
 		}
@@ -110,7 +110,7 @@ func TestIterationLimitReported(t *testing.T) {
 	if res.Status != IterationLimit || last.RTRStop != "iterations" || last.RTRIterations != 2 || res.Certified {
 		t.Errorf("MaxIterations 2: status %q, last level stopped by %q after %d steps", res.Status, last.RTRStop, last.RTRIterations)
 	}
-	if rep := NewReport("g", res, Options{MaxIterations: 2}); rep.Options.MaxIterations != 2 || rep.Status != string(IterationLimit) {
+	if rep := NewReport("g", res); rep.Options.MaxIterations != 2 || rep.Status != string(IterationLimit) {
 		t.Errorf("report: max_iterations %d, status %q", rep.Options.MaxIterations, rep.Status)
 	}
 	res, err = Solve(context.Background(), g, Options{Init: InitRandom, Seed: 3})
@@ -165,7 +165,7 @@ func TestProofRefinedToAllowance(t *testing.T) {
 // iteration limit. The consistency stage is off so that GNC runs.
 func TestRobustIterationLimit(t *testing.T) {
 	_, bad, _, _, _ := robustCase{2, 0.1}.graphs(t)
-	res, err := Solve(context.Background(), bad, Options{MaxIterations: 1, Robust: RobustOptions{Loss: RobustGNCTLS, NoConsistency: true}})
+	res, err := SolveRobust(context.Background(), bad, Options{MaxIterations: 1}, RobustOptions{NoConsistency: true})
 	if err != nil {
 		t.Fatal(err)
 	}

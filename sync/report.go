@@ -84,7 +84,8 @@ type Report struct {
 	Robust *RobustReport `json:"robust,omitempty"`
 }
 
-// ReportOpts records the options that shaped the result.
+// ReportOpts records the options the solve ran with (Result.Options),
+// defaults filled in.
 type ReportOpts struct {
 	Rule    string  `json:"rule"`
 	Threads int     `json:"threads"`
@@ -97,17 +98,21 @@ type ReportOpts struct {
 	GapAbs  float64 `json:"gap_abs"`
 	BCMTol  float64 `json:"bcm_tol"`
 	BCMMax  int     `json:"bcm_sweeps"`
-	Limit   float64 `json:"time_limit_seconds"`
+	// BCMDecreaseTol is Options.BCMDecreaseTol.
+	BCMDecreaseTol float64 `json:"bcm_decrease_tol"`
+	Limit          float64 `json:"time_limit_seconds"`
 	// MaxIterations is the trust region's step limit per run
 	// (Options.MaxIterations).
 	MaxIterations int `json:"max_iterations"`
+	// LargestComponent is Options.LargestComponent.
+	LargestComponent bool `json:"largest_component,omitempty"`
 }
 
-// NewReport builds the report of res, solved from file with opts (defaults
-// filled in as Solve used them).
-func NewReport(file string, res *Result, opts Options) *Report {
+// NewReport builds the report of res, solved from file, with the options
+// it ran with (Result.Options).
+func NewReport(file string, res *Result) *Report {
 	g := res.Graph
-	opts.setDefaults(g.D)
+	opts := res.Options
 	var dual, gap, rel *float64
 	if res.HasBound {
 		dual, gap = &res.DualBound, &res.SuboptimalityBound
@@ -137,8 +142,8 @@ func NewReport(file string, res *Result, opts Options) *Report {
 		Levels: res.Levels, Stages: stages, History: hist,
 		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
 			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,
-			GapTol: opts.GapTol, GapAbs: opts.GapAbs, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds(),
-			MaxIterations: opts.MaxIterations},
+			GapTol: opts.GapTol, GapAbs: opts.GapAbs, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, BCMDecreaseTol: opts.BCMDecreaseTol,
+			Limit: opts.TimeLimit.Seconds(), MaxIterations: opts.MaxIterations, LargestComponent: opts.LargestComponent},
 		Robust: newRobustReport(res.Robust),
 	}
 }

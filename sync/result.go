@@ -260,10 +260,14 @@ type Result struct {
 	// (see Stage and Options.TimeLimit).
 	Stages  []Stage
 	Timings Timings
+	// Options are the options the solve ran with, defaults filled in
+	// (Init, for a solve that did not run Solve's initializations, names
+	// the one it ran).
+	Options Options
 
 	final *sparse.Blocks // the staircase's last point (tests check its certificate)
-	// Robust is the outlier rejection's account (nil without
-	// Options.Robust): each edge's weight, the rejected edges, the outer
+	// Robust is the outlier rejection's account (SolveRobust's; nil for
+	// a plain solve): each edge's weight, the rejected edges, the outer
 	// iterations. With it, Graph is the final weighted graph, the one the
 	// certificate is of.
 	Robust *RobustResult

@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"slices"
 	"time"
@@ -51,10 +50,12 @@ func ParseRobust(s string) (Robust, error) {
 // inlier would.
 const DefaultRobustQuantile = 0.999
 
-// RobustOptions control outlier rejection (Options.Robust). The zero value
-// is no rejection.
+// RobustOptions control outlier rejection (SolveRobust). A zero field
+// takes its default (DefaultRobustOptions).
 type RobustOptions struct {
-	// Loss selects the robust loss: RobustNone or RobustGNCTLS.
+	// Loss selects the robust loss; the one there is, RobustGNCTLS, is the
+	// default (SolveRobust does not take RobustNone: without a loss, call
+	// Solve).
 	Loss Robust
 	// Quantile is the probability p of the chi-squared quantile that sets
 	// the threshold: c^2 = Quantile(p) with the edge's degrees of freedom
@@ -77,10 +78,10 @@ type RobustOptions struct {
 	// then judges every edge, starting from least squares on all of them.
 	NoConsistency bool
 	// MuStep is the factor by which GNC raises mu each outer iteration
-	// (0: 1.4, the value of Yang et al.; must exceed 1).
+	// (default 1.4, the value of Yang et al.; must exceed 1).
 	MuStep float64
 	// MaxIterations bounds GNC's weight updates over the whole run
-	// (0: 100).
+	// (default 100).
 	MaxIterations int
 	// InnerRank is the rank of GNC's weighted solves (0: Options.Rank0,
 	// d by default). A higher rank costs more per solve and did no better
@@ -89,11 +90,39 @@ type RobustOptions struct {
 	// the 125 and at d + 1 and d + 2 lost 53 and 12 true closures.
 	InnerRank int
 	// InnerGradTol is the relative gradient norm at which a weighted solve
-	// stops while some weight is strictly between 0 and 1 (0: 1e-3): the
+	// stops while some weight is strictly between 0 and 1 (default 1e-3): the
 	// next update changes the problem anyway. Once every weight is 0 or 1
 	// the solve goes to InnerGradTol^2 (at most 1e-6), so that the settled
 	// weights are judged at an accurate point.
 	InnerGradTol float64
+}
+
+// DefaultRobustOptions returns the robust options a zero field stands for
+// (Quantile: DefaultRobustQuantile, unless Threshold is set; InnerRank:
+// Options.Rank0).
+func DefaultRobustOptions() RobustOptions {
+	return RobustOptions{Loss: RobustGNCTLS, Quantile: DefaultRobustQuantile, MuStep: 1.4, MaxIterations: 100, InnerGradTol: 1e-3}
+}
+
+// withDefaults returns o with its zero fields set to their defaults.
+func (o RobustOptions) withDefaults() RobustOptions {
+	def := DefaultRobustOptions()
+	if o.Loss == RobustNone {
+		o.Loss = def.Loss
+	}
+	if o.Quantile == 0 && o.Threshold == 0 {
+		o.Quantile = def.Quantile
+	}
+	if o.MuStep == 0 {
+		o.MuStep = def.MuStep
+	}
+	if o.MaxIterations == 0 {
+		o.MaxIterations = def.MaxIterations
+	}
+	if o.InnerGradTol == 0 {
+		o.InnerGradTol = def.InnerGradTol
+	}
+	return o
 }
 
 func (o *RobustOptions) check() error {
@@ -190,6 +219,8 @@ type ConsistencyStats struct {
 // RobustResult is the outlier rejection's account of a solve.
 type RobustResult struct {
 	Loss Robust
+	// Options are the robust options the run used, defaults filled in.
+	Options RobustOptions
 	// Threshold is c^2 of the pose edges; Quantile the probability it
 	// came from (0 when set directly), DOF the chi-squared degrees of
 	// freedom used. ObservationThreshold and ObservationDOF are the same
@@ -290,9 +321,13 @@ const maxChecks = 5
 // is of that problem, and Status says "certified (robust: of the N inlier
 // edges; K rejected)". Result.Robust lists every edge's weight, term and
 // rejecting stage. Timings add up all the stages.
-func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, error) {
+//
+// Each certified solve is a call of Solve, with opts (LargestComponent
+// aside: the component is taken once, here); Result.Robust.Options records
+// ro as it ran.
+func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options, ro RobustOptions) (*Result, error) {
 	start := time.Now()
-	ro := opts.Robust
+	ro = ro.withDefaults()
 	if err := ro.check(); err != nil {
 		return nil, err
 	}
@@ -301,25 +336,21 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		return nil, err
 	}
 	if g.HasLandmarks() && opts.Problem == posegraph.Rotations {
-		return solve(ctx, g, opts) // its error names the problem
+		return Solve(ctx, g, opts) // its error names the problem
 	}
 	d, m := g.D, g.M()
-	if ro.MuStep == 0 {
-		ro.MuStep = 1.4
+	full := opts.WithDefaults(d)
+	full.LargestComponent = false
+	if err := full.check(d); err != nil {
+		return nil, err
 	}
-	if ro.MaxIterations == 0 {
-		ro.MaxIterations = 100
-	}
-	rr := &RobustResult{Loss: ro.Loss, Input: g, DOF: d * (d - 1) / 2, TrustOdometry: !ro.CheckOdometry}
+	rr := &RobustResult{Loss: ro.Loss, Options: ro, Input: g, DOF: d * (d - 1) / 2, TrustOdometry: !ro.CheckOdometry}
 	if opts.Problem == posegraph.Poses {
 		rr.DOF += d
 	}
 	rr.Threshold = ro.Threshold
 	if rr.Threshold == 0 {
 		rr.Quantile = ro.Quantile
-		if rr.Quantile == 0 {
-			rr.Quantile = DefaultRobustQuantile
-		}
 		rr.Threshold = distuv.ChiSquared{K: float64(rr.DOF)}.Quantile(rr.Quantile)
 	}
 	rr.ObservationDOF, rr.ObservationThreshold = d, rr.Threshold
@@ -339,23 +370,8 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 	if opts.TimeLimit > 0 {
 		deadline = start.Add(opts.TimeLimit)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	full := opts
-	full.Robust = RobustOptions{}
-	full.LargestComponent = false
-	if full.Rank0 == 0 {
-		full.Rank0 = d
-	}
-	if full.MaxRank == 0 {
-		full.MaxRank = 10
-	}
+	log := full.Logger
 	innerTol := ro.InnerGradTol
-	if innerTol == 0 {
-		innerTol = 1e-3
-	}
 	settledTol := math.Min(innerTol*innerTol, 1e-6)
 	var total Timings
 
@@ -479,7 +495,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		if !deadline.IsZero() {
 			o.TimeLimit = max(time.Until(deadline), time.Nanosecond)
 		}
-		r, err := solve(ctx, wg, o)
+		r, err := Solve(ctx, wg, o)
 		if err != nil {
 			return nil, err
 		}
@@ -567,7 +583,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		}
 		if stop == "" {
 			gs = newGNCSolver(g, opts.Problem, rank, opts.Threads)
-			gs.start(res.Poses, opts.Seed)
+			gs.start(res.Poses, full.Seed)
 		}
 	} else {
 		t0 := time.Now()
@@ -584,7 +600,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		if initial, err = initialize(wg, init, gs.order); err != nil {
 			return nil, err
 		}
-		gs.start(initial, opts.Seed)
+		gs.start(initial, full.Seed)
 		total.Init += time.Since(t0).Seconds()
 		if stop, err = local(); err != nil {
 			return nil, err
@@ -720,7 +736,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 		}
 		// Continue GNC from the certified estimate.
 		adopt()
-		gs.start(res.Poses, opts.Seed)
+		gs.start(res.Poses, full.Seed)
 	}
 	if res == nil {
 		// Stopped (time limit, cancelled) before any certified solve:
@@ -755,6 +771,11 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options) (*Result
 	res.InitialObjective = res.Graph.Cost(initial, opts.Problem)
 	total.Total = time.Since(start).Seconds()
 	res.Timings = total
+	// The options are the run's as the caller gave them (defaults filled
+	// in), not those of its last certified solve, which starts from GNC's
+	// estimate.
+	res.Options = full
+	res.Options.LargestComponent = opts.LargestComponent
 	// Status stays the final solve's: it is of the final weighted graph,
 	// Result.Graph, which Result.Robust describes (RobustResult.Describe
 	// puts the two in one phrase).

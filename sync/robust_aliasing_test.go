@@ -65,8 +65,7 @@ func outcome(g *posegraph.Graph, rr *RobustResult, mask []bool, ref []posegraph.
 // certified and passes checkTLS.
 func solveRobust(t *testing.T, g *posegraph.Graph, opts Options) *Result {
 	t.Helper()
-	opts.Robust.Loss = RobustGNCTLS
-	res, err := Solve(context.Background(), g, opts)
+	res, err := SolveRobust(context.Background(), g, opts, RobustOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +204,7 @@ func TestRobustCheckPutsBack(t *testing.T) {
 		}
 	}
 	g.Edges[pick].T[0] += 0.3
-	res, err := Solve(context.Background(), g, Options{Robust: RobustOptions{Loss: RobustGNCTLS}})
+	res, err := SolveRobust(context.Background(), g, Options{}, RobustOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

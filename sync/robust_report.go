@@ -26,6 +26,13 @@ type RobustReport struct {
 	// checks made at certified optima.
 	InnerRank int `json:"inner_rank"`
 	Checks    int `json:"checks"`
+	// MuStep, MaxIterations and InnerGradTol are GNC's options as they ran
+	// (RobustOptions); ConsistencyStage says whether the consistency stage
+	// was asked for (it runs only with trusted odometry).
+	MuStep           float64 `json:"mu_step"`
+	MaxIterations    int     `json:"max_iterations"`
+	InnerGradTol     float64 `json:"inner_grad_tol"`
+	ConsistencyStage bool    `json:"consistency_stage"`
 	// Consistency summarizes the consistency stage (absent when it did not
 	// run).
 	Consistency *ConsistencyStats `json:"consistency,omitempty"`
@@ -75,7 +82,9 @@ func newRobustReport(rr *RobustResult) *RobustReport {
 	rep := &RobustReport{
 		Loss: string(rr.Loss), Describe: rr.Describe(), Threshold: rr.Threshold, Quantile: rr.Quantile, DOF: rr.DOF, TrustOdometry: rr.TrustOdometry,
 		Converged: rr.Converged, Stop: rr.Stop, Mu: rr.Mu, InputEdges: g.M(), InnerRank: rr.InnerRank, Checks: rr.Checks,
-		Rejected: []RobustEdge{}, Iterations: rr.Iterations, Edges: make([]RobustEdge, g.M()),
+		MuStep: rr.Options.MuStep, MaxIterations: rr.Options.MaxIterations, InnerGradTol: rr.Options.InnerGradTol,
+		ConsistencyStage: !rr.Options.NoConsistency,
+		Rejected:         []RobustEdge{}, Iterations: rr.Iterations, Edges: make([]RobustEdge, g.M()),
 	}
 	if g.HasLandmarks() {
 		rep.ObservationThreshold, rep.ObservationDOF = rr.ObservationThreshold, rr.ObservationDOF

@@ -93,7 +93,7 @@ func testRejectsOutliers(t *testing.T, c robustCase, gncOnly bool) {
 			if err != nil || !ref.Certified {
 				t.Fatalf("clean solve: %v, %+v", err, ref)
 			}
-			res, err := Solve(context.Background(), bad, Options{Robust: RobustOptions{Loss: RobustGNCTLS, NoConsistency: gncOnly}})
+			res, err := SolveRobust(context.Background(), bad, Options{}, RobustOptions{NoConsistency: gncOnly})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func testRejectsOutliers(t *testing.T, c robustCase, gncOnly bool) {
 // run, not converged; the certified solve of the last weights follows.
 func TestRobustSchedule(t *testing.T) {
 	_, bad, _, _, _ := robustCase{2, 0.1}.graphs(t)
-	res, err := Solve(context.Background(), bad, Options{Robust: RobustOptions{Loss: RobustGNCTLS, NoConsistency: true, MaxIterations: 3}})
+	res, err := SolveRobust(context.Background(), bad, Options{}, RobustOptions{NoConsistency: true, MaxIterations: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,8 +207,7 @@ func TestRobustRotationsUntrustedOdometry(t *testing.T) {
 		if err != nil || !ref.Certified {
 			t.Fatalf("d=%d: clean solve: %v %+v", d, err, ref)
 		}
-		opts.Robust = RobustOptions{Loss: RobustGNCTLS, CheckOdometry: true}
-		res, err := Solve(context.Background(), bad, opts)
+		res, err := SolveRobust(context.Background(), bad, opts, RobustOptions{CheckOdometry: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,7 +305,7 @@ func TestWarmStart(t *testing.T) {
 // honest status, not an error.
 func TestRobustTimeLimit(t *testing.T) {
 	_, bad, _, _, _ := robustCase{2, 0.1}.graphs(t)
-	res, err := Solve(context.Background(), bad, Options{TimeLimit: time.Millisecond, Robust: RobustOptions{Loss: RobustGNCTLS}})
+	res, err := SolveRobust(context.Background(), bad, Options{TimeLimit: time.Millisecond}, RobustOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,13 +332,12 @@ func TestRobustReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{Robust: RobustOptions{Loss: RobustGNCTLS}}
-	res, err := Solve(context.Background(), g, opts)
+	res, err := SolveRobust(context.Background(), g, Options{}, RobustOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var js bytes.Buffer
-	if err := NewReport("bad.g2o", res, opts).WriteJSON(&js); err != nil {
+	if err := NewReport("bad.g2o", res).WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := ReadReport(&js)
@@ -377,7 +375,7 @@ func TestRobustReport(t *testing.T) {
 // first local solve still gives an answer with an honest status.
 func TestRobustTimeLimitGNCOnly(t *testing.T) {
 	_, bad, _, _, _ := robustCase{2, 0.1}.graphs(t)
-	res, err := Solve(context.Background(), bad, Options{TimeLimit: time.Nanosecond, Robust: RobustOptions{Loss: RobustGNCTLS, NoConsistency: true}})
+	res, err := SolveRobust(context.Background(), bad, Options{TimeLimit: time.Nanosecond}, RobustOptions{NoConsistency: true})
 	if err != nil {
 		t.Fatal(err)
 	}

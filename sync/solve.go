@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -17,188 +16,13 @@ import (
 	"github.com/bcmsync/bcmsync/rounding"
 )
 
-// Init names an initialization.
-type Init string
-
-const (
-	InitChordal  Init = "chordal"  // relax rotations to R^{dxd}, solve, project (the default)
-	InitOdometry Init = "odometry" // compose measurements along a spanning tree
-	InitVertices Init = "vertices" // the file's VERTEX estimates
-	InitRandom   Init = "random"   // random rotations (tests, stress)
-	// InitGiven starts from Options.InitialPoses: a warm start, as the
-	// robust mode's weighted solves use (not a command-line name).
-	InitGiven Init = "given"
-)
-
-// ParseInit checks an initialization name.
-func ParseInit(s string) (Init, error) {
-	switch Init(s) {
-	case InitChordal, InitOdometry, InitVertices, InitRandom:
-		return Init(s), nil
-	}
-	return "", fmt.Errorf("unknown initialization %q (want chordal, odometry, vertices or random)", s)
-}
-
-// Options control Solve. The zero value is a good default.
-type Options struct {
-	// Problem: posegraph.Poses (SE(d), the default) or posegraph.Rotations.
-	Problem posegraph.Problem
-	Init    Init
-	// InitialPoses, indexed like the graph, is the starting estimate for
-	// Init InitGiven (which an empty Init with InitialPoses set means).
-	// Only the rotations count for Rotations.
-	InitialPoses []posegraph.Pose
-	// Robust selects outlier rejection (the zero value: none, plain least
-	// squares); see SolveRobust.
-	Robust RobustOptions
-	// Rank0 is the first rank of the staircase (0: d, so a graph whose
-	// relaxation is exact, the common case, never pays for a larger rank);
-	// MaxRank the last (0: 10).
-	Rank0, MaxRank int
-	// Rule, Threads and Seed go to the BCM phase; Threads also to the
-	// products with Q and the trust region's per-pose loops (the sparse
-	// factorizations and their solves use GOMAXPROCS). Same seed and
-	// options give the same bits, whatever the number of threads.
-	Rule    bcm.Rule
-	Threads int
-	Seed    uint64
-	// BCMTol is the relative gradient norm at which BCM hands over to the
-	// trust-region finish (0: 1e-3); BCMMaxSweeps bounds its sweeps
-	// (0: 5). Negative BCMMaxSweeps skips BCM.
-	//
-	// BCM makes cheap early progress, but its progress per sweep only
-	// shrinks, while the trust region, whose steps are Newton steps (the
-	// exact Hessian preconditions them), needs only a few more steps from
-	// an earlier point. Over the 13 benchmark graphs (chordal start,
-	// `bcmsync bench --raw-quaternions --repeat 5`, geometric mean of the
-	// time ratio to the C++ peer) 50 sweeps gave 0.545, 20 0.476, 10
-	// 0.453-0.498, 5 0.423-0.444, 2 0.445 and none 0.438; from random
-	// starts 5 sweeps certified the same graphs as 50, mostly faster. On
-	// the 10^5-pose grid the total did not change (14.4 s with 50, 14.5 s
-	// with none).
-	BCMTol       float64
-	BCMMaxSweeps int
-	// BCMDecreaseTol hands over to the trust region when a BCM sweep
-	// lowers F by less than this fraction (0: 1e-5): BCM's progress per
-	// sweep only shrinks, and the trust region's Newton steps take over
-	// from there.
-	BCMDecreaseTol float64
-	// GradTol is the relative gradient norm ||grad F|| / ||2XQ|| of the
-	// final point at each rank (0: 1e-9). When the certificate holds there
-	// but its bound misses the allowance (see GapTol), the level goes on
-	// from that point at a hundredth of the tolerance, up to
-	// maxProofRefinements times, while the trust region still makes
-	// progress.
-	GradTol float64
-	// MaxIterations bounds the trust region's steps in each of its runs
-	// (each staircase level, each of a level's proof refinements, the
-	// rank-d refinement of a rounding; 0: 500). A level that reaches it
-	// before converging ends the staircase with status IterationLimit,
-	// unless its certificate already proves the estimate to the allowance.
-	MaxIterations int
-	// GapTol and GapAbs say what the certificate must prove. Certified
-	// means
-	//
-	//	bound <= max(GapTol * max(1, |F|), GapAbs)
-	//
-	// where F is the returned estimate's objective and bound is the proven
-	// suboptimality bound F - (a lower bound on F*), so that F - F* is at
-	// most that allowance (Result.GapAllowed; Result.GapAllowedBy says
-	// which term set it). GapTol is relative (0: 1e-6) to |F|, and to 1
-	// when |F| < 1: F is a sum of weighted squared residuals, a
-	// chi-squared statistic in units of the measurements' own variances,
-	// so a gap of GapTol in F is as meaningless statistically when F is
-	// small as when it is large, and data whose measurements agree exactly
-	// (F* = 0: noise-free data, trees), for which no relative tolerance
-	// can be proven in floating point, certify. GapAbs (default 0) is an
-	// absolute allowance in the units of F. The certificate's first shift
-	// costs at most half the allowance (a larger retry proves a looser
-	// bound, and the status then says so); the proof holds without any
-	// further slack.
-	GapTol float64
-	GapAbs float64
-	// EigTol is the smallest certificate shift, relative to each
-	// coordinate's own scale (0: 1e-13): the certificate factors D S D,
-	// D the power-of-two Jacobi scaling that brings Q's diagonal to about
-	// 1, plus a shift of at least EigTol on rotation coordinates; below it
-	// a Cholesky factor proves nothing beyond rounding. In S's own
-	// coordinates the floor is EigTol times each coordinate's diagonal
-	// entry of Q, so light poses are not charged for the heaviest weight
-	// (the benchmark files' weights span six decades).
-	EigTol float64
-	// TimeLimit bounds the whole solve (0: none): no stage (initialization,
-	// a level's BCM, trust region or certificate, a saddle escape, the
-	// rounding, the rank-d refinement, the estimate's own certificate)
-	// starts after it (a factorization already running finishes), and
-	// the estimate held then is returned with status TimeLimit (the
-	// initial estimate, or the file's VERTEX poses if the limit passed
-	// before the initialization, when nothing better exists). Result.Stages
-	// records when each stage started.
-	TimeLimit time.Duration
-	// LargestComponent solves the largest connected component of a
-	// disconnected graph instead of failing.
-	LargestComponent bool
-	// Progress, if set, receives every history record as it is made.
-	Progress func(Record)
-	// Logger receives one line per stage and level (nil: silent).
-	Logger *slog.Logger
-}
-
-func (o *Options) setDefaults(d int) {
-	if o.Init == "" {
-		o.Init = InitChordal
-		if o.InitialPoses != nil {
-			o.Init = InitGiven
-		}
-	}
-	if o.Rank0 == 0 {
-		o.Rank0 = d
-	}
-	if o.MaxRank == 0 {
-		o.MaxRank = 10
-	}
-	if o.BCMTol == 0 {
-		o.BCMTol = 1e-3
-	}
-	if o.BCMDecreaseTol == 0 {
-		o.BCMDecreaseTol = 1e-5
-	}
-	if o.BCMMaxSweeps == 0 {
-		o.BCMMaxSweeps = 5
-	}
-	if o.GradTol == 0 {
-		o.GradTol = 1e-9
-	}
-	if o.EigTol == 0 {
-		o.EigTol = 1e-13
-	}
-	if o.GapTol == 0 {
-		o.GapTol = 1e-6
-	}
-	if o.MaxIterations == 0 {
-		o.MaxIterations = 500
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-}
-
 // Solve finds a certified globally optimal estimate of g's poses (or
 // rotations): initialize, then climb the Riemannian staircase (BCM, a
 // trust-region finish, the certificate, a saddle escape when it fails),
 // then round and recover translations. When LargestComponent is set and g is
 // disconnected, Result.Poses index the largest component: see Result.Graph.
-// With Options.Robust set it is SolveRobust.
+// SolveRobust wraps it to reject outliers.
 func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, error) {
-	if opts.Robust.Loss != RobustNone {
-		return SolveRobust(ctx, g, opts)
-	}
-	return solve(ctx, g, opts)
-}
-
-// solve is Solve without the robust mode (SolveRobust calls it for its
-// certified solves).
-func solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, error) {
 	start := time.Now()
 	g, err := solvable(g, opts)
 	if err != nil {
@@ -209,26 +33,15 @@ func solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 			"solve the pose problem, or drop the landmark records", g.Source, g.NumLandmarks())
 	}
 	d := g.D
-	opts.setDefaults(d)
-	for _, v := range []struct {
-		name string
-		val  float64
-	}{{"GapTol", opts.GapTol}, {"GapAbs", opts.GapAbs}} {
-		if !(v.val >= 0) || math.IsInf(v.val, 0) {
-			return nil, fmt.Errorf("sync: %s = %g must be a finite number >= 0", v.name, v.val)
-		}
-	}
-	if opts.MaxIterations < 0 {
-		return nil, fmt.Errorf("sync: MaxIterations = %d must be >= 0", opts.MaxIterations)
-	}
-	if opts.Rank0 < d || opts.MaxRank < opts.Rank0 {
-		return nil, fmt.Errorf("ranks must satisfy d = %d <= rank0 = %d <= max rank = %d", d, opts.Rank0, opts.MaxRank)
+	opts = opts.WithDefaults(d)
+	if err := opts.check(d); err != nil {
+		return nil, err
 	}
 	var deadline time.Time
 	if opts.TimeLimit > 0 {
 		deadline = start.Add(opts.TimeLimit)
 	}
-	res := &Result{Problem: opts.Problem, Graph: g}
+	res := &Result{Problem: opts.Problem, Graph: g, Options: opts}
 	res.ExpectedObjective, res.ExpectedObjectiveSD = expectedObjective(g, opts.Problem)
 	res.WeightSpread = weightSpread(g, opts.Problem)
 	st := &stages{res: res, start: start, deadline: deadline}

@@ -366,10 +366,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	res.Timings.Parse = parse
 	res.Timings.Total += parse
-	// The report's init names the distributed initialization.
-	ropts := opts.Sync
-	ropts.Init = "aligned per-agent chordal"
-	rep := bsync.NewReport(filepath.Base(file), res, ropts)
+	rep := bsync.NewReport(filepath.Base(file), res)
 	rep.PeakRSSBytes = peakRSS()
 	if *out != "" {
 		if err := writeOutput(*out, stdout, func(w io.Writer) error { return g2o.Write(w, res.Graph, res.Poses) }); err != nil {

@@ -50,12 +50,13 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tum, "tum", "", "write the optimized trajectory in TUM format to `FILE`")
 	fs.StringVar(&f.report, "report", "", "write the JSON report to `FILE`")
 	fs.StringVar(&f.plots, "plots", "", "write trajectory, convergence and timing plots (PNG) into `DIR`")
-	fs.StringVar(&f.init, "init", "chordal", "initialization: chordal, odometry, vertices or random")
-	fs.StringVar(&f.rule, "rule", "cyclic", "BCM block selection: cyclic, uniform, importance, greedy or parallel")
+	def := bsync.DefaultOptions()
+	fs.StringVar(&f.init, "init", string(def.Init), "initialization: chordal, odometry, vertices or random")
+	fs.StringVar(&f.rule, "rule", def.Rule.String(), "BCM block selection: cyclic, uniform, importance, greedy or parallel")
 	fs.IntVar(&f.rank0, "rank0", 0, "first rank of the staircase, at least d (0: d)")
-	fs.IntVar(&f.maxRank, "max-rank", 10, "last rank of the staircase, at least d and --rank0")
+	fs.IntVar(&f.maxRank, "max-rank", def.MaxRank, "last rank of the staircase, at least d and --rank0")
 	fs.IntVar(&f.threads, "threads", 0, "threads (0: all cores)")
-	fs.Uint64Var(&f.seed, "seed", 1, "random seed, any value (BCM samplers, random initialization, eigensolver)")
+	fs.Uint64Var(&f.seed, "seed", def.Seed, "random seed, any value but 0 (BCM samplers, random initialization, eigensolver)")
 	fs.Float64Var(&f.gradTol, "grad-tol", 0, "relative gradient norm ||grad F||/||2XQ|| to reach at each rank (0: 1e-9)")
 	fs.Float64Var(&f.eigTol, "eig-tol", 0, "smallest certificate shift, relative to each coordinate's diagonal entry of Q (0: 1e-13): the rounding floor below which a factorization proves nothing")
 	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6): certified means bound <= max(gap-tol*max(1, |F|), gap-abs)")
@@ -104,6 +105,10 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 		return o, fmt.Errorf("--time-limit %v: want a duration >= 0 (0: no limit)", f.timeLimit)
 	case f.maxIterations < 0:
 		return o, fmt.Errorf("--max-iterations %d: want a number of steps >= 1 (0: 500)", f.maxIterations)
+	case f.seed == 0:
+		// The library reads a zero seed as its default, 1: a run with
+		// --seed 0 would silently repeat --seed 1's.
+		return o, fmt.Errorf("--seed 0: seeds start at 1 (0 stands for the default, %d)", bsync.DefaultOptions().Seed)
 	}
 	init, err := bsync.ParseInit(f.init)
 	if err != nil {
@@ -121,7 +126,7 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 	if f.rotations {
 		o.Problem = posegraph.Rotations
 	}
-	if o.Robust, err = f.robustOptions(); err != nil {
+	if _, err = f.robustOptions(); err != nil {
 		return o, err
 	}
 	if err := f.covarianceFlagsOK(); err != nil {
@@ -131,6 +136,19 @@ func (f *solveFlags) options(stderr io.Writer) (bsync.Options, error) {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	return o, nil
+}
+
+// solve runs bsync.Solve on g with opts, or bsync.SolveRobust with the
+// robust flags' options when --robust names a loss.
+func (f *solveFlags) solve(ctx context.Context, g *posegraph.Graph, opts bsync.Options) (*bsync.Result, error) {
+	ro, err := f.robustOptions()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if ro.Loss == bsync.RobustNone {
+		return bsync.Solve(ctx, g, opts)
+	}
+	return bsync.SolveRobust(ctx, g, opts, ro)
 }
 
 // checkRanks checks the rank flags against the graph's dimension d, which
@@ -230,14 +248,14 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 	}
 	prog := newProgress(stderr, f.quiet)
 	opts.Progress = prog.update
-	res, err := bsync.Solve(ctx, g, opts)
+	res, err := f.solve(ctx, g, opts)
 	prog.done()
 	if err != nil {
 		return nil, solveError(err, g)
 	}
 	res.Timings.Parse = parse
 	res.Timings.Total += parse
-	rep := bsync.NewReport(filepath.Base(file), res, opts)
+	rep := bsync.NewReport(filepath.Base(file), res)
 	rep.PeakRSSBytes = peakRSS()
 
 	var notes []string

@@ -139,14 +139,14 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 	parse := time.Since(t0).Seconds()
 	prog := newProgress(stderr, f.quiet)
 	opts.Progress = prog.update
-	res, err := bsync.Solve(ctx, g, opts)
+	res, err := f.solve(ctx, g, opts)
 	prog.done()
 	if err != nil {
 		return plots.Viewer{}, nil, nil, solveError(err, g)
 	}
 	res.Timings.Parse = parse
 	res.Timings.Total += parse
-	rep := bsync.NewReport(filepath.Base(g.Source), res, opts)
+	rep := bsync.NewReport(filepath.Base(g.Source), res)
 	v := plots.Viewer{
 		Title:   filepath.Base(g.Source),
 		Graph:   res.Graph,

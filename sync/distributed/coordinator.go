@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	stdsync "sync"
@@ -81,15 +80,6 @@ func (o *Options) defaults() {
 	if o.Try == 0 {
 		o.Try = o.Timeout / 3
 	}
-	if o.Sync.GapTol == 0 {
-		o.Sync.GapTol = 1e-6
-	}
-	if o.Sync.MaxRank == 0 {
-		o.Sync.MaxRank = 10
-	}
-	if o.Sync.Logger == nil {
-		o.Sync.Logger = slog.New(slog.DiscardHandler)
-	}
 }
 
 // Stats counts a distributed solve's work and traffic. Messages and bytes
@@ -145,6 +135,7 @@ type coordinator struct {
 func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*bsync.Result, *Stats, error) {
 	start := time.Now()
 	opts.defaults()
+	opts.Sync = opts.Sync.WithDefaults(g.D)
 	if err := g.Validate(); err != nil {
 		return nil, nil, err
 	}
