@@ -85,9 +85,14 @@ type Report struct {
 }
 
 // ReportOpts records the options the solve ran with (Result.Options),
-// defaults filled in.
+// defaults filled in. Method names the level optimizer (Result.Method):
+// the BCM and trust-region options (rule, bcm_tol, bcm_sweeps,
+// bcm_decrease_tol, max_iterations) are recorded only for MethodBCMRTR,
+// the one that runs them, and MethodOptions holds another method's own
+// (Result.MethodOptions).
 type ReportOpts struct {
-	Rule    string  `json:"rule"`
+	Method  string  `json:"method"`
+	Rule    string  `json:"rule,omitempty"`
 	Threads int     `json:"threads"`
 	Seed    uint64  `json:"seed"`
 	Rank0   int     `json:"rank0"`
@@ -96,16 +101,30 @@ type ReportOpts struct {
 	EigTol  float64 `json:"eig_tol"`
 	GapTol  float64 `json:"gap_tol"`
 	GapAbs  float64 `json:"gap_abs"`
-	BCMTol  float64 `json:"bcm_tol"`
-	BCMMax  int     `json:"bcm_sweeps"`
+	BCMTol  float64 `json:"bcm_tol,omitempty"`
+	BCMMax  int     `json:"bcm_sweeps,omitempty"`
 	// BCMDecreaseTol is Options.BCMDecreaseTol.
-	BCMDecreaseTol float64 `json:"bcm_decrease_tol"`
+	BCMDecreaseTol float64 `json:"bcm_decrease_tol,omitempty"`
 	Limit          float64 `json:"time_limit_seconds"`
 	// MaxIterations is the trust region's step limit per run
 	// (Options.MaxIterations).
-	MaxIterations int `json:"max_iterations"`
+	MaxIterations int `json:"max_iterations,omitempty"`
 	// LargestComponent is Options.LargestComponent.
 	LargestComponent bool `json:"largest_component,omitempty"`
+	MethodOptions    any  `json:"method_options,omitempty"`
+}
+
+// reportOpts returns res's options for the report.
+func reportOpts(res *Result) ReportOpts {
+	o := res.Options
+	ro := ReportOpts{Method: res.Method, Threads: o.Threads, Seed: o.Seed, Rank0: o.Rank0, MaxRank: o.MaxRank,
+		GradTol: o.GradTol, EigTol: o.EigTol, GapTol: o.GapTol, GapAbs: o.GapAbs, Limit: o.TimeLimit.Seconds(),
+		LargestComponent: o.LargestComponent, MethodOptions: res.MethodOptions}
+	if res.Method == MethodBCMRTR {
+		ro.Rule, ro.BCMTol, ro.BCMMax, ro.BCMDecreaseTol = o.Rule.String(), o.BCMTol, o.BCMMaxSweeps, o.BCMDecreaseTol
+		ro.MaxIterations = o.MaxIterations
+	}
+	return ro
 }
 
 // NewReport builds the report of res, solved from file, with the options
@@ -140,11 +159,8 @@ func NewReport(file string, res *Result) *Report {
 		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate),
 		WeightSpread: res.WeightSpread, ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
 		Levels: res.Levels, Stages: stages, History: hist,
-		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
-			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,
-			GapTol: opts.GapTol, GapAbs: opts.GapAbs, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, BCMDecreaseTol: opts.BCMDecreaseTol,
-			Limit: opts.TimeLimit.Seconds(), MaxIterations: opts.MaxIterations, LargestComponent: opts.LargestComponent},
-		Robust: newRobustReport(res.Robust),
+		Options: reportOpts(res),
+		Robust:  newRobustReport(res.Robust),
 	}
 }
 

@@ -140,8 +140,13 @@ type Level struct {
 	// Options.GradTol); their steps are in the history with phase "rtr",
 	// their time in RTRSeconds and CertifySeconds.
 	ProofRefinements int `json:"proof_refinements,omitempty"`
-
-	radius float64 // the trust region's last radius (the next rank starts there)
+	// Rounds, RoundStop and RoundSeconds are a distributed level's rounds
+	// of agent updates (sync/distributed), which take the place of BCM's
+	// sweeps and the trust region's steps there; RoundStop says why they
+	// stopped ("gradient", "decrease" or "rounds").
+	Rounds       int     `json:"rounds,omitempty"`
+	RoundStop    string  `json:"round_stop,omitempty"`
+	RoundSeconds float64 `json:"round_seconds,omitempty"`
 }
 
 // Stage is one stage of a solve, recorded when it starts: Name is
@@ -262,8 +267,11 @@ type Result struct {
 	Timings Timings
 	// Options are the options the solve ran with, defaults filled in
 	// (Init, for a solve that did not run Solve's initializations, names
-	// the one it ran).
-	Options Options
+	// the one it ran). Method names the level optimizer (MethodBCMRTR for
+	// Solve; see SolveWith), MethodOptions its own options as they ran.
+	Options       Options
+	Method        string
+	MethodOptions any
 
 	final *sparse.Blocks // the staircase's last point (tests check its certificate)
 	// Robust is the outlier rejection's account (SolveRobust's; nil for

@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -23,257 +22,179 @@ import (
 // disconnected, Result.Poses index the largest component: see Result.Graph.
 // SolveRobust wraps it to reject outliers.
 func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, error) {
-	start := time.Now()
-	g, err := solvable(g, opts)
-	if err != nil {
-		return nil, err
-	}
-	if g.HasLandmarks() && opts.Problem == posegraph.Rotations {
-		return nil, fmt.Errorf("%s: rotation synchronization has no use for its %d landmarks, which carry no rotation; "+
-			"solve the pose problem, or drop the landmark records", g.Source, g.NumLandmarks())
-	}
-	d := g.D
-	opts = opts.WithDefaults(d)
-	if err := opts.check(d); err != nil {
-		return nil, err
-	}
-	var deadline time.Time
-	if opts.TimeLimit > 0 {
-		deadline = start.Add(opts.TimeLimit)
-	}
-	res := &Result{Problem: opts.Problem, Graph: g, Options: opts}
-	res.ExpectedObjective, res.ExpectedObjectiveSD = expectedObjective(g, opts.Problem)
-	res.WeightSpread = weightSpread(g, opts.Problem)
-	st := &stages{res: res, start: start, deadline: deadline}
-	log := opts.Logger
+	return SolveWith(ctx, g, opts, nil)
+}
 
-	// Initialization. Q's block graph is the pose graph, so its
-	// fill-reducing order (counted here) serves the chordal and the
-	// translation systems too: at a million poses nested dissection takes
-	// seconds per ordering.
-	k := st.begin("init", 0)
-	if k < 0 {
-		return timedOutBeforeInit(res, g, opts, start)
-	}
-	t0 := time.Now()
-	q := g.Laplacian(opts.Problem)
-	perm := sparse.BlockOrder(q, 0)
-	poseOrder := make([]int, q.N)
-	for k := range poseOrder {
-		poseOrder[k] = perm[k*q.B] / q.B
-	}
-	init, err := initialize(g, opts, poseOrder)
-	if err != nil {
-		return nil, err
-	}
-	res.InitialPoses = init
-	res.InitialObjective = g.Cost(init, opts.Problem)
-	res.Timings.Init = time.Since(t0).Seconds()
-	st.end(k)
-	log.Info("initialized", "init", string(opts.Init), "F", res.InitialObjective, "seconds", res.Timings.Init)
-
-	scale := q.MaxDiag()
-
-	// A Cholesky factor of Q + sigma I preconditions the trust region's
-	// inner CG and the eigensolver. sigma only lifts Q's null space (the
-	// common translation), so it is tiny next to the weights.
-	qFactor := qFactor(q, perm)
-	hp := newHessianPrecond(q, d, perm, 1e-9*scale)
-	hp.threads = opts.Threads
-	cert := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, perm, opts.Seed)
-	cert.deadline = deadline
-	solver := bcm.New(q, d, opts.Problem)
-
-	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
-	if opts.Rank0 > d {
-		// A lifted rank-d point with zero extra rows keeps BCM and the
-		// trust region in its rank-d subspace; a small seeded perturbation
-		// of the extra rows lets the higher rank be used.
-		perturbRows(x, d, opts.Seed)
-	}
-	var last certificate
-	var rankD *sparse.Blocks // the rank-d critical point, if the staircase made one
-	// The best proven lower bound on F* from levels that failed the
-	// certificate (see certifier.weakBound), and what consistent data
-	// would make F.
-	lower, hasLower := 0.0, false
-	status := NotCertified
-	// limit is the limit that stopped the level whose certificate ended
-	// the staircase (TimeLimit, IterationLimit, or none): settle reports
-	// it when the proof misses the allowance.
-	var limit Status
-	// radius is the trust region's radius where the last level ended,
-	// where the next one starts (0: the first level's default). The escape
+// central is Solve's level optimizer (MethodBCMRTR): at each rank a few
+// sweeps of block-coordinate minimization (package bcm), the core
+// algorithm, which makes cheap early progress, then the Riemannian trust
+// region (rtr.go), whose Newton steps bring the point to the accuracy a
+// certificate needs. It keeps across calls what a solve builds once: BCM's
+// translation factor, the lazily made factor of Q + sigma I and the
+// Hessian preconditioner with its symbolic analysis.
+type central struct {
+	solver  *bcm.Solver
+	qFactor *lazyFactor
+	hp      *hessianPrecond
+	m       *manifold // at the rank of the last level
+	// radius is the trust region's radius where the last run ended, where
+	// the next one starts (0: the first level's default). The escape
 	// moves the point by little, and the radius the last level ended with
 	// is the scale at which its model held; the default, sized for a
 	// point far from any critical point, made M3500b's rank-3 level spend
 	// its first three steps (106 tCG iterations) on steps rejected with
 	// rho down to -85731.
-	var radius float64
-	for r := opts.Rank0; ; r++ {
-		var lv Level
-		var c certificate
-		var err error
-		var stop Status
-		started := false
-		if r == d && r == opts.Rank0 && zeroResidual(res.InitialObjective, g, opts.Problem) {
-			lv, c, stop, err = initialLevel(res, st, q, cert, x, d, opts)
-			started = stop == ""
-		}
-		if !c.psd && err == nil && stop == "" {
-			lv, c, stop, started, err = solveLevel(ctx, res, st, q, solver, cert, qFactor, hp, x, r, d, radius, opts)
-			radius = lv.radius
-		}
-		if !started {
-			// The deadline passed before the level began: x is the last
-			// level's point, escaped (or the initial point).
-			status = TimeLimit
-			break
-		}
-		res.Levels = append(res.Levels, lv)
-		if r == d && err == nil && stop == "" {
-			rankD = x // an escape makes a new x; this one is kept as it is
-		}
-		res.Rank = r
-		res.RelaxationObjective = lv.F
-		if err != nil {
-			switch {
-			case errors.Is(err, context.DeadlineExceeded):
-				status = TimeLimit
-			case errors.Is(err, context.Canceled):
-				status = Cancelled
-			default:
-				return nil, err
-			}
-			break
-		}
-		last = c
-		log.Info("level", "rank", r, "F", lv.F, "rel_grad", lv.RelGrad, "min_eig", lv.MinEigenvalue, "certified", lv.Certified)
-		if c.psd {
-			// A proof needs a converged point only for the bound to be
-			// tight; its validity does not depend on it. A level stopped by
-			// the clock or the iteration limit is reported as such if its
-			// bound misses the allowance.
-			status, limit = Certified, stop
-			break
-		}
-		if c.hasLower && (!hasLower || c.lowerBound > lower) {
-			lower, hasLower = c.lowerBound, true
-		}
-		if stop != "" {
-			status = stop
-			break
-		}
-		if hasLower && lower > res.ExpectedObjective+InconsistentZ*res.ExpectedObjectiveSD {
-			// F* itself is proven far above what measurements with the
-			// claimed covariances give: the data contradict their weights
-			// (wrong loop closures), the optimum of this objective is not
-			// a meaningful estimate, and certifying it would climb the
-			// staircase for minutes (intel with 5% wrong closures: to
-			// rank 10, 73 s with the full Hessian above rank d, 664 s
-			// without). Stop, return the best estimate at hand, and say so.
-			status = Inconsistent
-			log.Info("inconsistent data", "rank", r, "lower_bound", lower, "expected", res.ExpectedObjective, "sd", res.ExpectedObjectiveSD)
-			break
-		}
-		if r == opts.MaxRank || c.vector == nil {
-			break
-		}
-		// Escape the saddle along the negative-curvature direction.
-		k := st.begin("escape", r)
-		if k < 0 {
-			status = TimeLimit
-			break
-		}
-		t0 = time.Now()
-		m := newManifold(q, d, r+1, opts.Threads)
-		xn, dec := escape(m, x, c.vector)
-		res.Levels[len(res.Levels)-1].EscapeDecrease = dec
-		res.Timings.Optimize += time.Since(t0).Seconds()
-		st.end(k)
-		log.Info("saddle escape", "from_rank", r, "decrease", dec)
-		if dec == 0 {
-			// No descent along the eigenvector to working precision: the
-			// next rank would start at the same point and fail the same way.
-			break
-		}
-		x = xn
-	}
-	res.final = x
-	if !math.IsNaN(last.minEig) { // NaN: the check was cut short, or computed no eigenvalue
-		res.MinEigenvalue = last.minEig
-	}
-	res.Eta, res.EtaPoses = last.eta, last.shiftPoses
-	res.ShiftFloor = last.floorCost
-	haveBound := last.psd
-	if haveBound {
-		res.DualBound = last.dualBound
-	} else if hasLower {
-		res.DualBound = lower
-	}
+	radius float64
+	// iters counts the level's records so far (BCM sweeps, then
+	// trust-region steps), which number them.
+	iters int
+}
 
-	// The estimate: x rounded, or, when the final rank is above d (the
-	// relaxation is not tight there, or the staircase ended without a
-	// certificate), the best of that rounding refined by the trust region
-	// at rank d and the rank-d critical point the staircase left. Rounding
-	// a rank-r solution can land far above a rank-d critical point the
-	// solver already held (M3500b-like graphs: 3686.69 rounded against
-	// 3675.92 at rank 2), and the refinement, a local solve from the
-	// rounding, usually goes lower still. Past the deadline the points are
-	// only read out (rounded, their translations not re-solved), and
-	// nothing is refined.
-	t0 = time.Now()
-	k = st.begin("round", 0)
-	round := func(x *sparse.Blocks) ([]posegraph.Pose, error) {
-		if k < 0 {
-			return readOut(g, x, d, opts.Problem), nil
-		}
-		return roundEstimate(g, x, d, opts.Problem, poseOrder)
-	}
-	poses, err := round(x)
+func (c *central) Method(r *Run) MethodInfo {
+	return MethodInfo{Name: MethodBCMRTR, FirstTol: r.opts.GradTol, MaxRefinements: maxProofRefinements}
+}
+
+// Init runs Options.Init on the solve's ordering and prepares the
+// factors the levels share. A Cholesky factor of Q + sigma I
+// preconditions the trust region's inner CG where the Hessian does not
+// factor; sigma only lifts Q's null space (the common translation), so it
+// is tiny next to the weights.
+func (c *central) Init(ctx context.Context, r *Run) ([]posegraph.Pose, Init, error) {
+	init, err := initialize(r.g, r.opts, r.poseOrder)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	res.Poses, res.Objective, res.Estimate = poses, g.Cost(poses, opts.Problem), EstimateRounded
-	if res.Rank > d && rankD != nil && status != Cancelled {
-		p, err := round(rankD)
-		if err != nil {
-			return nil, err
-		}
-		if f := g.Cost(p, opts.Problem); f < res.Objective {
-			res.Poses, res.Objective, res.Estimate = p, f, EstimateCritical
-		}
+	q, d := r.q, r.g.D
+	c.qFactor = qFactor(q, r.perm)
+	c.hp = newHessianPrecond(q, d, r.perm, 1e-9*q.MaxDiag())
+	c.hp.threads = r.opts.Threads
+	c.solver = bcm.New(q, d, r.opts.Problem)
+	return init, r.opts.Init, nil
+}
+
+// Optimize runs a level's BCM sweeps (PhaseLevel only), then the trust
+// region to goal.Tol, each as one stage; PhaseRefine runs the trust region
+// alone, inside the staircase's "refine" stage, with its records under
+// phase "refine".
+func (c *central) Optimize(ctx context.Context, r *Run, x *sparse.Blocks, goal Goal, lv *Level) (Outcome, error) {
+	opts, rank, d := r.opts, x.R, r.g.D
+	if goal.Phase == PhaseRefine {
+		return c.refine(ctx, r, x, goal.Tol, lv)
 	}
-	st.end(k)
-	tightEnough := haveBound && res.Objective-res.DualBound <= gapAllowed(res.Objective, opts.GapTol, opts.GapAbs)
-	if res.Rank > d && status != Cancelled && !tightEnough && k >= 0 {
-		if kr := st.begin("refine", d); kr >= 0 {
-			// Refine the rounding (the critical point is one already).
-			xr := g.Lift(centered(poses, d), opts.Problem, d)
-			lv, err := refineLevel(ctx, res, q, solver, qFactor, hp, xr, d, deadline, start, opts)
-			res.Refine = &lv
-			if err == nil || errors.Is(err, context.DeadlineExceeded) {
-				p, err := roundEstimate(g, xr, d, opts.Problem, poseOrder)
-				if err != nil {
-					return nil, err
-				}
-				if f := g.Cost(p, opts.Problem); f < res.Objective {
-					res.Poses, res.Objective, res.Estimate = p, f, EstimateRefined
-				}
+	var out Outcome
+	if c.m == nil || c.m.r != rank {
+		c.m = newManifold(r.q, d, rank, opts.Threads)
+	}
+	if goal.Phase == PhaseLevel {
+		c.iters = 0
+		if opts.BCMMaxSweeps > 0 {
+			k := r.st.begin("bcm", rank)
+			if k < 0 {
+				out.Limit = TimeLimit
+				return out, nil
 			}
-			st.end(kr)
+			out.Started = true
+			t0 := time.Now()
+			bo := bcm.Options{
+				Rule: opts.Rule, Threads: opts.Threads, Seed: opts.Seed,
+				GradTol: opts.BCMTol, DecreaseTol: opts.BCMDecreaseTol, MaxSweeps: opts.BCMMaxSweeps,
+				// Exact joint translation steps remove BCM's slow diffusion of
+				// translations along long chains.
+				SolveTranslations: opts.Problem == posegraph.Poses,
+				Progress: func(b bcm.Record) {
+					c.iters = b.Sweep
+					r.Record(Record{Rank: rank, Phase: "bcm", Iter: b.Sweep, Seconds: r.Seconds(),
+						F: b.F, GradNorm: b.GradNorm, RelGrad: b.RelGradNorm})
+				},
+			}
+			if !r.deadline.IsZero() {
+				bo.MaxTime = max(time.Until(r.deadline), time.Nanosecond)
+			}
+			br, err := c.solver.Solve(ctx, x, bo)
+			lv.BCMSweeps, lv.BCMStop = br.Sweeps, br.Status.String()
+			lv.F, lv.GradNorm, lv.RelGrad = br.F, br.GradNorm, br.RelGradNorm
+			lv.BCMSeconds = time.Since(t0).Seconds()
+			r.st.end(k)
+			if err != nil {
+				return out, err
+			}
 		}
-	}
-	res.Timings.Round = time.Since(t0).Seconds()
-	if res.Refine != nil {
-		res.Timings.Round -= res.Refine.RTRSeconds // counted in Optimize
 	}
 
-	if err := settle(res, st, g, q, cert, opts, status, limit, haveBound, hasLower); err != nil {
-		return nil, err
+	// The trust region at goal.Tol from x, as one stage, its steps, time
+	// and statistics added to the level's.
+	k := r.st.begin("rtr", rank)
+	if k < 0 {
+		out.Limit = TimeLimit
+		return out, nil
 	}
-	res.Timings.Total = time.Since(start).Seconds()
-	return res, nil
+	out.Started = true
+	t0 := time.Now()
+	pre := newRowSolver(c.qFactor, rank, r.q.Dim())
+	first := c.iters
+	rr, err := rtr(ctx, c.m, x, pre, c.hp, rtrOptions{
+		GradTol: goal.Tol, MaxIter: opts.MaxIterations, Deadline: r.deadline,
+		Translations: translations(c.solver, opts.Problem, rank, d), Radius: c.radius,
+		OnRecord: func(it int, rec Record) {
+			if it == 0 && (opts.BCMMaxSweeps > 0 || first > 0) {
+				return // the same point as the last record
+			}
+			c.iters = first + it
+			rec.Rank, rec.Phase, rec.Iter, rec.Seconds = rank, "rtr", c.iters, r.Seconds()
+			r.Record(rec)
+		},
+	})
+	lv.RTRIterations += rr.Iterations
+	lv.RTRInner += rr.InnerIterations
+	c.radius = rr.Radius
+	lv.RTRStop = rr.Stop
+	lv.F, lv.GradNorm, lv.RelGrad = rr.F, rr.GradNorm, rr.RelGrad
+	lv.RTRSeconds += time.Since(t0).Seconds()
+	// The Hessian's factor is the largest thing the solve holds (2.4
+	// GB at a million poses) and the certificate allocates its own
+	// next, so it is let go here and, when large, collected at once:
+	// the certificate and the rounding then reuse its pages instead of
+	// faulting in new ones, and the peak memory is the trust region's,
+	// not the sum of both (docs/performance.md).
+	if err == nil && c.hp.release() >= releaseCollect {
+		runtime.GC()
+	}
+	r.st.end(k)
+	return rtrOutcome(rr, true), err
+}
+
+// rtrOutcome is the Outcome of a trust-region run that ended as rr.
+func rtrOutcome(rr rtrResult, started bool) Outcome {
+	out := Outcome{Started: started, Steps: rr.Iterations, Converged: rr.Stop == "gradient"}
+	switch rr.Stop {
+	case "time":
+		out.Limit = TimeLimit
+	case "iterations":
+		out.Limit = IterationLimit
+	}
+	return out
+}
+
+// refine runs the trust region at rank d from x (a rounded estimate,
+// updated in place), as a level's finish does, with its records in the
+// history under phase "refine".
+func (c *central) refine(ctx context.Context, r *Run, x *sparse.Blocks, tol float64, lv *Level) (Outcome, error) {
+	opts, d := r.opts, r.g.D
+	m := newManifold(r.q, d, d, opts.Threads)
+	t0 := time.Now()
+	pre := newRowSolver(c.qFactor, d, r.q.Dim())
+	rr, err := rtr(ctx, m, x, pre, c.hp, rtrOptions{
+		GradTol: tol, MaxIter: opts.MaxIterations, Deadline: r.deadline, Translations: translations(c.solver, opts.Problem, d, d),
+		OnRecord: func(it int, rec Record) {
+			rec.Rank, rec.Phase, rec.Iter, rec.Seconds = d, "refine", it, r.Seconds()
+			r.Record(rec)
+		},
+	})
+	c.hp.release()
+	lv.RTRIterations, lv.RTRInner, lv.RTRStop = rr.Iterations, rr.InnerIterations, rr.Stop
+	lv.F, lv.GradNorm, lv.RelGrad = rr.F, rr.GradNorm, rr.RelGrad
+	lv.RTRSeconds = time.Since(t0).Seconds()
+	return rtrOutcome(rr, true), err
 }
 
 // stages records a solve's stages (Result.Stages) and keeps its deadline:
@@ -350,41 +271,14 @@ func roundEstimate(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.P
 	return poses, nil
 }
 
-// refineLevel runs the trust region at rank d from x (a rounded estimate,
-// updated in place), as a level's finish does, with its records in the
-// history under phase "refine".
-func refineLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bcm.Solver, qFactor *lazyFactor, hp *hessianPrecond,
-	x *sparse.Blocks, d int, deadline, start time.Time, opts Options) (Level, error) {
-	lv := Level{Rank: d}
-	m := newManifold(q, d, d, opts.Threads)
-	t0 := time.Now()
-	pre := newRowSolver(qFactor, d, q.Dim())
-	rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
-		GradTol: opts.GradTol, MaxIter: opts.MaxIterations, Deadline: deadline, Translations: translations(solver, opts.Problem, d, d),
-		OnRecord: func(it int, rec Record) {
-			rec.Rank, rec.Phase, rec.Iter, rec.Seconds = d, "refine", it, time.Since(start).Seconds()
-			res.History = append(res.History, rec)
-			if opts.Progress != nil {
-				opts.Progress(rec)
-			}
-		},
-	})
-	hp.release()
-	lv.RTRIterations, lv.RTRInner, lv.RTRStop = rr.Iterations, rr.InnerIterations, rr.Stop
-	lv.F, lv.GradNorm, lv.RelGrad = rr.F, rr.GradNorm, rr.RelGrad
-	lv.RTRSeconds = time.Since(t0).Seconds()
-	res.Timings.Optimize += lv.RTRSeconds
-	return lv, err
-}
-
 // settle ends a solve whose estimate res.Poses, res.Objective, res.Rank
 // and bound res.DualBound (proven when haveBound, or a weaker lower bound
 // when hasLower) are set: it certifies the estimate itself where that can
 // help, applies F* >= 0, and sets the suboptimality bound and the final
 // status from the staircase's status (limit, when set, is the limit that
 // cut the certified level short, reported if the proof misses the
-// allowance). Solve and Certifier.Finish (a solver outside the package)
-// end through it, so both mean the same by certified. st (nil: no
+// allowance). Every staircase ends through it (SolveWith, whatever its
+// level optimizer), so all mean the same by certified. st (nil: no
 // deadline, no records) keeps the deadline: past it, the estimate's own
 // certificate is not started.
 func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cert *certifier, opts Options, status, limit Status, haveBound, hasLower bool) error {
@@ -485,196 +379,6 @@ func initialize(g *posegraph.Graph, opts Options, order []int) ([]posegraph.Pose
 		return givenPoses(g, opts.InitialPoses)
 	}
 	return nil, fmt.Errorf("unknown initialization %q", opts.Init)
-}
-
-// maxProofRefinements bounds a level's extra trust-region runs when its
-// certificate holds but misses the allowance (see Options.GradTol).
-const maxProofRefinements = 3
-
-// solveLevel optimizes at rank r (BCM, then the trust region) and
-// certifies; when the proof holds but its bound misses the allowance, and
-// the trust region converged rather than stalled, it goes on from the same
-// point at a hundredth of the gradient tolerance and certifies again (at
-// most maxProofRefinements times). started reports whether the level
-// began (its first stage started before the deadline); stop is TimeLimit
-// or IterationLimit when a limit cut the level short (a stage refused
-// past the deadline, a trust region stopped by the clock or by
-// Options.MaxIterations), and "" otherwise.
-func solveLevel(ctx context.Context, res *Result, st *stages, q *sparse.BlockSym, solver *bcm.Solver, cert *certifier, qFactor *lazyFactor, hp *hessianPrecond,
-	x *sparse.Blocks, r, d int, radius float64, opts Options) (lv Level, c certificate, stop Status, started bool, err error) {
-	lv = Level{Rank: r, radius: radius}
-	m := newManifold(q, d, r, opts.Threads)
-	emit := func(rec Record) {
-		res.History = append(res.History, rec)
-		if opts.Progress != nil {
-			opts.Progress(rec)
-		}
-	}
-	iters := 0
-	if opts.BCMMaxSweeps > 0 {
-		k := st.begin("bcm", r)
-		if k < 0 {
-			return lv, c, TimeLimit, false, nil
-		}
-		started = true
-		t0 := time.Now()
-		bo := bcm.Options{
-			Rule: opts.Rule, Threads: opts.Threads, Seed: opts.Seed,
-			GradTol: opts.BCMTol, DecreaseTol: opts.BCMDecreaseTol, MaxSweeps: opts.BCMMaxSweeps,
-			// Exact joint translation steps remove BCM's slow diffusion of
-			// translations along long chains.
-			SolveTranslations: opts.Problem == posegraph.Poses,
-			Progress: func(b bcm.Record) {
-				iters = b.Sweep
-				emit(Record{Rank: r, Phase: "bcm", Iter: b.Sweep, Seconds: time.Since(st.start).Seconds(),
-					F: b.F, GradNorm: b.GradNorm, RelGrad: b.RelGradNorm})
-			},
-		}
-		if !st.deadline.IsZero() {
-			bo.MaxTime = max(time.Until(st.deadline), time.Nanosecond)
-		}
-		br, err := solver.Solve(ctx, x, bo)
-		lv.BCMSweeps, lv.BCMStop = br.Sweeps, br.Status.String()
-		lv.F, lv.GradNorm, lv.RelGrad = br.F, br.GradNorm, br.RelGradNorm
-		lv.BCMSeconds = time.Since(t0).Seconds()
-		res.Timings.Optimize += lv.BCMSeconds
-		st.end(k)
-		if err != nil {
-			return lv, c, "", true, err
-		}
-	}
-
-	// run runs the trust region at gradient tolerance tol from x as one
-	// stage, adding its steps, time and statistics to the level's.
-	run := func(tol float64) (rtrResult, Status, error) {
-		k := st.begin("rtr", r)
-		if k < 0 {
-			return rtrResult{}, TimeLimit, nil
-		}
-		started = true
-		t0 := time.Now()
-		pre := newRowSolver(qFactor, r, q.Dim())
-		first := iters
-		rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
-			GradTol: tol, MaxIter: opts.MaxIterations, Deadline: st.deadline,
-			Translations: translations(solver, opts.Problem, r, d), Radius: lv.radius,
-			OnRecord: func(it int, rec Record) {
-				if it == 0 && (opts.BCMMaxSweeps > 0 || first > 0) {
-					return // the same point as the last record
-				}
-				iters = first + it
-				rec.Rank, rec.Phase, rec.Iter, rec.Seconds = r, "rtr", iters, time.Since(st.start).Seconds()
-				emit(rec)
-			},
-		})
-		lv.RTRIterations += rr.Iterations
-		lv.RTRInner += rr.InnerIterations
-		lv.radius = rr.Radius
-		lv.RTRStop = rr.Stop
-		lv.F, lv.GradNorm, lv.RelGrad = rr.F, rr.GradNorm, rr.RelGrad
-		secs := time.Since(t0).Seconds()
-		lv.RTRSeconds += secs
-		res.Timings.Optimize += secs
-		// The Hessian's factor is the largest thing the solve holds (2.4
-		// GB at a million poses) and the certificate allocates its own
-		// next, so it is let go here and, when large, collected at once:
-		// the certificate and the rounding then reuse its pages instead of
-		// faulting in new ones, and the peak memory is the trust region's,
-		// not the sum of both. At 10^6 poses the collection took 11 ms, the
-		// certificate 6.6 s instead of 12.5 to 13.2, the rounding 1.9
-		// instead of 4.0 to 4.2, and the peak RSS fell from 12.3 to 9.3 GB.
-		if err == nil && hp.release() >= releaseCollect {
-			runtime.GC()
-		}
-		st.end(k)
-		switch rr.Stop {
-		case "time":
-			return rr, TimeLimit, err
-		case "iterations":
-			return rr, IterationLimit, err
-		}
-		return rr, "", err
-	}
-	tol := opts.GradTol
-	rr, stop, err := run(tol)
-	if err != nil || stop == TimeLimit {
-		return lv, c, stop, started, err
-	}
-
-	k := st.begin("certificate", r)
-	if k < 0 {
-		return lv, c, TimeLimit, true, nil
-	}
-	t0 := time.Now()
-	c, err = cert.check(m, x)
-	lv, err = recordCheck(res, lv, t0, c, err)
-	st.end(k)
-	if err != nil {
-		return lv, c, stop, true, err
-	}
-	if c.timedOut {
-		stop = TimeLimit
-	}
-	// Refine until the proof meets the allowance: a bound that misses it
-	// at a converged point is, past the shift's rounding floor, what the
-	// gradient tolerance left in F - tr(Lambda) and in S's smallest
-	// eigenvalue, and both shrink with the gradient. A certificate that
-	// failed with a negative curvature smaller (relative to Q's largest
-	// diagonal entry) than the relative gradient may be failing for the
-	// same reason, and escaping from there climbs ranks for nothing (from
-	// GradTol 1e-3 a 200-pose 3-D graph went to rank 6 with no step taken
-	// above rank 3). A stalled trust region, a limit, or the floor itself
-	// ends it.
-	maxDiag := q.MaxDiag()
-	refine := func() bool {
-		if stop != "" || rr.Stop != "gradient" || lv.ProofRefinements >= maxProofRefinements {
-			return false
-		}
-		if !c.psd {
-			return c.minEig < 0 && lv.RelGrad > -c.minEig/maxDiag
-		}
-		allowed := gapAllowed(lv.F, opts.GapTol, opts.GapAbs)
-		return lv.F-c.dualBound > allowed && c.floorCost <= allowed
-	}
-	for refine() {
-		tol /= 100
-		lv.ProofRefinements++
-		rr, stop, err = run(tol)
-		if err != nil || stop == TimeLimit {
-			return lv, c, stop, true, err
-		}
-		if rr.Iterations == 0 {
-			continue // the point already met the tighter tolerance: nothing to check again
-		}
-		k := st.begin("certificate", r)
-		if k < 0 {
-			return lv, c, TimeLimit, true, nil
-		}
-		t0 := time.Now()
-		// The refined point's own proof. Without one, an earlier proof
-		// still bounds F* (a bound on F* holds whatever point it came
-		// from); a failed point needs the eigenvector for its escape.
-		var c2 certificate
-		if c.psd {
-			c2, err = cert.checkOnly(m, x)
-		} else {
-			c2, err = cert.check(m, x)
-		}
-		lvc, err := recordCheck(res, lv, t0, c2, err)
-		st.end(k)
-		if err != nil {
-			return lv, c, stop, true, err
-		}
-		if c.psd && !c2.psd {
-			lv.CertifySeconds = lvc.CertifySeconds
-			break
-		}
-		lv, c = lvc, c2
-		if c.timedOut {
-			stop = TimeLimit
-		}
-	}
-	return lv, c, stop, true, nil
 }
 
 // recordCheck records the certificate check begun at t0 in lv (its seconds

@@ -347,8 +347,9 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	counter := &distributed.Counter{Bus: bus}
 	opts := distributed.Options{
-		Sync:    bsync.Options{Problem: f.problem(), GapTol: *gapTol, MaxRank: *maxRank, TimeLimit: *timeLimit, Logger: f.logger(stderr)},
-		Subject: f.subject, GradTol: *gradTol, MaxRounds: *maxRounds, Timeout: *timeout,
+		Sync: bsync.Options{Problem: f.problem(), GapTol: *gapTol, GradTol: *gradTol, MaxRank: *maxRank, TimeLimit: *timeLimit,
+			Logger: f.logger(stderr)},
+		Subject: f.subject, MaxRounds: *maxRounds, Timeout: *timeout,
 	}
 	prog := newProgress(stderr, *quiet)
 	opts.Sync.Progress = prog.update
