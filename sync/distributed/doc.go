@@ -26,23 +26,28 @@
 // time (they share no edge), each lowering F over its own block with the
 // others fixed: an exact joint translation step, a pass of exact single-pose
 // updates (docs/design.md section 4) and trust-region Newton steps
-// preconditioned by a sparse Cholesky factor of its block of Q (newton.go).
+// preconditioned by a sparse Cholesky factor of its block of Q (package
+// sync's trust region on the block: sync.BlockProblem).
 // Every round starts with a Nesterov momentum step of every block,
 // restarted whenever a round raises F, as in DC2-PGO's accelerated RBCD.
 // After each round the agents report their shares of F, of ||grad F||^2 and
 // of ||2XQ||^2, which add up to the global values.
 //
-// When the relative gradient norm reaches Options.CheckTol, the
-// coordinator gathers the point, makes its translations exact (one sparse
-// solve) and certifies it with sync's own test (sync.Certifier: Cholesky of
-// S + eta D_Y). A failed test at a loose tolerance, or a passed test whose
-// gap is above GapTol, sends the rounds on to a hundredfold smaller
-// gradient norm (down to GradTol); a failed test at GradTol is a saddle:
-// the coordinator steps along the eigenvector into rank r+1
-// (sync.Certifier.Escape) and sends every agent its blocks at the new
-// rank. At the end it rounds, recovers translations exactly and
-// certifies the estimate, as sync.Solve does (sync.Certifier.Finish), so
-// the Result and its report mean what they mean for sync.Solve.
+// The coordinator is a level optimizer of sync's one Riemannian staircase
+// (sync.SolveWith): the staircase asks it for the initial estimate and,
+// at each rank, for rounds until the relative gradient norm reaches
+// Options.CheckTol; the coordinator then gathers the point and makes its
+// translations exact (one sparse solve). Everything else is the
+// staircase's, as for sync.Solve: the certificate (Cholesky of the scaled
+// S plus a shift), the proof refinements (a passed test whose gap is
+// above the allowance, or a failed one at a point not converged enough,
+// sends the rounds on to a hundredfold smaller gradient norm, down to
+// Sync.GradTol), the inconsistent-data test, the saddle escape (the next
+// level's rounds start from the escaped point, which every agent
+// receives at the new rank), the rounding with its rank-d fallback (rounds
+// at rank d from the rounding) and the status. So the Result and its
+// report mean what they mean for sync.Solve; the report records the
+// rounds of each level (levels[].rounds) and the coordinator's options.
 //
 // The certificate is central in this version: the coordinator factors S
 // itself. Lambda is block-diagonal, so each agent could compute its own

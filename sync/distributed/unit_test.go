@@ -148,71 +148,18 @@ func TestImproveDescends(t *testing.T) {
 			if err := l.improve(0, 0); err != nil { // makes nothing but translations exact
 				t.Fatal(err)
 			}
-			nt, err := newNewton(l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := nt.localCost()
+			f := l.block.Cost(l.x)
 			for it := 0; it < 6; it++ {
 				if err := l.improve(1, 1); err != nil {
 					t.Fatal(err)
 				}
-				fn := nt.localCost()
+				fn := l.block.Cost(l.x)
 				if fn > f+1e-12*math.Abs(f) {
 					t.Fatalf("d=%d part %d step %d: local F rose from %.15g to %.15g", d, k, it, f, fn)
 				}
 				f = fn
 			}
 		}
-	}
-}
-
-// The Newton model's Hessian matches finite differences of the Riemannian
-// gradient along a tangent direction (to first order, at a generic point).
-func TestNewtonHessian(t *testing.T) {
-	g := testGraph(t, 3)
-	p, _ := BFS(g, 2)
-	l, err := newLocal(g, p, 0, posegraph.Poses, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	poses := rounding.Random(g, 6)
-	for gi, li := range l.globalToLocal {
-		l.setPose(li, poses[gi])
-	}
-	nt, err := newNewton(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nt.alloc()
-	nt.gradient()
-	v := sparse.NewBlocks(l.x.R, l.b, l.x.N)
-	for k := 0; k < len(l.own)*l.x.R*l.b; k++ {
-		v.Data[k] = math.Sin(float64(k) * 0.7)
-	}
-	nt.project(v)
-	hv := sparse.NewBlocks(l.x.R, l.b, l.x.N)
-	nt.hess(hv, v)
-	// <v, Hess v> against the second difference of the local cost along
-	// the retraction curve (second-order retraction: exact to O(h)).
-	f0 := nt.localCost()
-	curve := func(h float64) float64 {
-		copy(nt.xTry.Data, l.x.Data)
-		for k := range nt.eta.Data {
-			nt.eta.Data[k] = h * v.Data[k]
-		}
-		nt.retract()
-		x := l.x
-		l.x = nt.xTry
-		f := nt.localCost()
-		l.x = x
-		return f
-	}
-	h := 1e-4
-	fd := (curve(h) - 2*f0 + curve(-h)) / (h * h)
-	want := nt.ownInner(v, hv)
-	if math.Abs(fd-want) > 1e-4*math.Abs(want) {
-		t.Errorf("<v, Hess v> = %.10g, second difference %.10g", want, fd)
 	}
 }
 
