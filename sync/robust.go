@@ -85,9 +85,8 @@ type RobustOptions struct {
 	MaxIterations int
 	// InnerRank is the rank of GNC's weighted solves (0: Options.Rank0,
 	// d by default). A higher rank costs more per solve and did no better
-	// with these warm-started solves: on intel with 125 wrong loop
-	// closures and no consistency stage, GNC at rank d rejected exactly
-	// the 125 and at d + 1 and d + 2 lost 53 and 12 true closures.
+	// with these warm-started solves: it lost true loop closures
+	// (docs/performance.md).
 	InnerRank int
 	// InnerGradTol is the relative gradient norm at which a weighted solve
 	// stops while some weight is strictly between 0 and 1 (default 1e-3): the

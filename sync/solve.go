@@ -41,9 +41,9 @@ type central struct {
 	// the next one starts (0: the first level's default). The escape
 	// moves the point by little, and the radius the last level ended with
 	// is the scale at which its model held; the default, sized for a
-	// point far from any critical point, made M3500b's rank-3 level spend
-	// its first three steps (106 tCG iterations) on steps rejected with
-	// rho down to -85731.
+	// point far from any critical point, wasted the first steps of a
+	// higher level on steps the model badly mispredicted
+	// (docs/performance.md).
 	radius float64
 	// iters counts the level's records so far (BCM sweeps, then
 	// trust-region steps), which number them.
@@ -290,9 +290,9 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 	// region's last step (a trust region stopped early, or stalled). The
 	// second test can only raise the dual bound, so when the first already
 	// meets the tolerance the status cannot change, and the second
-	// factorization of S, as costly as the first, is skipped: that took the
-	// 10^6-pose grid's certify stage from 23-25 s to 17.5 s. The reported
-	// bound is then the relaxation's, which can be the looser of the two.
+	// factorization of S, as costly as the first, is skipped
+	// (docs/performance.md). The reported bound is then the
+	// relaxation's, which can be the looser of the two.
 	// Without a certificate at all (the staircase ended on a saddle), a
 	// rank-d estimate is checked too: it is a different point, and may be
 	// a global minimum the relaxation's last level did not reach. The check
@@ -636,9 +636,9 @@ func readOut(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.Problem
 // (rtrOptions.Translations) at rank r for the pose problem: at rank d,
 // where a solve starts far from any critical point. Above it a level
 // starts at the escape from a critical point, whose translations are
-// exact, and its difficulty is rotational: on M3500b's rank-3 level the
-// step cost 34 factorizations of the Hessian where 22 did without it, for
-// as many steps. Nil for rotations.
+// exact, and its difficulty is rotational: there the step costs
+// factorizations of the Hessian and saves no steps (docs/performance.md).
+// Nil for rotations.
 func translations(solver *bcm.Solver, prob posegraph.Problem, r, d int) func(x, n *sparse.Blocks) (float64, error) {
 	if prob != posegraph.Poses || r > d {
 		return nil

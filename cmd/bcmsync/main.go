@@ -78,7 +78,7 @@ func runProcess(args []string) int {
 	if os.Getenv("GOGC") == "" {
 		// The solver's large buffers live for the whole solve, so the
 		// collector's default headroom (100%) is mostly unused memory:
-		// 50% cuts peak RSS by ~7% (city10000: 149 -> 139 MB) for ~2% time.
+		// 50% cuts the peak RSS for little time (docs/performance.md).
 		debug.SetGCPercent(50)
 	}
 	// An interrupt or a termination request cancels the solve, which

@@ -47,7 +47,7 @@ type Options struct {
 	// (DC2-PGO): block Gauss-Seidel between parts is a non-overlapping
 	// domain decomposition whose slow modes (smooth motions of parts against
 	// each other) decay by a fraction of a percent per round, and momentum
-	// turns that rate into about its square root (docs/performance.md).
+	// turns that rate into about its square root (docs/distributed.md).
 	NoMomentum bool
 	// Timeout ends the run with an error when an agent has not answered
 	// for this long (default 30 s). Requests are retried meanwhile, so an
