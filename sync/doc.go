@@ -54,6 +54,16 @@
 // of each staircase level and of each trust-region step (tCG iterations
 // and factorizations), and the time spent in each stage.
 //
+// The staircase is one driver, SolveWith, and what lowers F at a rank is
+// its LevelOptimizer: Solve's is BCM then the trust region (NewBCMRTR);
+// package sync/distributed's runs rounds of agent updates, each agent
+// lowering its own block with the same trust region (BlockProblem). The
+// certificate, the refinements, the escapes, the rounding and the status
+// are the staircase's whatever the optimizer, so they mean the same for
+// every method; package sync/leveltest checks an optimizer against the
+// interface's contract. Options has every default in DefaultOptions, and
+// Result.Options records the options a solve ran with.
+//
 // SolveRobust wraps Solve to reject outliers under the truncated
 // least-squares loss: a consistency check of the loop closures
 // against cycles of odometry and accepted closures, graduated

@@ -25,6 +25,11 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	return SolveWith(ctx, g, opts, nil)
 }
 
+// NewBCMRTR returns a new level optimizer of Solve's method (MethodBCMRTR):
+// SolveWith(ctx, g, opts, NewBCMRTR()) is Solve(ctx, g, opts). One
+// optimizer serves one solve.
+func NewBCMRTR() LevelOptimizer { return &central{} }
+
 // central is Solve's level optimizer (MethodBCMRTR): at each rank a few
 // sweeps of block-coordinate minimization (package bcm), the core
 // algorithm, which makes cheap early progress, then the Riemannian trust

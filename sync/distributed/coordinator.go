@@ -145,15 +145,30 @@ const MethodRBCD = "rbcd"
 // (see doc.go for why these are central), so the Result means what
 // sync.Solve's means.
 func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*bsync.Result, *Stats, error) {
+	c, err := newCoordinator(bus, g, p, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := bsync.SolveWith(ctx, g, c.opts.Sync, c)
+	if err != nil {
+		return nil, &c.stats, err
+	}
+	c.stopAll()
+	return res, &c.stats, nil
+}
+
+// newCoordinator checks g, p and opts and returns the coordinator of a
+// run on bus: the staircase's level optimizer (bsync.LevelOptimizer).
+func newCoordinator(bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*coordinator, error) {
 	opts.defaults()
 	if err := g.Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := p.Validate(g.N()); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if opts.Sync.LargestComponent {
-		return nil, nil, errors.New("distributed: LargestComponent is not supported: the partition is of the whole graph (solve the component's file)")
+		return nil, errors.New("distributed: LargestComponent is not supported: the partition is of the whole graph (solve the component's file)")
 	}
 	opts.Sync = opts.Sync.WithDefaults(g.D)
 	kind := opts.Sync.Problem
@@ -162,12 +177,7 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 	c.fingerprint = fingerprint(g, p, kind)
 	c.classes = Colors(c.nb)
 	c.stats.Agents, c.stats.Colors = p.K, len(c.classes)
-	res, err := bsync.SolveWith(ctx, g, opts.Sync, c)
-	if err != nil {
-		return nil, &c.stats, err
-	}
-	c.stopAll()
-	return res, &c.stats, nil
+	return c, nil
 }
 
 // methodOptions are the coordinator's options as the report records them

@@ -11,6 +11,7 @@ import (
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
+	"github.com/bcmsync/bcmsync/sync/leveltest"
 )
 
 // outlierGraph is a 2-D Manhattan world of n poses with count wrong loop
@@ -130,4 +131,26 @@ func TestDistributedReport(t *testing.T) {
 	if res.ExpectedObjective == 0 {
 		t.Error("no expected objective")
 	}
+}
+
+// The coordinator keeps the level optimizer's contract (the conformance
+// suite of sync.LevelOptimizer), with three agents in this process.
+func TestCoordinatorConformance(t *testing.T) {
+	leveltest.Check(t, func(t *testing.T, g *posegraph.Graph, prob posegraph.Problem) bsync.LevelOptimizer {
+		p, err := BFS(g, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bus := NewMemBus()
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		for k := 0; k < p.K; k++ {
+			go RunAgent(ctx, bus, g, p, k, AgentOptions{Problem: prob})
+		}
+		c, err := newCoordinator(bus, g, p, Options{Sync: bsync.Options{Problem: prob}, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	})
 }
