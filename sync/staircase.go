@@ -219,6 +219,9 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	if len(init) != g.N() {
+		return nil, fmt.Errorf("sync: level optimizer %s: an initial estimate of %d poses for a graph of %d", r.method.Name, len(init), g.N())
+	}
 	res.Options.Init = name
 	res.InitialPoses = init
 	res.InitialObjective = g.Cost(init, opts.Problem)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -443,4 +444,22 @@ func (f *fixedPoint) Optimize(_ context.Context, r *Run, x *sparse.Blocks, _ Goa
 	}
 	lv.F = posegraph.TraceCost(r.Q(), x, sparse.NewBlocks(x.R, x.B, x.N))
 	return Outcome{Started: true, Converged: true, Steps: 1}, nil
+}
+
+// shortInit is a level optimizer whose initial estimate misses a pose.
+type shortInit struct{ LevelOptimizer }
+
+func (s shortInit) Init(ctx context.Context, r *Run) ([]posegraph.Pose, Init, error) {
+	p, name, err := s.LevelOptimizer.Init(ctx, r)
+	return p[:len(p)-1], name, err
+}
+
+// An optimizer's initial estimate of the wrong size is an error, not a
+// panic.
+func TestSolveWithChecksInit(t *testing.T) {
+	g, _ := noisyGraph(2, 20, 5, 0.05, 0.05, 1)
+	_, err := SolveWith(context.Background(), g, Options{}, shortInit{NewBCMRTR()})
+	if err == nil || !strings.Contains(err.Error(), "initial estimate of 19 poses for a graph of 20") {
+		t.Errorf("error %v", err)
+	}
 }
