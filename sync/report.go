@@ -10,9 +10,13 @@ import (
 // "bcmsync.report/" and a version, raised whenever a key is removed or
 // changes its meaning (adding a key does not raise it). Version 2 is the
 // first that carries the key; a report without it is version 1, whose keys
-// version 2 keeps. A reader that depends on a key's meaning should check
-// the version it knows.
-const ReportSchema = "bcmsync.report/2"
+// version 2 keeps. Version 3 records only the options that ran: the BCM
+// and trust-region options (rule, bcm_tol, bcm_sweeps, bcm_decrease_tol,
+// max_iterations) only when options.method is bcm+rtr, and a distributed
+// run's rounds in levels[].rounds, where version 2 put them in
+// bcm_sweeps; a solve's keys are otherwise version 2's. A reader that
+// depends on a key's meaning should check the version it knows.
+const ReportSchema = "bcmsync.report/3"
 
 // Report is the machine-readable form of a Result, written by `bcmsync
 // solve --report`. Its keys are stable (see ReportSchema and README.md).

@@ -207,7 +207,7 @@ func TestReportSchema(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &m); err != nil {
 		t.Fatal(err)
 	}
-	if m["schema"] != "bcmsync.report/2" || bsync.ReportSchema != "bcmsync.report/2" {
+	if m["schema"] != "bcmsync.report/3" || bsync.ReportSchema != "bcmsync.report/3" {
 		t.Errorf("schema %v", m["schema"])
 	}
 	if !strings.HasPrefix(stdout, "{\n  \"schema\": ") {
