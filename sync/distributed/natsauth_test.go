@@ -14,6 +14,7 @@ import (
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/internal/natstest"
 	bsync "github.com/bcmsync/bcmsync/sync"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -270,5 +271,126 @@ func TestNATSSecurityErrors(t *testing.T) {
 	}
 	if opts, err := (&NATSSecurity{}).Options(); err != nil || len(opts) != 0 {
 		t.Errorf("no security: %d options, %v", len(opts), err)
+	}
+}
+
+// The server configuration of docs/distributed.md ("A secured set-up on
+// several machines"), with this test's certificates, nkeys and password in
+// place of its placeholders, parses, and a secured run on it (TLS with
+// client certificates, the coordinator by password, each agent by its own
+// nkey with the permissions given there, every message authenticated)
+// certifies at the central optimum; an agent may not publish as another.
+func TestDocumentedServerConfig(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "distributed.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, conf, ok := strings.Cut(string(doc), "```conf\n")
+	conf, _, ok2 := strings.Cut(conf, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/distributed.md has no ```conf block")
+	}
+	dir := t.TempDir()
+	f := natstest.WriteCerts(t, dir)
+	seeds := []string{filepath.Join(dir, "agent-0.nk"), filepath.Join(dir, "agent-1.nk")}
+	conf = strings.NewReplacer(
+		"/etc/nats/server.pem", f.ServerCert, "/etc/nats/server-key.pem", f.ServerKey, "/etc/nats/ca.pem", f.CA,
+		"COORDINATOR_PASSWORD_BCRYPT", "the coordinator's password",
+		"AGENT_0_NKEY", natstest.NkeyUser(t, seeds[0]), "AGENT_1_NKEY", natstest.NkeyUser(t, seeds[1]),
+	).Replace(conf)
+	path := filepath.Join(dir, "bcmsync.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sopts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("the documented configuration: %v", err)
+	}
+	sopts.Host, sopts.Port, sopts.NoLog, sopts.NoSigs = "127.0.0.1", server.RANDOM_PORT, true, true
+	s, err := server.NewServer(sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server did not start")
+	}
+	defer s.Shutdown()
+
+	// Agent 0 may not publish as agent 1 nor command it.
+	tlsOnly := NATSSecurity{CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey}
+	sec0 := tlsOnly
+	sec0.NkeySeed = seeds[0]
+	opts, err := sec0.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	violations := make(chan error, 2)
+	nc, err := nats.Connect(s.ClientURL(), append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violations <- err }))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subject := range []string{"bcmsync.pose.1", "bcmsync.agent.1"} {
+		if err := nc.Publish(subject, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-violations:
+			if !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+				t.Errorf("%s: %v", subject, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("agent 0 published on %s", subject)
+		}
+	}
+	nc.Close()
+
+	g, _, err := datasets.Manhattan(200, 10, datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	central, err := bsync.Solve(context.Background(), g, bsync.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := BFS(g, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs := make(chan error, p.K)
+	for k := 0; k < p.K; k++ {
+		sec := tlsOnly
+		sec.NkeySeed = seeds[k]
+		bus, err := dial(s.ClientURL(), "agent", sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer bus.Close()
+			errs <- RunAgent(ctx, bus, g, p, k, AgentOptions{Key: testKey})
+		}()
+	}
+	sec := tlsOnly
+	sec.User, sec.Password = "coordinator", "the coordinator's password"
+	bus, err := dial(s.ClientURL(), "coordinator", sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, st, err := Solve(ctx, bus, g, p, Options{Timeout: 10 * time.Second, Key: testKey})
+	bus.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < p.K; k++ {
+		if err := <-errs; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	}
+	rel := math.Abs(res.Objective-central.Objective) / central.Objective
+	t.Logf("rounds %d, rejected %+v, %s, rel %.1e", st.Rounds, st.Rejected, res.Status, rel)
+	if !res.Certified || rel > 1e-6 || st.Rejected != (Rejections{}) {
+		t.Errorf("on the documented server: %s, F %.12g, central %.12g, rejected %+v", res.Status, res.Objective, central.Objective, st.Rejected)
 	}
 }
