@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bcmsync/bcmsync/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
@@ -70,10 +69,7 @@ func TestEmbeddedNATSLoopbackOnly(t *testing.T) {
 func secureSetup(t *testing.T) (dir, in string, f *natstest.Files, s *server.Server) {
 	t.Helper()
 	dir = t.TempDir()
-	in = filepath.Join(dir, "in.g2o")
-	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
-	}
+	in = demoFile(t, dir, "in.g2o")
 	f = natstest.WriteCerts(t, dir)
 	pub := natstest.NkeyUser(t, filepath.Join(dir, "agent.nk"))
 	for name, data := range map[string]string{"coord.pw": "a long coordinator password\n", "run.key": "c2VjcmV0IHJ1biBrZXkgZm9yIHRoZSB0ZXN0cyBvZiBiY21zeW5jCg==\n"} {
@@ -152,20 +148,8 @@ func TestDistributedSecureServer(t *testing.T) {
 // once, from the coordinator, not again from the agents it starts; with the
 // embedded server nothing warns.
 func TestDistributedUnauthenticatedWarnsOnce(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS server did not start")
-	}
-	defer s.Shutdown()
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.g2o")
-	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
-	}
+	s := natstest.StartPlain(t)
+	in := demoFile(t, t.TempDir(), "in.g2o")
 	const warning = "messages are not authenticated (no --key)"
 	code, stdout, stderr := runCmd("distributed", "--nats", s.ClientURL(), "--agents", "2", in)
 	if code != 0 || strings.Count(stderr, warning) != 1 || !strings.Contains(stdout, "messages not authenticated") {

@@ -51,17 +51,27 @@ func WriteCerts(tb testing.TB, dir string) *Files {
 	return f
 }
 
-func authority(tb testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
+// template is a certificate valid for a day from an hour ago.
+func template(tb testing.TB, name string) *x509.Certificate {
+	n, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &x509.Certificate{SerialNumber: n, Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+}
+
+// issue makes a key and tmpl's certificate for it, signed by parent and
+// parentKey (self-signed when they are nil).
+func issue(tb testing.TB, tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(tb), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	if parent == nil {
+		parent, parentKey = tmpl, key
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -72,35 +82,24 @@ func authority(tb testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey
 	return cert, key
 }
 
+func authority(tb testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	tmpl := template(tb, name)
+	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
+	return issue(tb, tmpl, nil, nil)
+}
+
 func leaf(tb testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, name string, usage x509.ExtKeyUsage, certFile, keyFile string) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(tb), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	write(tb, certFile, "CERTIFICATE", der)
+	tmpl := template(tb, name)
+	tmpl.KeyUsage, tmpl.ExtKeyUsage = x509.KeyUsageDigitalSignature, []x509.ExtKeyUsage{usage}
+	tmpl.DNSNames, tmpl.IPAddresses = []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)}
+	cert, key := issue(tb, tmpl, ca, caKey)
+	write(tb, certFile, "CERTIFICATE", cert.Raw)
 	kd, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	write(tb, keyFile, "EC PRIVATE KEY", kd)
-}
-
-func serial(tb testing.TB) *big.Int {
-	n, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return n
 }
 
 func write(tb testing.TB, file, kind string, der []byte) {
@@ -128,7 +127,14 @@ func Start(tb testing.TB, f *Files, a Auth) *server.Server {
 		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k})
 	}
 	opts.Authorization = a.Token
-	return run(tb, opts)
+	return Run(tb, opts)
+}
+
+// StartPlain runs a server on a free loopback port with neither TLS nor
+// authentication.
+func StartPlain(tb testing.TB) *server.Server {
+	tb.Helper()
+	return Run(tb, &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true, MaxPayload: 64 << 20})
 }
 
 // StartOperator runs a TLS server as Start does, in operator (JWT) mode:
@@ -172,7 +178,7 @@ func StartOperator(tb testing.TB, f *Files, creds string) *server.Server {
 	opts := tlsOptions(tb, f)
 	opts.TrustedOperators = []*jwt.OperatorClaims{oc}
 	opts.AccountResolver = res
-	return run(tb, opts)
+	return Run(tb, opts)
 }
 
 // NkeyUser makes a user nkey, writes its seed to file and returns its
@@ -200,7 +206,10 @@ func tlsOptions(tb testing.TB, f *Files) *server.Options {
 		TLS: true, TLSVerify: true, TLSConfig: cfg, TLSTimeout: 5}
 }
 
-func run(tb testing.TB, opts *server.Options) *server.Server {
+// Run starts a server with opts, waits until it takes connections and
+// shuts it down when the test ends.
+func Run(tb testing.TB, opts *server.Options) *server.Server {
+	tb.Helper()
 	s, err := server.NewServer(opts)
 	if err != nil {
 		tb.Fatal(err)

@@ -375,7 +375,7 @@ func (b *authBus) Subscribe(subject string, h func([]byte)) (func(), error) {
 			b.log.Debug("message before joining a run dropped", "part", b.self, "subject", subject)
 		case t.run != b.run:
 			b.reject(&b.counts.Foreign, "of another run", subject, "sender", t.sender, "run", t.run)
-		case !b.window(subject).accept(t.seq):
+		case !windowOf(b.seen, subject).accept(t.seq):
 			b.reject(&b.counts.Replayed, "replayed", subject, "sender", t.sender, "seq", t.seq)
 		default:
 			b.mu.Unlock()
@@ -386,12 +386,12 @@ func (b *authBus) Subscribe(subject string, h func([]byte)) (func(), error) {
 	})
 }
 
-// window returns subject's window in the current run (mu held).
-func (b *authBus) window(subject string) *window {
-	w := b.seen[subject]
+// windowOf returns m's window for k, a new one if it has none (mu held).
+func windowOf[K comparable](m map[K]*window, k K) *window {
+	w := m[k]
 	if w == nil {
 		w = newWindow(1)
-		b.seen[subject] = w
+		m[k] = w
 	}
 	return w
 }
@@ -420,7 +420,9 @@ func (b *authBus) Serve(subject string, h func([]byte) []byte) (func(), error) {
 			reply = &trailer{kind: authChallenge}
 		case b.retired[t.run] || (b.self == coordinatorPart && t.run != b.run):
 			b.reject(&b.counts.Foreign, "of a run left", subject, "run", t.run)
-		case !b.cmdWindow(t.run).accept(t.seq):
+		case !windowOf(b.cmds, t.run).accept(t.seq):
+			// Only requests naming this life get a window: they come from
+			// coordinators this life has challenged, so there are few runs.
 			b.reject(&b.counts.Replayed, "replayed", subject, "seq", t.seq)
 		case t.run != b.run && t.kind != authJoin:
 			reply = &trailer{kind: authChallenge}
@@ -449,18 +451,6 @@ func (b *authBus) Serve(subject string, h func([]byte) []byte) (func(), error) {
 		b.mu.Unlock()
 		return b.seal(subject, out, reply)
 	})
-}
-
-// cmdWindow returns the window of requests of run in this life (mu held).
-// Only requests naming this life get one: they come from coordinators this
-// life has challenged, so there are few.
-func (b *authBus) cmdWindow(run uint64) *window {
-	w := b.cmds[run]
-	if w == nil {
-		w = newWindow(1)
-		b.cmds[run] = w
-	}
-	return w
 }
 
 // join enters t's run (mu held): the run left is retired, the windows

@@ -26,19 +26,7 @@ func TestAgentRestart(t *testing.T) {
 }
 
 func agentRestart(t *testing.T, key []byte) {
-	cfg := datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 11}
-	g, _, err := datasets.Manhattan(300, 15, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	central, err := bsync.Solve(context.Background(), g, bsync.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := BFS(g, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, central, p := lattice(t, 300, 15, 11, 4)
 	bus := NewMemBus()
 	ctx := context.Background()
 	var wg stdsync.WaitGroup
@@ -131,16 +119,7 @@ func TestDroppedMessages(t *testing.T) {
 }
 
 func droppedMessages(t *testing.T, key []byte) {
-	cfg := datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 13}
-	g, _, err := datasets.Manhattan(200, 10, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	central, err := bsync.Solve(context.Background(), g, bsync.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := BFS(g, 4)
+	g, central, p := lattice(t, 200, 10, 13, 4)
 	bus := NewMemBus()
 	var sent atomic.Int64
 	bus.Drop = func(subject string) bool {

@@ -13,10 +13,70 @@ import (
 
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/internal/natstest"
+	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
+
+// lattice is a Manhattan graph of n poses, its central solution and a BFS
+// partition into k parts.
+func lattice(t *testing.T, n, side int, seed uint64, k int) (*posegraph.Graph, *bsync.Result, *Partition) {
+	t.Helper()
+	g, _, err := datasets.Manhattan(n, side, datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	central, err := bsync.Solve(context.Background(), g, bsync.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := BFS(g, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, central, p
+}
+
+// natsRun solves g over the NATS server at url with the coordinator and
+// each agent on its own connection, signed in with coord and agent(k), and
+// checks the result against central.
+func natsRun(t *testing.T, url string, g *posegraph.Graph, p *Partition, central *bsync.Result, coord NATSSecurity, agent func(k int) NATSSecurity, opts Options) *Stats {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errs := make(chan error, p.K)
+	for k := 0; k < p.K; k++ {
+		bus, err := dial(url, "agent", agent(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer bus.Close()
+			errs <- RunAgent(ctx, bus, g, p, k, AgentOptions{Key: opts.Key, Logger: testLogger(t)})
+		}()
+	}
+	bus, err := dial(url, "coordinator", coord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, st, err := Solve(ctx, bus, g, p, opts)
+	bus.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < p.K; k++ {
+		if err := <-errs; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	}
+	rel := math.Abs(res.Objective-central.Objective) / central.Objective
+	t.Logf("rounds %d, rejected %+v, F %.12g central %.12g %s", st.Rounds, st.Rejected, res.Objective, central.Objective, res.Status)
+	if !res.Certified || res.Status != central.Status || rel > 1e-6 {
+		t.Errorf("%s, F %.12g, central %.12g", res.Status, res.Objective, central.Objective)
+	}
+	return st
+}
 
 // dial connects with sec's options.
 func dial(url, name string, sec NATSSecurity) (*NATSBus, error) {
@@ -66,19 +126,7 @@ func TestSecureNATSRun(t *testing.T) {
 		t.Logf("%s: %v", name, err)
 	}
 
-	cfg := datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 5}
-	g, _, err := datasets.Manhattan(300, 15, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	central, err := bsync.Solve(context.Background(), g, bsync.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := BFS(g, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, central, p := lattice(t, 300, 15, 5, 4)
 
 	// The attacker: an account on the server, no key. It records the run.
 	eve, err := dial(url, "eve", NATSSecurity{User: "eve", Password: "eve's own", CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey})
@@ -140,23 +188,6 @@ func TestSecureNATSRun(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	errs := make(chan error, p.K)
-	for k := 0; k < p.K; k++ {
-		bus, err := dial(url, "agent", agent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			defer bus.Close()
-			errs <- RunAgent(ctx, bus, g, p, k, AgentOptions{Key: testKey, Logger: testLogger(t)})
-		}()
-	}
-	bus, err := dial(url, "coordinator", coord)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var once stdsync.Once
 	opts := Options{Timeout: 20 * time.Second, Try: 2 * time.Second, Key: testKey}
 	opts.Sync.Progress = func(r bsync.Record) {
@@ -164,27 +195,13 @@ func TestSecureNATSRun(t *testing.T) {
 			once.Do(func() { go attack() })
 		}
 	}
-	res, st, err := Solve(ctx, bus, g, p, opts)
-	bus.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := natsRun(t, url, g, p, central, coord, func(int) NATSSecurity { return agent }, opts)
 	<-attacked
-	for k := 0; k < p.K; k++ {
-		if err := <-errs; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	}
-	rel := math.Abs(res.Objective-central.Objective) / central.Objective
-	t.Logf("rounds %d, rejected %+v, F %.12g central %.12g %s", st.Rounds, st.Rejected, res.Objective, central.Objective, res.Status)
 	// A forged reply counts only when it beats the agent's own (the
 	// coordinator's rejection of replies is tested on its own in
 	// TestAuthHandshakeAndRejects).
 	if !st.Authenticated || st.Rejected.Forged < 2 || st.Rejected.Replayed < 2 || st.Rejected.Foreign < 1 {
 		t.Errorf("rejected %+v: want at least 2 forged (a publication, a command), 2 replayed, 1 foreign", st.Rejected)
-	}
-	if !res.Certified || res.Status != central.Status || rel > 1e-6 {
-		t.Errorf("under attack: %s, F %.12g, central %.12g", res.Status, res.Objective, central.Objective)
 	}
 }
 
@@ -307,15 +324,7 @@ func TestDocumentedServerConfig(t *testing.T) {
 		t.Fatalf("the documented configuration: %v", err)
 	}
 	sopts.Host, sopts.Port, sopts.NoLog, sopts.NoSigs = "127.0.0.1", server.RANDOM_PORT, true, true
-	s, err := server.NewServer(sopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS server did not start")
-	}
-	defer s.Shutdown()
+	s := natstest.Run(t, sopts)
 
 	// Agent 0 may not publish as agent 1 nor command it.
 	tlsOnly := NATSSecurity{CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey}
@@ -345,52 +354,15 @@ func TestDocumentedServerConfig(t *testing.T) {
 	}
 	nc.Close()
 
-	g, _, err := datasets.Manhattan(200, 10, datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	central, err := bsync.Solve(context.Background(), g, bsync.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := BFS(g, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	errs := make(chan error, p.K)
-	for k := 0; k < p.K; k++ {
+	g, central, p := lattice(t, 200, 10, 3, 2)
+	coord := tlsOnly
+	coord.User, coord.Password = "coordinator", "the coordinator's password"
+	agent := func(k int) NATSSecurity {
 		sec := tlsOnly
 		sec.NkeySeed = seeds[k]
-		bus, err := dial(s.ClientURL(), "agent", sec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			defer bus.Close()
-			errs <- RunAgent(ctx, bus, g, p, k, AgentOptions{Key: testKey})
-		}()
+		return sec
 	}
-	sec := tlsOnly
-	sec.User, sec.Password = "coordinator", "the coordinator's password"
-	bus, err := dial(s.ClientURL(), "coordinator", sec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, st, err := Solve(ctx, bus, g, p, Options{Timeout: 10 * time.Second, Key: testKey})
-	bus.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := 0; k < p.K; k++ {
-		if err := <-errs; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	}
-	rel := math.Abs(res.Objective-central.Objective) / central.Objective
-	t.Logf("rounds %d, rejected %+v, %s, rel %.1e", st.Rounds, st.Rejected, res.Status, rel)
-	if !res.Certified || rel > 1e-6 || st.Rejected != (Rejections{}) {
-		t.Errorf("on the documented server: %s, F %.12g, central %.12g, rejected %+v", res.Status, res.Objective, central.Objective, st.Rejected)
+	if st := natsRun(t, s.ClientURL(), g, p, central, coord, agent, Options{Timeout: 10 * time.Second, Key: testKey}); st.Rejected != (Rejections{}) {
+		t.Errorf("%+v rejected", st.Rejected)
 	}
 }
