@@ -174,8 +174,20 @@ func (a *testAgent) rejected() Rejections {
 	return a.b.counts
 }
 
-// settle lets the in-process bus deliver what was published.
-func settle() { time.Sleep(50 * time.Millisecond) }
+// eventually waits until cond holds: the in-process bus delivers
+// publications on goroutines of their own.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+	}
+}
+
+func (a *testAgent) posesAre(n int) func() bool {
+	return func() bool { _, p := a.counts(); return p == n }
+}
 
 // The handshake and every rejection, endpoint by endpoint: a coordinator
 // joins an agent through a challenge; a replayed, forged or unauthenticated
@@ -238,7 +250,7 @@ func TestAuthHandshakeAndRejects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	settle()
+	eventually(t, "agent 0's publication in the new run", a1.posesAre(1))
 	if _, err := ca.Request(short(), agentSubject("t", 1), []byte("old run")); err == nil {
 		t.Error("a request of the retired run was answered")
 	}
@@ -248,10 +260,6 @@ func TestAuthHandshakeAndRejects(t *testing.T) {
 	if r := a1.rejected(); r.Foreign != 2 {
 		t.Errorf("agent 1 rejected %+v, want 2 foreign", r)
 	}
-	_, poses := a1.counts()
-	if poses != 1 {
-		t.Fatalf("agent 1 received %d publications of agent 0, want 1", poses)
-	}
 
 	// Publications: replayed, of another run, under another sender, on
 	// another subject.
@@ -259,15 +267,16 @@ func TestAuthHandshakeAndRejects(t *testing.T) {
 	captured := a1.lastPos
 	a1.mu.Unlock()
 	_, cap0 := secure(mem, testKey, "t", 0, testLogger(t))
-	var raw []byte
-	unsub, _ := mem.Subscribe(poseSubject("t", 0), func(d []byte) { raw = d })
+	recorded := make(chan []byte, 1)
+	unsub, _ := mem.Subscribe(poseSubject("t", 0), func(d []byte) { recorded <- d })
 	if _, err := cb.Request(ctx, agentSubject("t", 0), []byte("publish")); err != nil {
 		t.Fatal(err)
 	}
-	settle()
+	raw := <-recorded
 	unsub()
-	if string(captured) != "poses" || raw == nil {
-		t.Fatalf("captured %q, %d bytes", captured, len(raw))
+	eventually(t, "agent 0's second publication", a1.posesAre(2))
+	if string(captured) != "poses" {
+		t.Fatalf("agent 1 received %q", captured)
 	}
 	before := a1.rejected()
 	foreign := cap0.seal(poseSubject("t", 0), []byte("poses"), &trailer{kind: authData, sender: 0, run: ca.run, seq: 1 << 62})
@@ -282,12 +291,11 @@ func TestAuthHandshakeAndRejects(t *testing.T) {
 	if err := mem.Publish(poseSubject("t", 3), raw); err != nil {
 		t.Fatal(err)
 	}
-	settle()
+	eventually(t, "2 more forged, 1 replayed and 1 foreign publication rejected", func() bool {
+		return a1.rejected() == before.add(Rejections{Forged: 2, Replayed: 1, Foreign: 1})
+	})
 	if _, poses := a1.counts(); poses != 2 {
 		t.Errorf("agent 1 applied %d publications, want 2", poses)
-	}
-	if r := a1.rejected(); r != before.add(Rejections{Forged: 2, Replayed: 1, Foreign: 1}) {
-		t.Errorf("agent 1 rejected %+v after %+v; want 2 more forged, 1 replayed, 1 foreign", r, before)
 	}
 
 	// A restarted agent 1: the coordinator's request for its old life is
@@ -312,9 +320,9 @@ func TestAuthHandshakeAndRejects(t *testing.T) {
 	if err := mem.Publish(poseSubject("t", 0), raw); err != nil {
 		t.Fatal(err)
 	}
-	settle()
-	if _, poses := b1.counts(); poses != 0 || b1.rejected().Replayed != 1 {
-		t.Errorf("restarted agent: applied %d old publications, rejected %+v", poses, b1.rejected())
+	eventually(t, "the restarted agent refusing an old publication", func() bool { return b1.rejected().Replayed == 1 })
+	if _, poses := b1.counts(); poses != 0 {
+		t.Errorf("restarted agent: applied %d old publications", poses)
 	}
 
 	// Replies: forged, and one that answers another request.
