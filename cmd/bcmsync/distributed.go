@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	stdsync "sync"
 	"time"
 
 	"github.com/bcmsync/bcmsync/g2o"
@@ -244,6 +245,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// The agents it starts write to stderr too, each from a goroutine of
+	// os/exec's unless stderr is a file.
+	stderr = &lockedWriter{w: stderr}
 	fs := newFlagSet("distributed", "distributed --agents K [flags] FILE",
 		"Solves FILE with K agents, each owning one part of the graph, coordinated over NATS.\n"+
 			"Without --nats it starts an embedded NATS server on the loopback interface (with a\n"+
@@ -461,6 +465,18 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		return notCertifiedError{status: string(res.Status), code: code}
 	}
 	return nil
+}
+
+// lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu stdsync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // killAll ends the agent processes this command started.
