@@ -55,7 +55,7 @@ func (s *secFlags) register(fs *flag.FlagSet) {
 }
 
 // natsFlagNames maps a NATSSecurity field to its flag.
-var natsFlagNames = map[string]string{"Creds": "--creds", "NkeySeed": "--nkey", "CA": "--tls-ca", "Cert": "--tls-cert", "Key": "--tls-key"}
+var natsFlagNames = map[string]string{"Creds": "--creds", "NkeySeed": "--nkey", "CA": "--tls-ca", "Cert": "--tls-cert", "CertKey": "--tls-key"}
 
 // connecting reports whether a flag about the connection to the server is
 // set (they need --nats: the embedded server takes none of them).
@@ -155,7 +155,7 @@ func warnShared(stderr io.Writer, flagName, file string) {
 // problem with a file names the flag and the file.
 func (s *secFlags) natsOptions(stderr io.Writer, warn bool) ([]nats.Option, error) {
 	sec := distributed.NATSSecurity{Creds: s.creds, NkeySeed: s.nkey, User: s.user, TLS: s.tls,
-		CA: s.ca, Cert: s.cert, Key: s.certKey, ServerName: s.serverName}
+		CA: s.ca, Cert: s.cert, CertKey: s.certKey, ServerName: s.serverName}
 	if s.user != "" {
 		if s.passwordFile != "" {
 			p, err := readSecret("--password-file", s.passwordFile)

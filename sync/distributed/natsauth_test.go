@@ -101,16 +101,16 @@ func TestSecureNATSRun(t *testing.T) {
 	pub := natstest.NkeyUser(t, seed)
 	s := natstest.Start(t, f, natstest.Auth{Users: map[string]string{"coordinator": "coordinator secret", "eve": "eve's own"}, Nkeys: []string{pub}})
 	url := s.ClientURL()
-	coord := NATSSecurity{User: "coordinator", Password: "coordinator secret", CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey}
-	agent := NATSSecurity{NkeySeed: seed, CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey}
+	coord := NATSSecurity{User: "coordinator", Password: "coordinator secret", CA: f.CA, Cert: f.ClientCert, CertKey: f.ClientKey}
+	agent := NATSSecurity{NkeySeed: seed, CA: f.CA, Cert: f.ClientCert, CertKey: f.ClientKey}
 
 	for name, sec := range map[string]NATSSecurity{
-		"no credential":          {CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey},
-		"wrong password":         {User: "coordinator", Password: "guess", CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey},
+		"no credential":          {CA: f.CA, Cert: f.ClientCert, CertKey: f.ClientKey},
+		"wrong password":         {User: "coordinator", Password: "guess", CA: f.CA, Cert: f.ClientCert, CertKey: f.ClientKey},
 		"no client certificate":  {User: "coordinator", Password: "coordinator secret", CA: f.CA},
-		"a stranger certificate": {User: "coordinator", Password: "coordinator secret", CA: f.CA, Cert: f.RogueCert, Key: f.RogueKey},
-		"server not trusted":     {User: "coordinator", Password: "coordinator secret", TLS: true, Cert: f.ClientCert, Key: f.ClientKey},
-		"wrong server name":      {User: "coordinator", Password: "coordinator secret", CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey, ServerName: "elsewhere"},
+		"a stranger certificate": {User: "coordinator", Password: "coordinator secret", CA: f.CA, Cert: f.RogueCert, CertKey: f.RogueKey},
+		"server not trusted":     {User: "coordinator", Password: "coordinator secret", TLS: true, Cert: f.ClientCert, CertKey: f.ClientKey},
+		"wrong server name":      {User: "coordinator", Password: "coordinator secret", CA: f.CA, Cert: f.ClientCert, CertKey: f.ClientKey, ServerName: "elsewhere"},
 		"no TLS":                 {User: "coordinator", Password: "coordinator secret"},
 	} {
 		u := url
@@ -129,7 +129,7 @@ func TestSecureNATSRun(t *testing.T) {
 	g, central, p := lattice(t, 300, 15, 5, 4)
 
 	// The attacker: an account on the server, no key. It records the run.
-	eve, err := dial(url, "eve", NATSSecurity{User: "eve", Password: "eve's own", CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey})
+	eve, err := dial(url, "eve", NATSSecurity{User: "eve", Password: "eve's own", CA: f.CA, Cert: f.ClientCert, CertKey: f.ClientKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestSecureNATSCredsAndToken(t *testing.T) {
 	f := natstest.WriteCerts(t, dir)
 	creds := filepath.Join(dir, "agent.creds")
 	s := natstest.StartOperator(t, f, creds)
-	tlsOnly := NATSSecurity{CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey}
+	tlsOnly := NATSSecurity{CA: f.CA, Cert: f.ClientCert, CertKey: f.ClientKey}
 	withCreds := tlsOnly
 	withCreds.Creds = creds
 	bus, err := dial(s.ClientURL(), "agent", withCreds)
@@ -263,10 +263,10 @@ func TestNATSSecurityErrors(t *testing.T) {
 		{NATSSecurity{NkeySeed: junk}, "NkeySeed", junk},
 		{NATSSecurity{CA: missing}, "CA", missing},
 		{NATSSecurity{CA: junk}, "CA", junk},
-		{NATSSecurity{Cert: missing, Key: f.ClientKey}, "Cert", missing},
-		{NATSSecurity{Cert: f.ClientCert, Key: missing}, "Key", missing},
-		{NATSSecurity{Cert: junk, Key: f.ClientKey}, "Cert", junk},
-		{NATSSecurity{Cert: f.ClientCert, Key: f.ServerKey}, "Cert", f.ClientCert},
+		{NATSSecurity{Cert: missing, CertKey: f.ClientKey}, "Cert", missing},
+		{NATSSecurity{Cert: f.ClientCert, CertKey: missing}, "CertKey", missing},
+		{NATSSecurity{Cert: junk, CertKey: f.ClientKey}, "Cert", junk},
+		{NATSSecurity{Cert: f.ClientCert, CertKey: f.ServerKey}, "Cert", f.ClientCert},
 	} {
 		_, err := c.sec.Options()
 		var fe *FileError
@@ -327,7 +327,7 @@ func TestDocumentedServerConfig(t *testing.T) {
 	s := natstest.Run(t, sopts)
 
 	// Agent 0 may not publish as agent 1 nor command it.
-	tlsOnly := NATSSecurity{CA: f.CA, Cert: f.ClientCert, Key: f.ClientKey}
+	tlsOnly := NATSSecurity{CA: f.CA, Cert: f.ClientCert, CertKey: f.ClientKey}
 	sec0 := tlsOnly
 	sec0.NkeySeed = seeds[0]
 	opts, err := sec0.Options()

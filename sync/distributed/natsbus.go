@@ -110,9 +110,9 @@ type NATSSecurity struct {
 	// CA is a PEM file of the authorities whose signature on the server's
 	// certificate is trusted (instead of the system's).
 	CA string
-	// Cert and Key are PEM files of the client's certificate and its
+	// Cert and CertKey are PEM files of the client's certificate and its
 	// private key, for servers that verify clients (TLS verify).
-	Cert, Key string
+	Cert, CertKey string
 	// ServerName is the name the server's certificate must carry (default:
 	// the host of the URL).
 	ServerName string
@@ -134,7 +134,7 @@ func (s *NATSSecurity) Enabled() bool {
 }
 
 func (s *NATSSecurity) secure() bool {
-	return s.TLS || s.CA != "" || s.Cert != "" || s.Key != "" || s.ServerName != ""
+	return s.TLS || s.CA != "" || s.Cert != "" || s.CertKey != "" || s.ServerName != ""
 }
 
 // Options checks s and its files and returns the NATS client options that
@@ -211,18 +211,18 @@ func (s *NATSSecurity) Options() ([]nats.Option, error) {
 			return fail("CA", s.CA, errors.New("no PEM certificate in it"))
 		}
 	}
-	if (s.Cert == "") != (s.Key == "") {
+	if (s.Cert == "") != (s.CertKey == "") {
 		return nil, errors.New("a client certificate needs its key, and a key its certificate")
 	}
 	if s.Cert != "" {
-		for field, file := range map[string]string{"Cert": s.Cert, "Key": s.Key} {
+		for field, file := range map[string]string{"Cert": s.Cert, "CertKey": s.CertKey} {
 			if _, err := os.Stat(file); err != nil {
 				return fail(field, file, err)
 			}
 		}
-		cert, err := tls.LoadX509KeyPair(s.Cert, s.Key)
+		cert, err := tls.LoadX509KeyPair(s.Cert, s.CertKey)
 		if err != nil {
-			return fail("Cert", s.Cert, fmt.Errorf("with key %s: %w", s.Key, err))
+			return fail("Cert", s.Cert, fmt.Errorf("with key %s: %w", s.CertKey, err))
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
