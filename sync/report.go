@@ -82,6 +82,27 @@ type Report struct {
 	// Robust is the outlier rejection's account (robust mode only); N, M
 	// and the objectives are then of the final weighted graph.
 	Robust *RobustReport `json:"robust,omitempty"`
+	// Distributed is a distributed solve's account (bcmsync distributed);
+	// absent otherwise.
+	Distributed *DistributedReport `json:"distributed,omitempty"`
+}
+
+// DistributedReport is the account of a distributed solve.
+type DistributedReport struct {
+	// Authenticated is true when every message carried a MAC under the
+	// run's key; Rejected then counts the messages that failed
+	// authentication, which were dropped, never applied.
+	Authenticated bool           `json:"authenticated"`
+	Rejected      AuthRejections `json:"rejected"`
+}
+
+// AuthRejections counts rejected messages by cause: forged (no valid MAC,
+// or from a sender that may not send it), replayed (a sequence number
+// already seen or too old), foreign (of another run).
+type AuthRejections struct {
+	Forged   int64 `json:"forged"`
+	Replayed int64 `json:"replayed"`
+	Foreign  int64 `json:"foreign"`
 }
 
 // ReportOpts records the options that shaped the result.

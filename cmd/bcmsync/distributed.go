@@ -15,13 +15,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	stdsync "sync"
 	"time"
 
 	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 	"github.com/bcmsync/bcmsync/sync/distributed"
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // partFlags choose the partition; agent and distributed share them, and
@@ -182,9 +183,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"Runs agent K of a distributed solve of FILE: it owns part K's poses, talks to the\n"+
 			"coordinator and the other agents through the NATS server at URL, and exits when the\n"+
 			"coordinator ends the run. Every process must read the same FILE with the same\n"+
-			"partition flags (an agent holding another problem refuses to join).", stderr)
+			"partition flags (an agent holding another problem refuses to join), and the same\n"+
+			"--key FILE when the run authenticates its messages. Secrets come from files or the\n"+
+			"environment, never from the command line (ps shows it to every user).", stderr)
 	var f partFlags
 	f.register(fs)
+	var sec secFlags
+	sec.register(fs)
 	url := fs.String("nats", "", "NATS server `URL` (e.g. nats://host:4222)")
 	part := fs.Int("part", -1, "the part `K` this agent owns (0-based)")
 	sweeps := fs.Int("sweeps", 0, "local passes per update (0: 4)")
@@ -205,10 +210,21 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := f.check(); err != nil {
 		return usageError{err}
 	}
+	if err := sec.check(); err != nil {
+		return usageError{err}
+	}
 	if err := notStdio("FILE", files[0], "every process of the run reads FILE itself: give a file"); err != nil {
 		return err
 	}
 	if err := f.files(files[0]).check(); err != nil {
+		return err
+	}
+	key, err := sec.readKey(stderr, os.Getenv(spawnedEnv) == "")
+	if err != nil {
+		return err
+	}
+	nopts, err := sec.connect(*url, key, stderr)
+	if err != nil {
 		return err
 	}
 	g, p, err := f.load(files[0], false, stderr)
@@ -218,26 +234,34 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *part < 0 || *part >= p.K {
 		return usageError{fmt.Errorf("--part must be in [0, %d), not %d", p.K, *part)}
 	}
-	bus, err := distributed.DialNATS(*url, fmt.Sprintf("bcmsync agent %d", *part))
+	bus, err := dialNATS(*url, fmt.Sprintf("bcmsync agent %d", *part), nopts)
 	if err != nil {
 		return err
 	}
 	defer bus.Close()
 	return distributed.RunAgent(ctx, bus, g, p, *part, distributed.AgentOptions{
-		Problem: f.problem(), Subject: f.subject, Sweeps: *sweeps, Logger: f.logger(stderr),
+		Problem: f.problem(), Subject: f.subject, Sweeps: *sweeps, Logger: f.logger(stderr), Key: key,
 	})
 }
 
 func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// The agents it starts write to stderr too, each from a goroutine of
+	// os/exec's unless stderr is a file.
+	stderr = &lockedWriter{w: stderr}
 	fs := newFlagSet("distributed", "distributed --agents K [flags] FILE",
 		"Solves FILE with K agents, each owning one part of the graph, coordinated over NATS.\n"+
-			"Without --nats it starts an embedded NATS server on the loopback interface; without\n"+
-			"--no-spawn it starts the K agents as processes of this program (bcmsync agent).\n"+
+			"Without --nats it starts an embedded NATS server on the loopback interface (with a\n"+
+			"random token that only the agents it starts get); without --no-spawn it starts the K\n"+
+			"agents as processes of this program (bcmsync agent), with its credential flags.\n"+
 			"With --nats and --no-spawn it only coordinates: start the agents on other machines\n"+
-			"with bcmsync agent --nats URL --part k and the same FILE and partition flags.\n"+
+			"with bcmsync agent --nats URL --part k and the same FILE, partition flags and --key.\n"+
+			"--key FILE authenticates every message (HMAC-SHA256); the --creds, --nkey, --user,\n"+
+			"--token-file and --tls-* flags sign in to a secured server (docs/distributed.md).\n"+
 			"Prints the same summary and report as solve, and exits with the same statuses (bcmsync help).", stderr)
 	var f partFlags
 	f.register(fs)
+	var sec secFlags
+	sec.register(fs)
 	url := fs.String("nats", "", "use the NATS server at `URL` instead of an embedded one")
 	noSpawn := fs.Bool("no-spawn", false, "start no agent processes (they run elsewhere)")
 	out := fs.String("o", "", "write the optimized graph as g2o to `FILE`")
@@ -276,6 +300,12 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *noSpawn && *url == "" {
 		return usageError{errors.New("--no-spawn needs --nats URL: agents elsewhere cannot reach an embedded server on the loopback interface")}
 	}
+	if err := sec.check(); err != nil {
+		return usageError{err}
+	}
+	if name := sec.connecting(); name != "" && *url == "" {
+		return usageError{fmt.Errorf("%s needs --nats URL: the embedded server takes no credentials (it listens on the loopback interface only, with a random token for the agents it starts)", name)}
+	}
 	file := files[0]
 	if err := notStdio("FILE", file, "every agent reads FILE itself: give a file"); err != nil {
 		return err
@@ -290,6 +320,10 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := set.check(); err != nil {
 		return err
 	}
+	key, err := sec.readKey(stderr, !*quiet)
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
 	g, p, err := f.load(file, *quiet, stderr)
 	if err != nil {
@@ -301,17 +335,29 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	parse := time.Since(t0).Seconds()
 
 	serverURL := *url
+	var nopts []nats.Option
+	env := []string{benchChildEnv + "=1", spawnedEnv + "=1"}
+	agentArgs, err := sec.args()
+	if err != nil {
+		return err
+	}
 	if serverURL == "" {
-		s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true, MaxPayload: 64 << 20})
+		s, token, err := embeddedNATS()
 		if err != nil {
-			return fmt.Errorf("starting the embedded NATS server: %w", err)
-		}
-		go s.Start()
-		if !s.ReadyForConnections(10 * time.Second) {
-			return errors.New("the embedded NATS server did not start within 10s")
+			return err
 		}
 		defer s.Shutdown()
 		serverURL = s.ClientURL()
+		nopts = []nats.Option{nats.Token(token)}
+		env = append(env, tokenEnv+"="+token)
+	} else {
+		warnTo := stderr
+		if *quiet {
+			warnTo = io.Discard
+		}
+		if nopts, err = sec.connect(serverURL, key, warnTo); err != nil {
+			return err
+		}
 	}
 
 	var procs []*exec.Cmd
@@ -326,12 +372,14 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		for k := 0; k < p.K; k++ {
 			a := append([]string{"agent", "--nats", serverURL, "--part", strconv.Itoa(k)}, f.args()...)
+			a = append(a, agentArgs...)
 			cmd := exec.Command(exe, append(a, abs)...)
 			cmd.Stdout, cmd.Stderr = stderr, stderr
 			// Under `go test` the executable is the test binary, which runs
-			// the command line as bcmsync when it sees this variable
-			// (bench.go); the real binary ignores it.
-			cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+			// the command line as bcmsync when it sees benchChildEnv
+			// (bench.go); the real binary ignores it. The embedded server's
+			// token goes in the environment, which only this user can read.
+			cmd.Env = append(os.Environ(), env...)
 			if err := cmd.Start(); err != nil {
 				killAll(procs)
 				return fmt.Errorf("starting agent %d: %w", k, err)
@@ -340,7 +388,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 
-	bus, err := distributed.DialNATS(serverURL, "bcmsync coordinator")
+	bus, err := dialNATS(serverURL, "bcmsync coordinator", nopts)
 	if err != nil {
 		killAll(procs)
 		return err
@@ -348,7 +396,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	counter := &distributed.Counter{Bus: bus}
 	opts := distributed.Options{
 		Sync:    bsync.Options{Problem: f.problem(), GapTol: *gapTol, MaxRank: *maxRank, TimeLimit: *timeLimit, Logger: f.logger(stderr)},
-		Subject: f.subject, GradTol: *gradTol, MaxRounds: *maxRounds, Timeout: *timeout,
+		Subject: f.subject, GradTol: *gradTol, MaxRounds: *maxRounds, Timeout: *timeout, Key: key,
 	}
 	prog := newProgress(stderr, *quiet)
 	opts.Sync.Progress = prog.update
@@ -371,6 +419,9 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	ropts.Init = "aligned per-agent chordal"
 	rep := bsync.NewReport(filepath.Base(file), res, ropts)
 	rep.PeakRSSBytes = peakRSS()
+	r := st.Rejected
+	rep.Distributed = &bsync.DistributedReport{Authenticated: st.Authenticated,
+		Rejected: bsync.AuthRejections{Forged: r.Forged, Replayed: r.Replayed, Foreign: r.Foreign}}
 	if *out != "" {
 		if err := writeOutput(*out, stdout, func(w io.Writer) error { return g2o.Write(w, res.Graph, res.Poses) }); err != nil {
 			return err
@@ -400,11 +451,32 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(info, "  distributed: %d agents in %d colour classes, %d rounds, %d lost messages resent, %d stale updates, %d restarts;\n"+
 			"    coordinator traffic %d messages, %d bytes; agents published %d pose messages\n",
 			st.Agents, st.Colors, st.Rounds, st.Republished, st.Stale, st.Restarts, counter.Messages.Load(), counter.Bytes.Load(), st.Publications)
+		if st.Authenticated {
+			fmt.Fprintf(info, "    messages authenticated (--key); rejected %d forged, %d replayed, %d foreign\n", r.Forged, r.Replayed, r.Foreign)
+		} else {
+			fmt.Fprintln(info, "    messages not authenticated (no --key)")
+		}
+	}
+	if r.Total() > 0 && !*quiet {
+		fmt.Fprintf(stderr, "warning: %d messages failed authentication and were dropped (%d forged, %d replayed, %d foreign): a process with another --key, or someone injecting into the run (--verbose logs each)\n",
+			r.Total(), r.Forged, r.Replayed, r.Foreign)
 	}
 	if code := resultExitCode(res.Status, true, ""); code != exitOK {
 		return notCertifiedError{status: string(res.Status), code: code}
 	}
 	return nil
+}
+
+// lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu stdsync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // killAll ends the agent processes this command started.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/bcmsync/bcmsync/internal/natstest"
 )
 
 // distributed starts an embedded NATS server and two agent processes on
@@ -19,10 +19,7 @@ import (
 // solve's optimum.
 func TestDistributedCommand(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in.g2o")
-	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
-	}
+	in := demoFile(t, dir, "in.g2o")
 	code, central, stderr := runCmd("solve", in)
 	if code != 0 {
 		t.Fatalf("solve: exit %d: %s", code, stderr)
@@ -52,10 +49,7 @@ func TestDistributedCommand(t *testing.T) {
 
 func TestDistributedUsageErrors(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in.g2o")
-	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
-	}
+	in := demoFile(t, dir, "in.g2o")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -87,20 +81,9 @@ func TestDistributedUsageErrors(t *testing.T) {
 // --no-spawn, and agents started on their own (here as goroutines running
 // the agent command line), before and after the coordinator.
 func TestDistributedExternalServer(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS server did not start")
-	}
-	defer s.Shutdown()
+	s := natstest.StartPlain(t)
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in.g2o")
-	if code, _, stderr := runCmd("demo", "--quiet", "-o", in, "--plots", ""); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
-	}
+	in := demoFile(t, dir, "in.g2o")
 	flags := []string{"--nats", s.ClientURL(), "--agents", "3", "--split", "bfs", "--subject", "ext"}
 	done := make(chan string, 3)
 	agent := func(k int) {

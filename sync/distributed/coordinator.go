@@ -57,6 +57,13 @@ type Options struct {
 	// step or idempotent) but repeats the work, so Try should exceed one
 	// local update's time, and Timeout with it.
 	Try time.Duration
+	// Key, if set, authenticates every message of the run with
+	// HMAC-SHA256, bound to the run, the subject, the sender and a sequence
+	// number (auth.go); forged, replayed and foreign messages are
+	// rejected, logged and counted in Stats.Rejected. The coordinator and
+	// every agent need the same key (ReadKey); nil: messages are only
+	// checksummed.
+	Key []byte
 }
 
 func (o *Options) defaults() {
@@ -110,6 +117,12 @@ type Stats struct {
 	// accepted update and initialization, as the sequence numbers show).
 	Requests, RequestBytes int64
 	Publications           int64
+	// Authenticated is true when the run's messages carried a MAC
+	// (Options.Key); Rejected then counts the messages that failed
+	// authentication at the coordinator and, as their replies report
+	// them, at the agents.
+	Authenticated bool
+	Rejected      Rejections
 }
 
 // coordinator drives the rounds.
@@ -157,9 +170,11 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 		defer cancel()
 	}
 	kind := opts.Sync.Problem
+	bus, auth := secure(bus, opts.Key, opts.Subject, coordinatorPart, opts.Sync.Logger)
 	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.AgentGraph(g), seq: make([]uint64, p.K),
 		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D)}
 	c.fingerprint = fingerprint(g, p, kind)
+	defer auth.report(&c.stats)
 
 	classes := Colors(c.nb)
 	c.stats.Agents, c.stats.Colors = p.K, len(classes)

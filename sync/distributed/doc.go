@@ -79,4 +79,17 @@
 // rejoin: its neighbours publish their poses again, and it starts from its
 // own chordal estimate aligned to them, numbering its messages on from its
 // last sequence number so its neighbours accept them.
+//
+// # Security
+//
+// The CRC catches corruption, not an intruder. With Options.Key and
+// AgentOptions.Key (one secret, ReadKey) every message carries an
+// HMAC-SHA256 bound to the run, the subject, the sender and a sequence
+// number, in a layer around the Bus (auth.go): forged, replayed and
+// foreign messages are dropped, logged and counted (Stats.Rejected), never
+// applied, and restarted agents still rejoin, through a challenge that
+// names their new life. NATSSecurity connects to a NATS server that
+// requires authentication (a credentials file, an nkey, a user and
+// password, a token) and TLS with client certificates. docs/distributed.md
+// has the threat model and a secured set-up on several machines.
 package distributed

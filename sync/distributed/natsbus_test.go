@@ -6,25 +6,14 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/internal/natstest"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
 // startServer runs an embedded NATS server on a free loopback port.
-func startServer(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true, MaxPayload: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("embedded NATS server did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	return s
-}
+func startServer(t *testing.T) *server.Server { return natstest.StartPlain(t) }
 
 // Over a real NATS server (embedded, loopback), 2-D and 3-D synthetic
 // graphs in 2, 4 and 8 parts reach the central optimum and certificate,
