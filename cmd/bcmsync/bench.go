@@ -40,11 +40,15 @@ const benchChildEnv = "BCMSYNC_BENCH_CHILD"
 // counts as matching the reference, in the summary line.
 const relTolBench = 1e-7
 
-// benchExcluded are the solve flags that bench does not pass to its
-// children: they choose outputs, which bench fixes itself (the child always
-// prints its JSON report and nothing else). Every other solve flag is a
-// bench flag too and is passed on, so the two commands cannot drift apart.
-var benchExcluded = []string{"o", "tum", "report", "plots", "quiet", "verbose", "json", "covariances", "covariance-pairs"}
+// benchNotTaken are the solve flags that bench does not take: they choose
+// outputs and messages, which bench fixes itself (the child always prints
+// its JSON report and nothing else). Every other solve flag is a bench
+// flag too and is passed on, so the two commands cannot drift apart.
+var benchNotTaken = notTaken{
+	{[]string{"o", "quiet"}, "bench's own -o (its OUTDIR) and --quiet (its progress lines)"},
+	{[]string{"tum", "report", "plots", "covariances", "covariance-pairs", "json", "verbose"},
+		"each graph's solve writes its JSON report to bench and nothing else; bench.json keeps every report"},
+}
 
 func init() {
 	register(command{
@@ -104,7 +108,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"it adds f_star, the relative error (F - f_star)/f_star, the peer's wall time and the\n"+
 			"ratio wall/peer_wall_s, and a summary line. The solve flags below go to every solve.\n"+
 			"The exit status is 1 when a graph could not be solved at all; an uncertified result is\n"+
-			"a row of the table, not a failure.", stderr)
+			"a row of the table, not a failure.\n\n"+benchNotTaken.help("bench"), stderr)
 	var (
 		refPath, outDir, match string
 		repeat                 int
@@ -115,17 +119,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&match, "match", "", "solve only the files whose name matches `REGEXP`")
 	fs.IntVar(&repeat, "repeat", 1, "solve each graph `N` times, N >= 1, and keep the fastest wall time (and that run's memory)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
-	solveFS := flag.NewFlagSet("solve", flag.ContinueOnError)
+	own := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
 	var sf solveFlags
-	sf.register(solveFS)
-	shared := map[string]bool{}
-	solveFS.VisitAll(func(f *flag.Flag) {
-		if !slices.Contains(benchExcluded, f.Name) {
-			fs.Var(f.Value, f.Name, f.Usage)
-			shared[f.Name] = true
-		}
-	})
-	pos, err := parseArgs(fs, args)
+	sf.registerExcept(fs, benchNotTaken)
+	pos, err := parseSolveLike(fs, benchNotTaken, args)
 	if err != nil {
 		return err
 	}
@@ -148,7 +146,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var passed []string
 	fs.Visit(func(f *flag.Flag) {
-		if shared[f.Name] {
+		if !own[f.Name] {
 			passed = append(passed, "--"+f.Name+"="+f.Value.String())
 		}
 	})

@@ -46,6 +46,5 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	_, err = solveAndWrite(ctx, datasets.DemoName, g, 0, &f, set.toStdout(), stdout, stderr)
-	return err
+	return solveAndWrite(ctx, datasets.DemoName, g, 0, &f, set.toStdout(), stdout, stderr)
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,35 +16,35 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 	"github.com/bcmsync/bcmsync/sync/distributed"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// partFlags choose the partition; agent and distributed share them, and
-// every process of a run must be given the same.
+// partFlags choose the partition and build the problem; agent and
+// distributed share them, and every process of a run must be given the
+// same. The problem's flags (--rotations, --largest-component, --lenient,
+// --raw-quaternions) and --verbose are solve's, declared by solveFlags:
+// distributed takes all of solve's flags it can (distributedNotTaken), an
+// agent these (agentSolveFlags).
 type partFlags struct {
 	agents    int
 	split     string
 	partition string
 	subject   string
-	rotations bool
-	lenient   bool
-	rawQuat   bool
-	verbose   bool
+	solve     solveFlags
 }
+
+// agentSolveFlags are the solve flags an agent takes: those that make it
+// build the same problem as the coordinator, and --verbose.
+var agentSolveFlags = []string{"rotations", "largest-component", "lenient", "raw-quaternions", "verbose"}
 
 func (f *partFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.agents, "agents", 0, "number of agents K (for --split contiguous or bfs; with robot or --partition it must match, or be 0)")
 	fs.StringVar(&f.split, "split", "bfs", "how to split the graph: bfs (K bands of a breadth-first order), contiguous (K runs of pose indices, DPGO's split), robot (GTSAM Symbol id prefixes)")
 	fs.StringVar(&f.partition, "partition", "", "read the partition from `FILE` (lines \"id part\"), instead of --split")
 	fs.StringVar(&f.subject, "subject", "bcmsync", "NATS subject prefix of the run (runs sharing a server need different ones)")
-	fs.BoolVar(&f.rotations, "rotations", false, "solve rotation synchronization SO(d) only")
-	fs.BoolVar(&f.lenient, "lenient", false, "skip unsupported records (landmarks, priors) with a warning")
-	fs.BoolVar(&f.rawQuat, "raw-quaternions", false, rawQuatUsage)
-	fs.BoolVar(&f.verbose, "verbose", false, "log every stage, level and rejected message")
 }
 
 // args returns the flags that make an agent process build the same problem.
@@ -54,10 +53,11 @@ func (f *partFlags) args() []string {
 	if f.partition != "" {
 		a = append(a, "--partition", f.partition)
 	}
+	sf := &f.solve
 	for _, b := range []struct {
 		on   bool
 		name string
-	}{{f.rotations, "--rotations"}, {f.lenient, "--lenient"}, {f.rawQuat, "--raw-quaternions"}, {f.verbose, "--verbose"}} {
+	}{{sf.rotations, "--rotations"}, {sf.largest, "--largest-component"}, {sf.lenient, "--lenient"}, {sf.rawQuat, "--raw-quaternions"}, {sf.verbose, "--verbose"}} {
 		if b.on {
 			a = append(a, b.name)
 		}
@@ -90,14 +90,14 @@ func (f *partFlags) check() error {
 }
 
 func (f *partFlags) problem() posegraph.Problem {
-	if f.rotations {
+	if f.solve.rotations {
 		return posegraph.Rotations
 	}
 	return posegraph.Poses
 }
 
 func (f *partFlags) logger(stderr io.Writer) *slog.Logger {
-	if !f.verbose {
+	if !f.solve.verbose {
 		return nil
 	}
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -113,30 +113,42 @@ func (f *partFlags) files(file string) *fileSet {
 	return set
 }
 
-// load reads the graph and builds the partition.
-func (f *partFlags) load(file string, quiet bool, stderr io.Writer) (*posegraph.Graph, *distributed.Partition, error) {
-	g, err := g2o.ReadFile(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
-		if !quiet {
-			fmt.Fprintln(stderr, "warning:", msg)
-		}
-	}})
+// load reads the graph as solve does, keeps its largest component with
+// --largest-component, and builds the partition of what is solved. It
+// returns that graph, the graph as read and the seconds reading took.
+func (f *partFlags) load(file string, stderr io.Writer) (g, input *posegraph.Graph, p *distributed.Partition, parse float64, err error) {
+	g, parse, err = f.solve.read(file, stderr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, 0, err
 	}
+	input = g
 	if err := g.Validate(); err != nil {
-		return nil, nil, err
+		if !f.solve.largest || !posegraph.IsDisconnected(err) {
+			return nil, nil, nil, 0, disconnectedHint(err)
+		}
+		g = g.Subgraph(g.Components()[0])
+		if err := g.Validate(); err != nil {
+			return nil, nil, nil, 0, err
+		}
 	}
+	p, err = f.partitionOf(g)
+	return g, input, p, parse, err
+}
+
+// partitionOf builds the partition of g the flags ask for.
+func (f *partFlags) partitionOf(g *posegraph.Graph) (*distributed.Partition, error) {
 	var p *distributed.Partition
+	var err error
 	switch {
 	case f.partition != "":
 		r, err := os.Open(f.partition)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		p, err = distributed.ReadPartition(r, f.partition, g)
 		r.Close()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	case f.split == "robot":
 		p, err = distributed.ByRobot(g)
@@ -149,13 +161,13 @@ func (f *partFlags) load(file string, quiet bool, stderr io.Writer) (*posegraph.
 		err = fmt.Errorf("%s: --split %s with --agents %d: %w", g.Source, f.split, f.agents, err)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if f.agents != 0 && p.K != f.agents {
-		return nil, nil, fmt.Errorf("the partition has %d parts, --agents says %d", p.K, f.agents)
+		return nil, fmt.Errorf("the partition has %d parts, --agents says %d", p.K, f.agents)
 	}
 	f.agents = p.K
-	return g, p, nil
+	return p, nil
 }
 
 // withoutNATS names the commands this build leaves out: none with the nats
@@ -182,12 +194,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"Runs agent K of a distributed solve of FILE: it owns part K's poses, talks to the\n"+
 			"coordinator and the other agents through the NATS server at URL, and exits when the\n"+
 			"coordinator ends the run. Every process must read the same FILE with the same\n"+
-			"partition flags (an agent holding another problem refuses to join).", stderr)
+			"partition and problem flags (an agent holding another problem refuses to join).", stderr)
 	var f partFlags
 	f.register(fs)
 	url := fs.String("nats", "", "NATS server `URL` (e.g. nats://host:4222)")
 	part := fs.Int("part", -1, "the part `K` this agent owns (0-based)")
-	sweeps := fs.Int("sweeps", 0, "local passes per update (0: 4)")
+	sweeps := fs.Int("sweeps", 0, "local passes per update (0: 1)")
+	f.solve.registerOnly(fs, agentSolveFlags...)
 	files, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -211,7 +224,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := f.files(files[0]).check(); err != nil {
 		return err
 	}
-	g, p, err := f.load(files[0], false, stderr)
+	g, _, p, _, err := f.load(files[0], stderr)
 	if err != nil {
 		return err
 	}
@@ -228,30 +241,34 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	})
 }
 
+// distributedNotTaken are the solve flags distributed does not take, with
+// what the distributed solver does in their place.
+var distributedNotTaken = notTaken{
+	{[]string{"init"}, "each agent starts from the chordal estimate of its own part, and the coordinator aligns the parts"},
+	{[]string{"rank0", "rule", "bcm-tol", "bcm-decrease", "bcm-sweeps", "max-iterations"},
+		"the staircase starts at rank d, and the agents' rounds (--max-rounds) take the place of solve's BCM sweeps and trust-region steps"},
+	{[]string{"robust", "trust-odometry", "robust-consistency", "robust-quantile", "robust-threshold"},
+		"the distributed solver has no outlier rejection (solve --robust gnc-tls rejects outliers)"},
+}
+
 func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("distributed", "distributed --agents K [flags] FILE",
 		"Solves FILE with K agents, each owning one part of the graph, coordinated over NATS.\n"+
 			"Without --nats it starts an embedded NATS server on the loopback interface; without\n"+
 			"--no-spawn it starts the K agents as processes of this program (bcmsync agent).\n"+
 			"With --nats and --no-spawn it only coordinates: start the agents on other machines\n"+
-			"with bcmsync agent --nats URL --part k and the same FILE and partition flags.\n"+
-			"Prints the same summary and report as solve, and exits with the same statuses (bcmsync help).", stderr)
+			"with bcmsync agent --nats URL --part k and the same FILE, partition and problem flags.\n"+
+			"Writes the same outputs, summary and report as solve, and exits with the same statuses\n"+
+			"(bcmsync help).\n\n"+distributedNotTaken.help("distributed"), stderr)
 	var f partFlags
 	f.register(fs)
 	url := fs.String("nats", "", "use the NATS server at `URL` instead of an embedded one")
 	noSpawn := fs.Bool("no-spawn", false, "start no agent processes (they run elsewhere)")
-	out := fs.String("o", "", "write the optimized graph as g2o to `FILE`")
-	tum := fs.String("tum", "", "write the optimized trajectory in TUM format to `FILE`")
-	report := fs.String("report", "", "write the JSON report to `FILE`")
-	jsonOut := fs.Bool("json", false, "print the JSON report on stdout instead of the summary")
-	quiet := fs.Bool("quiet", false, "print nothing but errors")
-	gapTol := fs.Float64("gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6)")
-	gradTol := fs.Float64("grad-tol", 0, "relative gradient norm below which a failed certificate is taken for a saddle (0: 1e-9)")
-	maxRank := fs.Int("max-rank", 10, "last rank of the staircase")
 	maxRounds := fs.Int("max-rounds", 0, "maximum rounds per rank (0: 5000)")
 	timeout := fs.Duration("timeout", 30*time.Second, "end the run when an agent has not answered for this long")
-	timeLimit := fs.Duration("time-limit", 0, "stop after this long (0: no limit)")
-	files, err := parseArgs(fs, args)
+	sf := &f.solve
+	sf.registerExcept(fs, distributedNotTaken)
+	files, err := parseSolveLike(fs, distributedNotTaken, args)
 	if err != nil {
 		return err
 	}
@@ -262,16 +279,11 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := f.check(); err != nil {
 		return usageError{err}
 	}
-	for _, v := range []struct {
-		name string
-		val  float64
-	}{{"gap-tol", *gapTol}, {"grad-tol", *gradTol}} {
-		if !(v.val >= 0) || math.IsInf(v.val, 0) {
-			return usageError{fmt.Errorf("--%s must be a finite number >= 0, not %g", v.name, v.val)}
-		}
+	if _, err := sf.options(io.Discard); err != nil {
+		return usageError{err}
 	}
-	if *maxRounds < 0 || *timeout <= 0 || *timeLimit < 0 {
-		return usageError{errors.New("--max-rounds, --timeout and --time-limit must not be negative (--timeout > 0)")}
+	if *maxRounds < 0 || *timeout <= 0 {
+		return usageError{errors.New("--max-rounds must not be negative, and --timeout must be > 0")}
 	}
 	if *noSpawn && *url == "" {
 		return usageError{errors.New("--no-spawn needs --nats URL: agents elsewhere cannot reach an embedded server on the loopback interface")}
@@ -281,24 +293,21 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	set := f.files(file)
-	set.output("-o", *out)
-	set.output("--tum", *tum)
-	set.output("--report", *report)
-	if *jsonOut {
-		set.output("--json", stdio)
-	}
+	sf.outputs(set)
 	if err := set.check(); err != nil {
 		return err
 	}
-	t0 := time.Now()
-	g, p, err := f.load(file, *quiet, stderr)
+	g, input, p, parse, err := f.load(file, stderr)
 	if err != nil {
 		return err
 	}
-	if *maxRank < g.D {
-		return usageError{fmt.Errorf("--max-rank must be >= d = %d", g.D)}
+	if err := sf.checkRanks(g.D, file); err != nil {
+		return usageError{err}
 	}
-	parse := time.Since(t0).Seconds()
+	pairs, err := sf.prepareCovariances(g)
+	if err != nil {
+		return err
+	}
 
 	serverURL := *url
 	if serverURL == "" {
@@ -346,11 +355,16 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	counter := &distributed.Counter{Bus: bus}
-	opts := distributed.Options{
-		Sync:    bsync.Options{Problem: f.problem(), GapTol: *gapTol, MaxRank: *maxRank, TimeLimit: *timeLimit, Logger: f.logger(stderr)},
-		Subject: f.subject, GradTol: *gradTol, MaxRounds: *maxRounds, Timeout: *timeout,
+	sopts, err := sf.options(stderr)
+	if err != nil {
+		killAll(procs)
+		return usageError{err}
 	}
-	prog := newProgress(stderr, *quiet)
+	opts := distributed.Options{
+		Sync:    sopts,
+		Subject: f.subject, GradTol: sopts.GradTol, MaxRounds: *maxRounds, Timeout: *timeout,
+	}
+	prog := newProgress(stderr, sf.quiet)
 	opts.Sync.Progress = prog.update
 	res, st, err := distributed.Solve(ctx, counter, g, p, opts)
 	prog.done()
@@ -360,7 +374,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		return solveError(err, g)
 	}
 	for k, cmd := range procs {
-		if err := waitOrKill(cmd, 10*time.Second); err != nil && !*quiet {
+		if err := waitOrKill(cmd, 10*time.Second); err != nil && !sf.quiet {
 			fmt.Fprintf(stderr, "warning: agent %d: %v\n", k, err)
 		}
 	}
@@ -371,40 +385,11 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	ropts.Init = "aligned per-agent chordal"
 	rep := bsync.NewReport(filepath.Base(file), res, ropts)
 	rep.PeakRSSBytes = peakRSS()
-	if *out != "" {
-		if err := writeOutput(*out, stdout, func(w io.Writer) error { return g2o.Write(w, res.Graph, res.Poses) }); err != nil {
-			return err
-		}
-	}
-	if *tum != "" {
-		if err := writeOutput(*tum, stdout, func(w io.Writer) error { return g2o.WriteTUM(w, res.Graph, res.Poses) }); err != nil {
-			return err
-		}
-	}
-	if *report != "" {
-		if err := writeOutput(*report, stdout, rep.WriteJSON); err != nil {
-			return err
-		}
-	}
-	info := stdout
-	if set.toStdout() {
-		info = stderr // stdout carries an output
-	}
-	switch {
-	case *jsonOut:
-		if err := rep.WriteJSON(stdout); err != nil {
-			return err
-		}
-	case !*quiet:
-		printSummary(info, rep, nil)
-		fmt.Fprintf(info, "  distributed: %d agents in %d colour classes, %d rounds, %d lost messages resent, %d stale updates, %d restarts;\n"+
-			"    coordinator traffic %d messages, %d bytes; agents published %d pose messages\n",
-			st.Agents, st.Colors, st.Rounds, st.Republished, st.Stale, st.Restarts, counter.Messages.Load(), counter.Bytes.Load(), st.Publications)
-	}
-	if code := resultExitCode(res.Status, true, ""); code != exitOK {
-		return notCertifiedError{status: string(res.Status), code: code}
-	}
-	return nil
+	traffic := fmt.Sprintf("distributed: %d agents in %d colour classes, %d rounds, %d lost messages resent, %d stale updates, %d restarts;\n"+
+		"    coordinator traffic %d messages, %d bytes; agents published %d pose messages",
+		st.Agents, st.Colors, st.Rounds, st.Republished, st.Stale, st.Restarts, counter.Messages.Load(), counter.Bytes.Load(), st.Publications)
+	return sf.writeResult(&solved{file: file, input: input, res: res, rep: rep, pairs: pairs, notes: []string{traffic}},
+		set.toStdout(), stdout, stderr)
 }
 
 // killAll ends the agent processes this command started.

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bcmsync/bcmsync/g2o"
+	bsync "github.com/bcmsync/bcmsync/sync"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -154,5 +158,70 @@ func TestDistributedCollisions(t *testing.T) {
 		if diff := sameSnapshot(before, snapshot(t, dir)); diff != "" {
 			t.Errorf("%v: %s", c.args, diff)
 		}
+	}
+}
+
+// TestDistributedOutputs: distributed writes its outputs through solve's
+// output path. With --rotations, -o and --tum keep the input's
+// translations and say so in a comment line, as solve's do: the copied
+// output code wrote the zero translations of the rotation-only estimate,
+// a trajectory collapsed to a point. --report, --covariances and --json
+// work as for solve.
+func TestDistributedOutputs(t *testing.T) {
+	dir := t.TempDir()
+	in := demoFile(t, dir, "in.g2o")
+	g, err := g2o.ReadFile(in, g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, tum := filepath.Join(dir, "rot.g2o"), filepath.Join(dir, "rot.tum")
+	code, stdout, stderr := runCmd("distributed", "--agents", "2", "--rotations", "-o", out, "--tum", tum, in)
+	if code != 0 || !strings.Contains(stdout, "are not optimized (--rotations): taken from the input's VERTEX lines") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	central := filepath.Join(dir, "central.g2o")
+	if code, _, stderr := runCmd("solve", "--quiet", "--rotations", "-o", central, in); code != 0 {
+		t.Fatalf("solve: exit %d: %s", code, stderr)
+	}
+	got, err := g2o.ReadFile(out, g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := g2o.ReadFile(central, g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range g.Initial {
+		if got.Initial[i].T != g.Initial[i].T {
+			t.Fatalf("pose %d: translation %v, the input's %v", i, got.Initial[i].T[:2], g.Initial[i].T[:2])
+		}
+		// The same optimum, up to the gauge both fix the same way.
+		for k := range 4 {
+			if d := math.Abs(got.Initial[i].R[k] - want.Initial[i].R[k]); d > 1e-5 {
+				t.Fatalf("pose %d: rotation differs from solve's by %g", i, d)
+			}
+		}
+	}
+	for _, path := range []string{out, tum} {
+		b, _ := os.ReadFile(path)
+		if !strings.HasPrefix(string(b), "# bcmsync solve --rotations: rotations optimized over SO(d); translations not optimized, taken from the input's VERTEX lines\n") {
+			t.Errorf("%s: no comment line saying where the translations come from:\n%.200s", path, b)
+		}
+	}
+
+	rep, cov := filepath.Join(dir, "rep.json"), filepath.Join(dir, "cov.txt")
+	code, stdout, stderr = runCmd("distributed", "--agents", "2", "--json", "--report", rep, "--covariances", cov, in)
+	var r bsync.Report
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || !r.Certified {
+		t.Fatalf("--json: exit %d\n%.300s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "note: distributed: 2 agents") || !strings.Contains(stderr, "note: covariances: "+cov) {
+		t.Errorf("--json: the notes on stderr: %s", stderr)
+	}
+	if _, err := readReport(rep); err != nil {
+		t.Error(err)
+	}
+	if b, err := os.ReadFile(cov); err != nil || strings.Count(string(b), "\n") < 250 {
+		t.Errorf("--covariances: %v", err)
 	}
 }

@@ -180,6 +180,17 @@ func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := set.check(); err != nil {
 		return err
 	}
+	g, parse, err := f.read(file, stderr)
+	if err != nil {
+		return err
+	}
+	return solveAndWrite(ctx, inputName(file), g, parse, &f, set.toStdout(), stdout, stderr)
+}
+
+// read reads the graph file ("-": standard input) with the reading flags
+// (--lenient, --raw-quaternions), its warnings on stderr unless --quiet,
+// and returns it with the seconds it took.
+func (f *solveFlags) read(file string, stderr io.Writer) (*posegraph.Graph, float64, error) {
 	t0 := time.Now()
 	g, err := readGraph(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
 		if !f.quiet {
@@ -187,11 +198,9 @@ func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}})
 	if err != nil {
-		return lenientHint(err)
+		return nil, 0, lenientHint(err)
 	}
-	parse := time.Since(t0).Seconds()
-	_, err = solveAndWrite(ctx, inputName(file), g, parse, &f, set.toStdout(), stdout, stderr)
-	return err
+	return g, time.Since(t0).Seconds(), nil
 }
 
 // outputs adds the files solve (or the demo) writes to set: -o, --tum,
@@ -216,7 +225,28 @@ func (f *solveFlags) outputs(set *fileSet) {
 // every requested output; it is `bcmsync solve` after parsing, and the
 // demo. With an output on standard output (toStdout), the summary goes to
 // stderr.
-func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse float64, f *solveFlags, toStdout bool, stdout, stderr io.Writer) (*bsync.Report, error) {
+func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse float64, f *solveFlags, toStdout bool, stdout, stderr io.Writer) error {
+	s, err := f.solve(ctx, file, g, parse, stderr)
+	if err != nil {
+		return err
+	}
+	return f.writeResult(s, toStdout, stdout, stderr)
+}
+
+// solved is a finished solve, as writeResult writes it: the certified
+// solve's (solve, demo, view) or the distributed one's.
+type solved struct {
+	file  string           // the input's name, for messages and the report
+	input *posegraph.Graph // the graph as read, before --largest-component
+	res   *bsync.Result
+	rep   *bsync.Report
+	pairs []covariancePair // --covariance-pairs, read before the solve
+	notes []string         // the command's own lines for the summary, after the others
+}
+
+// solve runs the certified solve of g (read from file in parse seconds)
+// with the flags f.
+func (f *solveFlags) solve(ctx context.Context, file string, g *posegraph.Graph, parse float64, stderr io.Writer) (*solved, error) {
 	opts, err := f.options(stderr)
 	if err != nil {
 		return nil, usageError{err}
@@ -239,16 +269,27 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 	res.Timings.Total += parse
 	rep := bsync.NewReport(filepath.Base(file), res, opts)
 	rep.PeakRSSBytes = peakRSS()
+	return &solved{file: file, input: g, res: res, rep: rep, pairs: pairs}, nil
+}
 
+// writeResult writes every output the flags f ask for of the solve s (-o,
+// --tum, --covariances, --report, --plots), then the summary or, with
+// --json, the report; with an output on standard output (toStdout) the
+// summary goes to stderr. It is the one output path of the solve-like
+// commands. It returns a notCertifiedError for a result that is not
+// certified, after everything was written.
+func (f *solveFlags) writeResult(s *solved, toStdout bool, stdout, stderr io.Writer) error {
+	res, rep, file := s.res, s.rep, s.file
 	var notes []string
-	if res.Graph.N() < g.N() {
-		notes = append(notes, droppedNote(g, res.Graph))
+	if res.Graph.N() < s.input.N() {
+		notes = append(notes, droppedNote(s.input, res.Graph))
 	}
 	poses, header := res.Poses, ""
 	if res.Problem == posegraph.Rotations && (f.out != "" || f.tum != "") {
 		var src string
+		var err error
 		if poses, src, err = inputTranslations(res); err != nil {
-			return rep, solveError(err, res.Graph)
+			return solveError(err, res.Graph)
 		}
 		header = "# bcmsync solve --rotations: rotations optimized over SO(d); translations not optimized, taken from " + src + "\n"
 		notes = append(notes, "translations in "+strings.Join(nonEmpty(outputName(f.out), outputName(f.tum)), " and ")+
@@ -261,7 +302,7 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 			}
 			return g2o.Write(w, res.Graph, poses)
 		}); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	if f.tum != "" {
@@ -271,32 +312,33 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 			}
 			return g2o.WriteTUM(w, res.Graph, poses)
 		}); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	if f.covariances != "" {
-		note, err := writeCovariances(f, file, res, pairs, stdout)
+		note, err := writeCovariances(f, file, res, s.pairs, stdout)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		notes = append(notes, note)
 	}
 	if f.report != "" {
 		if err := writeOutput(f.report, stdout, rep.WriteJSON); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	if f.plots != "" {
 		wrote, err := writePlots(f.plots, res, rep)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		notes = append(notes, "plots: "+strings.Join(wrote, ", "))
 	}
+	notes = append(notes, s.notes...)
 	switch {
 	case f.json:
 		if err := rep.WriteJSON(stdout); err != nil {
-			return rep, err
+			return err
 		}
 		if !f.quiet {
 			// Stdout is the report alone; the notes go beside it.
@@ -314,9 +356,9 @@ func solveAndWrite(ctx context.Context, file string, g *posegraph.Graph, parse f
 		converged, stop = res.Robust.Converged, res.Robust.Stop
 	}
 	if code := resultExitCode(res.Status, converged, stop); code != exitOK {
-		return rep, notCertifiedError{status: string(res.Status), code: code}
+		return notCertifiedError{status: string(res.Status), code: code}
 	}
-	return rep, nil
+	return nil
 }
 
 // solveError makes sure an error of the solver names the file it came

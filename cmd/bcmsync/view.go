@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/plots"
@@ -29,32 +29,34 @@ const viewDoc = `With one FILE, solves it as "bcmsync solve" does and writes FIL
 name, in the current directory; -o to choose): one self-contained page, no
 network needed, showing the initial and the optimized estimate, odometry and
 loop-closure edges (and landmarks with their observations) coloured by their
-cost at the estimate, the certificate and the convergence history. With --no-solve, or with INPUT and OPTIMIZED,
-nothing is solved: the page shows the files' VERTEX estimates, and --report
-adds a solve's certificate and history. The exit status is 0 whenever the
-page was written, certified or not (the page's header says which).`
+cost at the estimate, the certificate and the convergence history. Solve's
+flags apply, its output flags too (--tum, --plots, --covariances, --json).
+With --no-solve, or with INPUT and OPTIMIZED, nothing is solved: the page
+shows the files' VERTEX estimates, and --report adds a solve's certificate
+and history (with a robust solve's report, F leaves out the edges it
+rejected, as the solve's F does). The exit status is 0 whenever the page was
+written, certified or not (the page's header says which).`
 
-// viewSolveFlags are the solve flags that make sense for view; the rest
-// (outputs, --json) belong to solve.
-var viewSolveFlags = []string{
-	"init", "rule", "rank0", "max-rank", "threads", "seed", "grad-tol", "eig-tol", "gap-tol",
-	"bcm-tol", "bcm-decrease", "bcm-sweeps", "time-limit", "rotations", "largest-component",
-	"lenient", "raw-quaternions", "quiet", "verbose",
+// viewNotTaken are the solve flags view does not take: their names are
+// view's own flags.
+var viewNotTaken = notTaken{
+	{[]string{"o"}, "view's -o names the page; the optimized estimate is in it, and --tum writes it as a trajectory"},
+	{[]string{"report"}, "view's --report names an earlier solve's report to show; --json prints the report of view's own solve"},
 }
 
+// viewUnsolved are the solve flags that still mean something when view
+// solves nothing: how the files are read and what the page shows.
+var viewUnsolved = []string{"lenient", "raw-quaternions", "rotations", "quiet"}
+
 func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("view", "view [flags] FILE.g2o | view [flags] INPUT.g2o OPTIMIZED.g2o", viewDoc, stderr)
-	out := fs.String("o", "", "write the page to `OUT.html` (default: the first file's base name with .html, in the current directory)")
+	fs := newFlagSet("view", "view [flags] FILE.g2o | view [flags] INPUT.g2o OPTIMIZED.g2o",
+		viewDoc+"\n\n"+viewNotTaken.help("view"), stderr)
+	out := fs.String("o", "", "write the page to `OUT.html` (default: the first file's base name with .html, in the current directory; - for standard output)")
 	report := fs.String("report", "", "with --no-solve or OPTIMIZED.g2o: show the certificate and history of `REPORT.json`, written by bcmsync solve --report")
 	noSolve := fs.Bool("no-solve", false, "show FILE's VERTEX estimates as they are; do not solve")
 	var f solveFlags
-	all := flag.NewFlagSet("solve", flag.ContinueOnError)
-	f.register(all)
-	for _, name := range viewSolveFlags {
-		fl := all.Lookup(name)
-		fs.Var(fl.Value, fl.Name, fl.Usage)
-	}
-	files, err := parseArgs(fs, args)
+	f.registerExcept(fs, viewNotTaken)
+	files, err := parseSolveLike(fs, viewNotTaken, args)
 	if err != nil {
 		return err
 	}
@@ -68,6 +70,17 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if len(files) == 2 && *noSolve {
 		return usageError{errors.New("--no-solve is implied by OPTIMIZED.g2o: give one of them")}
+	}
+	if !solve {
+		var set []string
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name != "o" && fl.Name != "report" && fl.Name != "no-solve" && !slices.Contains(viewUnsolved, fl.Name) {
+				set = append(set, dashed(fl.Name))
+			}
+		})
+		if len(set) > 0 {
+			return usageError{fmt.Errorf("%s: a flag of the solve, but with --no-solve or OPTIMIZED.g2o view solves nothing", strings.Join(set, ", "))}
+		}
 	}
 	if _, err := f.options(io.Discard); err != nil {
 		return usageError{err}
@@ -85,70 +98,59 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		set.input([]string{"FILE", "OPTIMIZED"}[k], in)
 	}
 	set.input("--report", *report)
+	f.outputs(&set)
 	set.output("the page (-o)", path)
 	if err := set.check(); err != nil {
 		return err
 	}
+	if path != stdio && !strings.EqualFold(filepath.Ext(path), ".html") {
+		return usageError{fmt.Errorf("-o %s: the page is HTML: give a file name ending in .html (or - for standard output)", path)}
+	}
 	info := stdout
-	if path == stdio {
-		info = stderr // stdout carries the page
+	if set.toStdout() {
+		info = stderr // stdout carries the page or the report
 	}
-
-	var v plots.Viewer
-	var rep *bsync.Report
-	var notes []string
-	if solve {
-		v, rep, notes, err = solveForView(ctx, files[0], &f, stderr)
-	} else {
-		v, err = viewerFromFiles(files, *report, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat}, f.rotations)
-	}
-	if err != nil {
-		return err
-	}
-	if err := writeOutput(path, stdout, func(w io.Writer) error { return plots.WriteHTML(w, v) }); err != nil {
-		return err
-	}
-	if !f.quiet {
-		if rep != nil {
-			printSummary(info, rep, notes)
+	writePage := func(v plots.Viewer) error {
+		if err := writeOutput(path, stdout, func(w io.Writer) error { return plots.WriteHTML(w, v) }); err != nil {
+			return err
 		}
-		if path != stdio {
+		if !f.quiet && path != stdio {
 			fmt.Fprintln(info, "wrote", path)
 		}
+		return nil
 	}
-	return nil
+	if !solve {
+		v, err := viewerFromFiles(files, *report, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat}, f.rotations)
+		if err != nil {
+			return err
+		}
+		return writePage(v)
+	}
+	g, parse, err := f.read(files[0], stderr)
+	if err != nil {
+		return err
+	}
+	s, err := f.solve(ctx, inputName(files[0]), g, parse, stderr)
+	if err != nil {
+		return err
+	}
+	v := viewerOf(s)
+	// Solve's outputs and summary first; an uncertified result still gets
+	// its page (the header says so), and view exits 0 for it.
+	var nc notCertifiedError
+	if err := f.writeResult(s, set.toStdout(), stdout, stderr); err != nil && !errors.As(err, &nc) {
+		return err
+	}
+	return writePage(v)
 }
 
-// solveForView reads and solves file with the solve flags f and returns
-// the viewer of the result: the initial guess and the estimate, with the
-// report's certificate and history.
-func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Writer) (plots.Viewer, *bsync.Report, []string, error) {
-	opts, err := f.options(stderr)
-	if err != nil {
-		return plots.Viewer{}, nil, nil, usageError{err}
-	}
-	t0 := time.Now()
-	g, err := readGraph(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
-		if !f.quiet {
-			fmt.Fprintln(stderr, "warning:", msg)
-		}
-	}})
-	if err != nil {
-		return plots.Viewer{}, nil, nil, lenientHint(err)
-	}
-	parse := time.Since(t0).Seconds()
-	prog := newProgress(stderr, f.quiet)
-	opts.Progress = prog.update
-	res, err := bsync.Solve(ctx, g, opts)
-	prog.done()
-	if err != nil {
-		return plots.Viewer{}, nil, nil, solveError(err, g)
-	}
-	res.Timings.Parse = parse
-	res.Timings.Total += parse
-	rep := bsync.NewReport(filepath.Base(g.Source), res, opts)
+// viewerOf is the viewer of a solve: the initial guess and the estimate,
+// with the report's certificate and history and, for a pose solve, the
+// covariance ellipses (or a note in s.notes saying why there are none).
+func viewerOf(s *solved) plots.Viewer {
+	res, rep := s.res, s.rep
 	v := plots.Viewer{
-		Title:   filepath.Base(g.Source),
+		Title:   filepath.Base(res.Graph.Source),
 		Graph:   res.Graph,
 		Problem: res.Problem,
 		Estimates: []plots.Trajectory{
@@ -157,12 +159,8 @@ func solveForView(ctx context.Context, file string, f *solveFlags, stderr io.Wri
 		},
 		Run: runFromReport(rep),
 	}
-	var notes []string
-	if res.Graph.N() < g.N() {
-		notes = append(notes, droppedNote(g, res.Graph))
-	}
-	v.Ellipses, notes = viewEllipses(res, notes)
-	return v, rep, notes, nil
+	v.Ellipses, s.notes = viewEllipses(res, s.notes)
+	return v
 }
 
 // viewerFromFiles builds the viewer of files' VERTEX estimates: one file
@@ -205,8 +203,42 @@ func viewerFromFiles(files []string, reportPath string, ro g2o.ReadOptions, rota
 			}
 		}
 		v.Run = runFromReport(rep)
+		if v.Rejected, err = rejectedEdges(g, rep, reportPath); err != nil {
+			return v, err
+		}
 	}
 	return v, nil
+}
+
+// rejectedEdges returns the edges of g that the robust solve of rep
+// rejected, so that the page's F leaves them out as the solve's did (nil
+// for a plain solve, and for g the graph of the edges it kept, as solve
+// -o writes it). The report names each rejected edge by its position among
+// the input's edges, its ids and its line; a g whose edges there do not
+// match is not the report's graph.
+func rejectedEdges(g *posegraph.Graph, rep *bsync.Report, reportPath string) ([]int, error) {
+	rr := rep.Robust
+	if rr == nil || len(rr.Rejected) == 0 || g.M() == rep.M {
+		return nil, nil
+	}
+	if g.M() != rr.InputEdges {
+		return nil, fmt.Errorf("%s: the report's robust solve had %d edges and kept %d, but %s has %d",
+			inputName(reportPath), rr.InputEdges, rep.M, g.Source, g.M())
+	}
+	out := make([]int, len(rr.Rejected))
+	for k, r := range rr.Rejected {
+		ok := r.Edge >= 0 && r.Edge < g.M()
+		if ok {
+			e := &g.Edges[r.Edge]
+			ok = g.IDs[e.I] == r.From && g.IDs[e.J] == r.To && (r.Line == 0 || e.Line == 0 || r.Line == e.Line)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: the report's rejected edge %d (ids %d-%d, line %d) is not an edge of %s: the report is of another graph",
+				inputName(reportPath), r.Edge, r.From, r.To, r.Line, g.Source)
+		}
+		out[k] = r.Edge
+	}
+	return out, nil
 }
 
 // vertexCount says "n poses", or "n poses and l landmarks".
