@@ -19,6 +19,7 @@ import (
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 	"github.com/bcmsync/bcmsync/sync/distributed"
+	"github.com/bcmsync/bcmsync/sync/distributed/natsbus"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -231,7 +232,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *part < 0 || *part >= p.K {
 		return usageError{fmt.Errorf("--part must be in [0, %d), not %d", p.K, *part)}
 	}
-	bus, err := distributed.DialNATS(*url, fmt.Sprintf("bcmsync agent %d", *part))
+	bus, err := natsbus.DialNATS(*url, fmt.Sprintf("bcmsync agent %d", *part))
 	if err != nil {
 		return err
 	}
@@ -349,7 +350,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 
-	bus, err := distributed.DialNATS(serverURL, "bcmsync coordinator")
+	bus, err := natsbus.DialNATS(serverURL, "bcmsync coordinator")
 	if err != nil {
 		killAll(procs)
 		return err

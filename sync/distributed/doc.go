@@ -57,8 +57,10 @@
 //
 // # Transport
 //
-// Coordinator and agents talk through a Bus: NATS (NATSBus) between
-// processes or machines, channels (MemBus) in one process. Agent k
+// Coordinator and agents talk through a Bus: NATS (package
+// sync/distributed/natsbus) between processes or machines, channels
+// (MemBus) in one process. The NATS transport is a package of its own so
+// that a program which uses another Bus does not link the NATS client. Agent k
 // publishes its public poses on SUBJECT.pose.k after each change and
 // serves the coordinator's commands on SUBJECT.agent.k (request-reply).
 // Every message is a versioned binary record with a CRC-32 (wire.go); a

@@ -1,14 +1,20 @@
-package distributed
+// Package natsbus is the NATS transport of the distributed solver: a
+// distributed.Bus over a NATS connection, for a coordinator and agents in
+// separate processes or on separate machines. It is a package of its own
+// so that package distributed, and a program that runs it over another
+// Bus, does not link the NATS client.
+package natsbus
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/bcmsync/bcmsync/sync/distributed"
 	"github.com/nats-io/nats.go"
 )
 
-// NATSBus is a Bus over a NATS connection: pose subjects are plain
+// NATSBus is a distributed.Bus over a NATS connection: pose subjects are plain
 // publish-subscribe, commands NATS request-reply. NATS delivers at most
 // once and in order per publisher; the protocol's sequence numbers and
 // checks make lost, late or repeated messages harmless.
@@ -35,12 +41,12 @@ func (b *NATSBus) Close() {
 	_ = b.nc.Drain()
 }
 
-// Publish implements Bus.
+// Publish implements distributed.Bus.
 func (b *NATSBus) Publish(subject string, data []byte) error {
 	return b.nc.Publish(subject, data)
 }
 
-// Subscribe implements Bus.
+// Subscribe implements distributed.Bus.
 func (b *NATSBus) Subscribe(subject string, h func([]byte)) (func(), error) {
 	sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) { h(m.Data) })
 	if err != nil {
@@ -52,7 +58,7 @@ func (b *NATSBus) Subscribe(subject string, h func([]byte)) (func(), error) {
 	return func() { _ = sub.Unsubscribe() }, nil
 }
 
-// Serve implements Bus.
+// Serve implements distributed.Bus.
 func (b *NATSBus) Serve(subject string, h func([]byte) []byte) (func(), error) {
 	sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) {
 		if out := h(m.Data); out != nil && m.Reply != "" {
@@ -68,14 +74,16 @@ func (b *NATSBus) Serve(subject string, h func([]byte) []byte) (func(), error) {
 	return func() { _ = sub.Unsubscribe() }, nil
 }
 
-// Request implements Bus.
+// Request implements distributed.Bus.
 func (b *NATSBus) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
 	m, err := b.nc.RequestWithContext(ctx, subject, data)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
-			return nil, fmt.Errorf("%s: %w", subject, ErrNoResponders)
+			return nil, fmt.Errorf("%s: %w", subject, distributed.ErrNoResponders)
 		}
 		return nil, err
 	}
 	return m.Data, nil
 }
+
+var _ distributed.Bus = (*NATSBus)(nil)

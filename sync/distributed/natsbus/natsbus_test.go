@@ -1,4 +1,4 @@
-package distributed
+package natsbus_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
+	"github.com/bcmsync/bcmsync/sync/distributed"
+	"github.com/bcmsync/bcmsync/sync/distributed/natsbus"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -46,27 +48,27 @@ func TestNATSSynthetic(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, k := range []int{2, 4, 8} {
-			p, err := BFS(g, k)
+			p, err := distributed.BFS(g, k)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			errs := make(chan error, k)
 			for a := 0; a < k; a++ {
-				bus, err := DialNATS(s.ClientURL(), "agent")
+				bus, err := natsbus.DialNATS(s.ClientURL(), "agent")
 				if err != nil {
 					t.Fatal(err)
 				}
 				go func() {
 					defer bus.Close()
-					errs <- RunAgent(ctx, bus, g, p, a, AgentOptions{})
+					errs <- distributed.RunAgent(ctx, bus, g, p, a, distributed.AgentOptions{})
 				}()
 			}
-			bus, err := DialNATS(s.ClientURL(), "coordinator")
+			bus, err := natsbus.DialNATS(s.ClientURL(), "coordinator")
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, st, err := Solve(ctx, bus, g, p, Options{Timeout: 20 * time.Second})
+			res, st, err := distributed.Solve(ctx, bus, g, p, distributed.Options{Timeout: 20 * time.Second})
 			bus.Close()
 			if err != nil {
 				t.Fatal(err)
