@@ -281,11 +281,14 @@ func fmtFloat(x float64) string {
 func TestHints(t *testing.T) {
 	dir := t.TempDir()
 	lm := writeTemp(t, dir, "lm.g2o", "EDGE_SE2 0 1 1 0 0"+edge2+"EDGE_SE2_PRIOR 0 0 0 0 1 0 0 1 0 1\n")
-	for _, cmd := range []string{"solve", "info", "plot"} {
-		code, _, stderr := runCmd(cmd, lm)
+	for _, args := range [][]string{{"solve", lm}, {"info", lm}, {"plot", "-o", filepath.Join(dir, "figs"), lm}} {
+		code, _, stderr := runCmd(args...)
 		if code != 1 || !strings.Contains(stderr, "lm.g2o:2: EDGE_SE2_PRIOR is not supported") || !strings.Contains(stderr, "--lenient") {
-			t.Errorf("%s: exit %d, stderr %q; want 1 and a message naming --lenient", cmd, code, stderr)
+			t.Errorf("%s: exit %d, stderr %q; want 1 and a message naming --lenient", args[0], code, stderr)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "figs")); err == nil {
+		t.Error("plot made its folder for a file it could not read")
 	}
 	// Other reading errors do not suggest it.
 	undeclared := writeTemp(t, dir, "undeclared.g2o", "VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nEDGE_SE2 0 1 1 0 0"+edge2+"EDGE_SE2 1 2 1 0 0"+edge2)

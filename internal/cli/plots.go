@@ -169,14 +169,16 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// The page reads the files again.
 		return usageError{errors.New("--html reads the files twice, so they cannot come from standard input (-)")}
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		return err
-	}
 	ro := g2o.ReadOptions{Lenient: *lenient, Warn: func(msg string) {
 		fmt.Fprintln(stderr, "warning:", msg)
 	}}
 	g, ests, err := readEstimates(files, ro)
 	if err != nil {
+		return err
+	}
+	// The folder is made once the input has been read: a file that cannot
+	// be read leaves nothing behind.
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
 	var trajs []plots.Trajectory
