@@ -500,9 +500,9 @@ func benchSummary(rows []benchRow) string {
 // rawReadingHint explains, after the summary, misses that come from how 3-D
 // files were read rather than from the solver: REFERENCE.tsv's 3-D optima
 // are SE-Sync's, which builds rotations from the quaternions as printed,
-// and they differ from F of the normalized reading by 1e-7 to 1e-5 (README,
-// "Results against the reference optima"). It is empty when no 3-D graph
-// read the default way missed f_star.
+// and they differ from F of the normalized reading by 1e-7 to 1e-5
+// (docs/performance.md, "Results against the reference optima"). It is
+// empty when no 3-D graph read the default way missed f_star.
 func rawReadingHint(rows []benchRow) string {
 	missed := 0
 	for _, r := range rows {

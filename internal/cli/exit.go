@@ -12,8 +12,8 @@ import (
 // nothing, success); 1 and 2 are failures with no result; 3 to 8 are
 // results that are not certified, one status for each way a solve can end
 // short of a certificate, with every requested output written. The table
-// is printed by `bcmsync help` (exitStatusHelp) and in README.md; keep the
-// three together.
+// is printed by `bcmsync help` (exitStatusHelp), in README.md and in
+// docs/cli.md; keep the four together.
 const (
 	exitOK           = 0 // certified; success
 	exitError        = 1 // an error: unreadable or invalid input, a failed write, an internal failure

@@ -14,7 +14,7 @@ import (
 	"github.com/bcmsync/bcmsync/sync/covariance"
 )
 
-// TestGenerateConvention checks what generate's help and the README say
+// TestGenerateConvention checks what generate's help and docs/formats.md say
 // --rot-sigma writes: kappa = 1/(2 sigma^2), which is I33 = 1/(2 sigma^2)
 // on an EDGE_SE2 (so g2o, reading I33 as 1/sigma^2, would take
 // sqrt(2) sigma) and the rotation block (1/sigma^2) I on an
