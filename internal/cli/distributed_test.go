@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -160,55 +161,36 @@ func TestDistributedCollisions(t *testing.T) {
 }
 
 // TestDistributedOutputs: distributed writes its outputs through solve's
-// output path. With --rotations, -o and --tum keep the input's
-// translations and say so in a comment line, as solve's do: the copied
-// output code wrote the zero translations of the rotation-only estimate,
-// a trajectory collapsed to a point. --report, --covariances and --json
-// work as for solve.
+// output path (TestSolveRotationsTranslations checks --rotations -o and
+// --tum for both): its rotation-only estimate is solve's, and --report,
+// --covariances and --json work as for solve, the traffic line a note
+// beside the JSON.
 func TestDistributedOutputs(t *testing.T) {
 	dir := t.TempDir()
 	in := demoFile(t, dir, "in.g2o")
-	g, err := g2o.ReadFile(in, g2o.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, tum := filepath.Join(dir, "rot.g2o"), filepath.Join(dir, "rot.tum")
-	code, stdout, stderr := runCmd("distributed", "--agents", "2", "--rotations", "-o", out, "--tum", tum, in)
-	if code != 0 || !strings.Contains(stdout, "are not optimized (--rotations): taken from the input's VERTEX lines") {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	central := filepath.Join(dir, "central.g2o")
-	if code, _, stderr := runCmd("solve", "--quiet", "--rotations", "-o", central, in); code != 0 {
-		t.Fatalf("solve: exit %d: %s", code, stderr)
-	}
-	got, err := g2o.ReadFile(out, g2o.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := g2o.ReadFile(central, g2o.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range g.Initial {
-		if got.Initial[i].T != g.Initial[i].T {
-			t.Fatalf("pose %d: translation %v, the input's %v", i, got.Initial[i].T[:2], g.Initial[i].T[:2])
+	outs := map[string]*posegraph.Graph{}
+	for _, cmd := range [][]string{{"solve"}, {"distributed", "--agents", "2"}} {
+		out := filepath.Join(dir, cmd[0]+".g2o")
+		if code, _, stderr := runCmd(append(cmd, "--quiet", "--rotations", "-o", out, in)...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmd[0], code, stderr)
 		}
-		// The same optimum, up to the gauge both fix the same way.
+		h, err := g2o.ReadFile(out, g2o.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[cmd[0]] = h
+	}
+	// The same optimum, the gauge fixed the same way.
+	for i, p := range outs["distributed"].Initial {
 		for k := range 4 {
-			if d := math.Abs(got.Initial[i].R[k] - want.Initial[i].R[k]); d > 1e-5 {
+			if d := math.Abs(p.R[k] - outs["solve"].Initial[i].R[k]); d > 1e-5 {
 				t.Fatalf("pose %d: rotation differs from solve's by %g", i, d)
 			}
 		}
 	}
-	for _, path := range []string{out, tum} {
-		b, _ := os.ReadFile(path)
-		if !strings.HasPrefix(string(b), "# bcmsync solve --rotations: rotations optimized over SO(d); translations not optimized, taken from the input's VERTEX lines\n") {
-			t.Errorf("%s: no comment line saying where the translations come from:\n%.200s", path, b)
-		}
-	}
 
 	rep, cov := filepath.Join(dir, "rep.json"), filepath.Join(dir, "cov.txt")
-	code, stdout, stderr = runCmd("distributed", "--agents", "2", "--json", "--report", rep, "--covariances", cov, in)
+	code, stdout, stderr := runCmd("distributed", "--agents", "2", "--json", "--report", rep, "--covariances", cov, in)
 	var r bsync.Report
 	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || !r.Certified {
 		t.Fatalf("--json: exit %d\n%.300s\n%s", code, stdout, stderr)

@@ -191,7 +191,8 @@ func TestStatusSentences(t *testing.T) {
 // TestSolveRotationsTranslations: solve --rotations writes the input's
 // VERTEX translations (-o and --tum), not zeros, says so in a comment line
 // of each file and in the summary; a file without VERTEX lines gets the
-// chordal initialization's translations.
+// chordal initialization's translations. distributed writes through the
+// same output path (its own copy wrote the zeros).
 func TestSolveRotationsTranslations(t *testing.T) {
 	dir := t.TempDir()
 	in := demoFile(t, dir, "in.g2o")
@@ -199,47 +200,49 @@ func TestSolveRotationsTranslations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, tum := filepath.Join(dir, "rot.g2o"), filepath.Join(dir, "rot.tum")
-	code, stdout, stderr := runCmd("solve", "--rotations", "-o", out, "--tum", tum, in)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if !strings.Contains(stdout, "translations in "+out+" and "+tum+" are not optimized (--rotations): taken from the input's VERTEX lines") {
-		t.Errorf("summary does not say where the translations come from:\n%s", stdout)
-	}
-	h, err := g2o.ReadFile(out, g2o.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range g.IDs {
-		if h.Initial[i].T != g.Initial[i].T {
-			t.Fatalf("pose %d: written t = %v, input t = %v", g.IDs[i], h.Initial[i].T, g.Initial[i].T)
+	for _, cmd := range [][]string{{"solve"}, {"distributed", "--agents", "2"}} {
+		out, tum := filepath.Join(dir, "rot.g2o"), filepath.Join(dir, "rot.tum")
+		code, stdout, stderr := runCmd(append(cmd, "--rotations", "-o", out, "--tum", tum, in)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmd[0], code, stderr)
 		}
-	}
-	// The rotations are the solved ones: they attain the reported F.
-	if f, want := h.Cost(h.Initial, 1), g.Cost(h.Initial, 1); math.Abs(f-want) > 1e-9*want {
-		t.Errorf("rotation cost %g vs %g", f, want)
-	}
-	for _, p := range []string{out, tum} {
-		b, _ := os.ReadFile(p)
-		if first, _, _ := strings.Cut(string(b), "\n"); !strings.HasPrefix(first, "# bcmsync solve --rotations") ||
-			!strings.Contains(first, "translations not optimized, taken from the input's VERTEX lines") {
-			t.Errorf("%s: first line %q", p, first)
+		if !strings.Contains(stdout, "translations in "+out+" and "+tum+" are not optimized (--rotations): taken from the input's VERTEX lines") {
+			t.Errorf("%s: summary does not say where the translations come from:\n%s", cmd[0], stdout)
 		}
-	}
-	b, _ := os.ReadFile(tum)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 251 {
-		t.Fatalf("TUM file has %d lines, want the comment and 250 poses", len(lines))
-	}
-	if f := strings.Fields(lines[2]); len(f) != 8 || f[1] != fmtFloat(g.Initial[1].T[0]) || f[2] != fmtFloat(g.Initial[1].T[1]) {
-		t.Errorf("TUM line %q, want the input's translation %v", lines[2], g.Initial[1].T)
+		h, err := g2o.ReadFile(out, g2o.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range g.IDs {
+			if h.Initial[i].T != g.Initial[i].T {
+				t.Fatalf("%s: pose %d: written t = %v, input t = %v", cmd[0], g.IDs[i], h.Initial[i].T, g.Initial[i].T)
+			}
+		}
+		// The rotations are the solved ones: they attain the reported F.
+		if f, want := h.Cost(h.Initial, 1), g.Cost(h.Initial, 1); math.Abs(f-want) > 1e-9*want {
+			t.Errorf("%s: rotation cost %g vs %g", cmd[0], f, want)
+		}
+		for _, p := range []string{out, tum} {
+			b, _ := os.ReadFile(p)
+			if first, _, _ := strings.Cut(string(b), "\n"); !strings.HasPrefix(first, "# bcmsync solve --rotations") ||
+				!strings.Contains(first, "translations not optimized, taken from the input's VERTEX lines") {
+				t.Errorf("%s: %s: first line %q", cmd[0], p, first)
+			}
+		}
+		b, _ := os.ReadFile(tum)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 251 {
+			t.Fatalf("%s: TUM file has %d lines, want the comment and 250 poses", cmd[0], len(lines))
+		}
+		if f := strings.Fields(lines[2]); len(f) != 8 || f[1] != fmtFloat(g.Initial[1].T[0]) || f[2] != fmtFloat(g.Initial[1].T[1]) {
+			t.Errorf("%s: TUM line %q, want the input's translation %v", cmd[0], lines[2], g.Initial[1].T)
+		}
 	}
 
 	// No VERTEX lines: the chordal translations.
 	in3 := writeTemp(t, dir, "chain3.g2o", chain3)
 	out3 := filepath.Join(dir, "rot3.g2o")
-	code, stdout, stderr = runCmd("solve", "--rotations", "-o", out3, in3)
+	code, stdout, stderr := runCmd("solve", "--rotations", "-o", out3, in3)
 	if code != 0 {
 		t.Fatalf("3-D: exit %d: %s", code, stderr)
 	}

@@ -130,18 +130,25 @@ func matchLine(want, got string) bool {
 	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(got)
 }
 
-// TestREADME runs the README's transcripts in order in one folder and
-// compares what each command prints, times masked, with what the README
-// shows, and its exit status with 0 or the one a comment names.
-func TestREADME(t *testing.T) {
+// readREADME returns the README's text, skipping a -short run, since
+// checking it runs commands.
+func readREADME(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("runs every command the README shows")
+		t.Skip("runs the commands the README shows")
 	}
 	b, err := os.ReadFile(readmePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := readmeTranscripts(t, string(b))
+	return string(b)
+}
+
+// TestREADME runs the README's transcripts in order in one folder and
+// compares what each command prints, times masked, with what the README
+// shows, and its exit status with 0 or the one a comment names.
+func TestREADME(t *testing.T) {
+	cmds := readmeTranscripts(t, readREADME(t))
 	if len(cmds) < 10 {
 		t.Fatalf("%d checked commands in the README: the markers are gone?", len(cmds))
 	}
@@ -189,14 +196,7 @@ func TestREADMEMatch(t *testing.T) {
 // it) and checks d, n, m, the certificate, F to the digits shown and the
 // relative error to REFERENCE.tsv's f*. Times are not checked.
 func TestREADMEResults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("solves the benchmark suite")
-	}
-	b, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(b), "<!-- checked: results -->\n")
+	_, table, ok := strings.Cut(readREADME(t), "<!-- checked: results -->\n")
 	if !ok {
 		t.Fatal("no results table marker in the README")
 	}
