@@ -15,7 +15,7 @@ import (
 const ReportSchema = "bcmsync.report/2"
 
 // Report is the machine-readable form of a Result, written by `bcmsync
-// solve --report`. Its keys are stable (see ReportSchema and README.md).
+// solve --report`. Its keys are stable (see ReportSchema and docs/cli.md).
 type Report struct {
 	// Schema is ReportSchema in a report NewReport made; ReadReport leaves
 	// it as read ("" for a version 1 report).

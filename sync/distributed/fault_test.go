@@ -11,8 +11,28 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
+
+// lattice is a Manhattan graph of n poses, its central solution and a BFS
+// partition into k parts.
+func lattice(t *testing.T, n, side int, seed uint64, k int) (*posegraph.Graph, *bsync.Result, *Partition) {
+	t.Helper()
+	g, _, err := datasets.Manhattan(n, side, datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	central, err := bsync.Solve(context.Background(), g, bsync.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := BFS(g, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, central, p
+}
 
 // One agent is killed mid-run and a new one started for its part: the
 // coordinator's requests fail over to the new agent, which rejoins from its
