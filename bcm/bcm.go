@@ -9,10 +9,10 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/bcmsync/bcmsync/blockmat"
 	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // Rule selects which block is updated next.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/bcmsync/bcmsync/bcm"
-	"github.com/bcmsync/bcmsync/blockmat"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // Synchronize a square of four planar poses whose first side was measured

@@ -33,6 +33,11 @@ type Viewer struct {
 	// Run summarizes the solve; nil when the estimates come from files
 	// alone, and the header then says so instead of a certificate status.
 	Run *Run
+	// Rejected lists edges of Graph (indices into Graph.Edges) that a
+	// robust solve rejected. The page still draws them, but leaves their
+	// terms out of each estimate's F, which is then the objective the
+	// solve minimized (the Run's), and says how many it left out.
+	Rejected []int
 	// Ellipses, when set, are position covariances of the last
 	// estimate's vertices, which the page draws as ellipses around them
 	// behind a toggle (off at first).
@@ -109,6 +114,10 @@ type pageData struct {
 	// Ell holds the position covariances (nil: none).
 	Ell *ellData `json:"ellipses,omitempty"`
 
+	// Rejected is how many edges (Viewer.Rejected) each estimate's Total
+	// leaves out.
+	Rejected int `json:"rejected"`
+
 	// Landmarks is how many of the n vertices are landmarks; they are
 	// the last ones (posegraph's order), so an edge into a vertex at
 	// index >= n - landmarks is an observation. The page draws them as
@@ -122,7 +131,8 @@ type estimate struct {
 	// R e_1 in 2-D, the unit vector R e_1 in 3-D.
 	Pos  numbers `json:"pos"`
 	Head numbers `json:"head"`
-	// Cost is each edge's term of F, Total their sum.
+	// Cost is each edge's term of F, Total their sum over the edges not
+	// rejected.
 	Cost  numbers `json:"cost"`
 	Total float64 `json:"total"`
 }
@@ -242,6 +252,14 @@ func buildPage(v Viewer) (*pageData, error) {
 			pd.Loop[k] = 1
 		}
 	}
+	rejected := make([]bool, g.M())
+	for _, k := range v.Rejected {
+		if k < 0 || k >= g.M() || rejected[k] {
+			return nil, fmt.Errorf("rejected edge %d: not an edge of the graph's %d, or listed twice", k, g.M())
+		}
+		rejected[k] = true
+	}
+	pd.Rejected = len(v.Rejected)
 	for k, tr := range v.Estimates {
 		for i, p := range tr.Poses {
 			for _, r := range p.R[:d*d] {
@@ -255,8 +273,10 @@ func buildPage(v Viewer) (*pageData, error) {
 			return nil, err
 		}
 		total := 0.0
-		for _, c := range cost {
-			total += c
+		for j, c := range cost {
+			if !rejected[j] {
+				total += c
+			}
 		}
 		pos := make([]float64, 0, d*n)
 		if v.Problem == posegraph.Rotations {

@@ -1,7 +1,7 @@
 package posegraph
 
 import (
-	"github.com/bcmsync/bcmsync/blockmat"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // Problem selects what is synchronized.

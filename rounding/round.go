@@ -6,9 +6,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/bcmsync/bcmsync/blockmat"
 	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // Round maps the Y part of a rank-r lifted solution onto SO(d)^n

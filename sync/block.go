@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bcmsync/bcmsync/blockmat"
 	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // BlockProblem is F seen from one block of poses while every other pose

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bcmsync/bcmsync/blockmat"
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 

@@ -19,7 +19,7 @@ import (
 const ReportSchema = "bcmsync.report/3"
 
 // Report is the machine-readable form of a Result, written by `bcmsync
-// solve --report`. Its keys are stable (see ReportSchema and README.md).
+// solve --report`. Its keys are stable (see ReportSchema and docs/cli.md).
 type Report struct {
 	// Schema is ReportSchema in a report NewReport made; ReadReport leaves
 	// it as read ("" for a version 1 report).
@@ -86,6 +86,27 @@ type Report struct {
 	// Robust is the outlier rejection's account (robust mode only); N, M
 	// and the objectives are then of the final weighted graph.
 	Robust *RobustReport `json:"robust,omitempty"`
+	// Distributed is a distributed solve's account (bcmsync distributed);
+	// absent otherwise.
+	Distributed *DistributedReport `json:"distributed,omitempty"`
+}
+
+// DistributedReport is the account of a distributed solve.
+type DistributedReport struct {
+	// Authenticated is true when every message carried a MAC under the
+	// run's key; Rejected then counts the messages that failed
+	// authentication, which were dropped, never applied.
+	Authenticated bool           `json:"authenticated"`
+	Rejected      AuthRejections `json:"rejected"`
+}
+
+// AuthRejections counts rejected messages by cause: forged (no valid MAC,
+// or from a sender that may not send it), replayed (a sequence number
+// already seen or too old), foreign (of another run).
+type AuthRejections struct {
+	Forged   int64 `json:"forged"`
+	Replayed int64 `json:"replayed"`
+	Foreign  int64 `json:"foreign"`
 }
 
 // ReportOpts records the options the solve ran with (Result.Options),

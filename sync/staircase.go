@@ -7,9 +7,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/bcmsync/bcmsync/blockmat"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // The one Riemannian staircase. SolveWith owns everything a certified

@@ -31,5 +31,5 @@
 //
 // Package outfile does not decide which paths a command may write: the
 // command checks its outputs against its inputs and each other before it
-// starts (cmd/bcmsync/files.go).
+// starts (internal/cli/files.go).
 package outfile

@@ -1,6 +1,6 @@
 package sparse
 
-import "github.com/bcmsync/bcmsync/blockmat"
+import "github.com/bcmsync/bcmsync/posegraph/blockmat"
 
 // The block matrices every solver passes around are public (package
 // blockmat): users hand them to bcm, posegraph and rounding. The kernels

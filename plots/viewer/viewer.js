@@ -212,7 +212,8 @@
     inp.addEventListener('change', function () { state.est = idx; state.overlay = false; redraw(); });
     lab.appendChild(inp);
     lab.appendChild(document.createTextNode(' ' + e.label));
-    var sw = document.createElement('span'); sw.className = 'count'; sw.textContent = '  F = ' + fmt(e.total, 6);
+    var sw = document.createElement('span'); sw.className = 'count'; sw.textContent = '  F = ' + fmt(e.total, 6) +
+      (D.rejected > 0 ? ' (without the ' + D.rejected + ' rejected edges)' : '');
     lab.appendChild(sw);
     choice.appendChild(lab);
   });

@@ -225,7 +225,7 @@ func TestComputeByHand(t *testing.T) {
 }
 
 // TestInformationConvention checks the numbers docs/covariances.md and
-// the README state about reading a g2o user's information matrix: an
+// docs/formats.md state about reading a g2o user's information matrix: an
 // EDGE_SE2 with I33 = 1/sigma^2 gives the angle the variance
 // 1/(2 I33) = sigma^2/2, and an EDGE_SE3:QUAT with the rotation block
 // w I gives each rotation axis the variance 1/w; the translation's

@@ -39,6 +39,9 @@ type AgentOptions struct {
 	Wait time.Duration
 	// Logger receives rejected messages and lifecycle events (nil: silent).
 	Logger *slog.Logger
+	// Key authenticates every message, as Options.Key; it must be the
+	// coordinator's.
+	Key []byte
 }
 
 func (o *AgentOptions) defaults() {
@@ -92,6 +95,7 @@ type agent struct {
 // published. It computes its chordal estimate before it starts serving.
 func RunAgent(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOptions) error {
 	opts.defaults()
+	bus, _ = secure(bus, opts.Key, opts.Subject, k, opts.Logger)
 	a, err := newAgent(bus, g, p, k, opts)
 	if err != nil {
 		return err

@@ -58,6 +58,13 @@ type Options struct {
 	// step or idempotent) but repeats the work, so Try should exceed one
 	// local update's time, and Timeout with it.
 	Try time.Duration
+	// Key, if set, authenticates every message of the run with
+	// HMAC-SHA256, bound to the run, the subject, the sender and a sequence
+	// number (auth.go); forged, replayed and foreign messages are
+	// rejected, logged and counted in Stats.Rejected. The coordinator and
+	// every agent need the same key (ReadKey); nil: messages are only
+	// checksummed.
+	Key []byte
 }
 
 func (o *Options) defaults() {
@@ -99,6 +106,12 @@ type Stats struct {
 	// accepted update and initialization, as the sequence numbers show).
 	Requests, RequestBytes int64
 	Publications           int64
+	// Authenticated is true when the run's messages carried a MAC
+	// (Options.Key); Rejected then counts the messages that failed
+	// authentication at the coordinator and, as their replies report
+	// them, at the agents.
+	Authenticated bool
+	Rejected      Rejections
 }
 
 // coordinator drives the rounds.
@@ -114,7 +127,8 @@ type coordinator struct {
 	b       int
 	stats   Stats
 	mu      stdsync.Mutex
-	classes [][]int // the agent graph's colour classes
+	classes [][]int  // the agent graph's colour classes
+	auth    *authBus // nil without a key; its rejections go to stats at the end
 
 	// held is the point the agents hold, as last set or gathered (nil:
 	// their initial estimates); trans and n make exact translations.
@@ -149,6 +163,7 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 	if err != nil {
 		return nil, nil, err
 	}
+	defer c.auth.report(&c.stats)
 	res, err := bsync.SolveWith(ctx, g, c.opts.Sync, c)
 	if err != nil {
 		return nil, &c.stats, err
@@ -172,9 +187,11 @@ func newCoordinator(bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*c
 	}
 	opts.Sync = opts.Sync.WithDefaults(g.D)
 	kind := opts.Sync.Problem
+	bus, auth := secure(bus, opts.Key, opts.Subject, coordinatorPart, opts.Sync.Logger)
 	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.AgentGraph(g), seq: make([]uint64, p.K),
 		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D)}
 	c.fingerprint = fingerprint(g, p, kind)
+	c.auth = auth
 	c.classes = Colors(c.nb)
 	c.stats.Agents, c.stats.Colors = p.K, len(c.classes)
 	return c, nil

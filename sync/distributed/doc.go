@@ -62,8 +62,10 @@
 //
 // # Transport
 //
-// Coordinator and agents talk through a Bus: NATS (NATSBus) between
-// processes or machines, channels (MemBus) in one process. Agent k
+// Coordinator and agents talk through a Bus: NATS (package
+// sync/distributed/natsbus) between processes or machines, channels
+// (MemBus) in one process. The NATS transport is a package of its own so
+// that a program which uses another Bus does not link the NATS client. Agent k
 // publishes its public poses on SUBJECT.pose.k after each change and
 // serves the coordinator's commands on SUBJECT.agent.k (request-reply).
 // Every message is a versioned binary record with a CRC-32 (wire.go); a
@@ -84,4 +86,18 @@
 // rejoin: its neighbours publish their poses again, and it starts from its
 // own chordal estimate aligned to them, numbering its messages on from its
 // last sequence number so its neighbours accept them.
+//
+// # Security
+//
+// The CRC catches corruption, not an intruder. With Options.Key and
+// AgentOptions.Key (one secret, ReadKey) every message carries an
+// HMAC-SHA256 bound to the run, the subject, the sender and a sequence
+// number, in a layer around the Bus (auth.go): forged, replayed and
+// foreign messages are dropped, logged and counted (Stats.Rejected), never
+// applied, and restarted agents still rejoin, through a challenge that
+// names their new life. NATSSecurity says how to connect to a NATS server
+// that requires authentication (a credentials file, an nkey, a user and
+// password, a token) and TLS with client certificates; package natsbus
+// applies it (DialSecure). docs/distributed.md has the threat model and a
+// secured set-up on several machines.
 package distributed

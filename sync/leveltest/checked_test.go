@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bcmsync/bcmsync/blockmat"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 

@@ -10,9 +10,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/bcmsync/bcmsync/blockmat"
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
