@@ -167,6 +167,8 @@ type parser struct {
 	landmarkLines map[int]bool
 	params        map[int]bool
 
+	priors []priorRecord // priors.go, pose ids as in the file
+
 	notPD      int // edges whose full information matrix is not positive definite
 	notPDFirst int // the first one's line
 	notPDMsg   string
@@ -238,6 +240,14 @@ func (p *parser) parseLine(line []byte) *ParseError {
 		return p.observation(3)
 	case "PARAMS_SE3OFFSET":
 		return p.offsetParams()
+	case "EDGE_PRIOR_SE2":
+		return p.prior(2, posegraph.PosePrior)
+	case "EDGE_PRIOR_SE2_XY":
+		return p.prior(2, posegraph.PositionPrior)
+	case "EDGE_SE3_PRIOR":
+		return p.prior(3, posegraph.PosePrior)
+	case "EDGE_SE3_XYZ_PRIOR":
+		return p.prior(3, posegraph.PositionPrior)
 	}
 	return p.unsupported(tag)
 }
@@ -265,7 +275,7 @@ func (p *parser) unsupported(tag []byte) *ParseError {
 func unsupportedReason(tag string) string {
 	switch {
 	case strings.Contains(tag, "PRIOR"):
-		return "priors; only relative pose measurements are read"
+		return "this kind of prior; pose and position priors are read as EDGE_PRIOR_SE2 / EDGE_PRIOR_SE2_XY and EDGE_SE3_PRIOR / EDGE_SE3_XYZ_PRIOR"
 	case strings.HasPrefix(tag, "PARAMS") || strings.Contains(tag, "OFFSET") || strings.HasPrefix(tag, "CACHE"):
 		return "sensor parameters and offsets"
 	case tag == "VERTEX3" || tag == "EDGE3":
@@ -277,7 +287,8 @@ func unsupportedReason(tag string) string {
 		return "use VERTEX_SE3:QUAT / EDGE_SE3:QUAT"
 	}
 	return "unknown record type; expected VERTEX_SE2, EDGE_SE2, VERTEX_SE3:QUAT, EDGE_SE3:QUAT, VERTEX2, EDGE2, FIX, " +
-		"VERTEX_XY, EDGE_SE2_XY, VERTEX_TRACKXYZ, EDGE_SE3_TRACKXYZ or PARAMS_SE3OFFSET"
+		"VERTEX_XY, EDGE_SE2_XY, VERTEX_TRACKXYZ, EDGE_SE3_TRACKXYZ, PARAMS_SE3OFFSET, " +
+		"EDGE_PRIOR_SE2, EDGE_PRIOR_SE2_XY, EDGE_SE3_PRIOR or EDGE_SE3_XYZ_PRIOR"
 }
 
 // printable quotes a token that would garble a message and shortens long ones.
@@ -506,8 +517,8 @@ func (p *parser) fix() *ParseError {
 // finish maps ids to pose indices (rank among all ids, ascending) and
 // assembles the graph.
 func (p *parser) finish() (*posegraph.Graph, error) {
-	if len(p.edges) == 0 {
-		msg := "no edges: a pose graph needs at least one EDGE_SE2, EDGE_SE3:QUAT or EDGE2 record"
+	if len(p.edges) == 0 && len(p.priors) == 0 {
+		msg := "no edges: a pose graph needs at least one EDGE_SE2, EDGE_SE3:QUAT or EDGE2 record (or a prior)"
 		if len(p.skipped) > 0 {
 			msg += " (all records of unsupported types were skipped)"
 		}
@@ -567,6 +578,10 @@ func (p *parser) finish() (*posegraph.Graph, error) {
 	}
 	if err := p.placeLandmarks(g); err != nil {
 		return nil, err
+	}
+	g, perr := p.placePriors(g)
+	if perr != nil {
+		return nil, perr
 	}
 	p.warn()
 	return g, nil

@@ -245,7 +245,7 @@ func TestReadErrors(t *testing.T) {
 		{"landmark vertex as pose", "VERTEX_SE2 5 0 0 0\n" + e01 + "EDGE_SE2_XY 0 5 1 1 1 0 1\n" + v01, 1, "vertex 5 is a landmark (line 3) but this VERTEX record uses it as a pose"},
 		{"landmark dims", e01 + "VERTEX_TRACKXYZ 5 1 2 3\n", 2, "is a 3-D record but line 1 has a 2-D one"},
 		{"landmark twice", e01 + "VERTEX_XY 5 1 2\nVERTEX_XY 5 1 2\n", 3, "vertex 5 declared twice (first at line 2)"},
-		{"prior", e01 + "EDGE_SE2_PRIOR 0 1 0 0 1 0 0 1 0 1\n", 2, "EDGE_SE2_PRIOR is not supported (priors"},
+		{"prior", e01 + "EDGE_SE2_PRIOR 0 1 0 0 1 0 0 1 0 1\n", 2, "EDGE_SE2_PRIOR is not supported (this kind of prior; pose and position priors are read as EDGE_PRIOR_SE2"},
 		{"params", "PARAMS_SE3OFFSET 0 0 0 1 0 0 0 1\n" + e01, 1, "PARAMS_SE3OFFSET 0 is not the identity"},
 		{"unknown", e01 + "\n\nHELLO world\n", 4, "HELLO is not supported (unknown record type"},
 		{"garbage tag", "\x00\x01\n", 1, `"\x00\x01" is not supported`},

@@ -46,13 +46,17 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	if g.D == 3 {
 		vtag, etag = "VERTEX_SE3:QUAT ", "EDGE_SE3:QUAT "
 	}
-	if g.D == 3 && hasObservations(g) {
+	if g.D == 3 && (hasObservations(g) || g.HasPriors()) {
 		// EDGE_SE3_TRACKXYZ names a sensor offset; g2o needs it declared.
 		if _, err := bw.WriteString(identityOffset); err != nil {
 			return err
 		}
 	}
+	world := g.World()
 	for i, id := range g.IDs {
+		if i == world {
+			continue // the priors' world frame is implicit in the file
+		}
 		x := poseAt(g, poses, i)
 		if g.IsLandmark(i) {
 			b = appendLandmarkVertex(b[:0], g.D, id, x.T)
@@ -67,6 +71,9 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 		}
 	}
 	for _, i := range g.Fixed {
+		if i == world {
+			continue
+		}
 		b = append(b[:0], "FIX "...)
 		b = strconv.AppendInt(b, int64(g.IDs[i]), 10)
 		b = append(b, '\n')
@@ -81,6 +88,13 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	var info [21]float64
 	for k := range g.Edges {
 		e := &g.Edges[k]
+		if e.Prior != posegraph.NoPrior {
+			b = appendPrior(b[:0], g, e)
+			if _, err := bw.Write(b); err != nil {
+				return err
+			}
+			continue
+		}
 		if g.IsLandmark(e.J) {
 			b = appendObservation(b[:0], g, e)
 			if _, err := bw.Write(b); err != nil {
@@ -100,16 +114,7 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 		if len(e.Info) == ni {
 			b = appendFloats(b, e.Info)
 		} else {
-			info = [21]float64{}
-			if g.D == 2 {
-				// Upper triangle of diag(tau, tau, kappa).
-				info[0], info[3], info[5] = e.Tau, e.Tau, e.Kappa
-			} else {
-				// Upper triangle of diag(tau I3, 2 kappa I3): the diagonal
-				// sits at 0, 6, 11, 15, 18, 20.
-				info[0], info[6], info[11] = e.Tau, e.Tau, e.Tau
-				info[15], info[18], info[20] = 2*e.Kappa, 2*e.Kappa, 2*e.Kappa
-			}
+			poseInfo(info[:ni], g.D, e.Kappa, e.Tau)
 			b = appendFloats(b, info[:ni])
 		}
 		b = append(b, '\n')
@@ -132,8 +137,9 @@ func WriteTUM(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	}
 	bw := bufio.NewWriter(w)
 	b := make([]byte, 0, 256)
+	world := g.World()
 	for i, id := range g.IDs {
-		if g.IsLandmark(i) {
+		if g.IsLandmark(i) || i == world {
 			continue // a trajectory holds poses only
 		}
 		x := poseAt(g, poses, i)
@@ -187,13 +193,20 @@ func checkWritable(g *posegraph.Graph, poses []posegraph.Pose) error {
 			return fmt.Errorf("g2o: %s: fixed pose index %d outside 0..%d", src, f, n-1)
 		}
 	}
-	for k, e := range g.Edges {
+	for k := range g.Edges {
+		e := &g.Edges[k]
 		if e.I < 0 || e.I >= n || e.J < 0 || e.J >= n {
 			return fmt.Errorf("g2o: %s: edge %d (%d, %d) has an endpoint outside 0..%d", src, k, e.I, e.J, n-1)
 		}
 		if !finite(e.R[:g.D*g.D]) || !finite(e.T[:g.D]) || !finite(e.Meas) || !finite(e.Info) ||
 			!finite([]float64{e.Kappa, e.Tau}) {
 			return fmt.Errorf("g2o: %s: edge %d (%d, %d) has a value that is not finite", src, k, g.IDs[e.I], g.IDs[e.J])
+		}
+		if e.Prior != posegraph.NoPrior {
+			if err := checkPriorWritable(g, k, e, src); err != nil {
+				return err
+			}
+			continue
 		}
 		if g.IsLandmark(e.J) {
 			if len(e.Info) != g.D*(g.D+1)/2 && (!(e.Tau > 0) || math.IsInf(e.Tau, 0)) {

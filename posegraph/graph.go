@@ -46,6 +46,9 @@ type Edge struct {
 	Info []float64
 	// Line is the edge's line in its source file (0 if none).
 	Line int
+	// Prior marks a prior (priors.go): an edge from the world vertex
+	// to the pose it measures. NoPrior for every other edge.
+	Prior PriorKind
 }
 
 // Graph is a pose graph. Poses are indexed 0..n-1; IDs maps an index back to
@@ -102,10 +105,14 @@ func (g *Graph) N() int { return len(g.IDs) }
 // M is the number of edges.
 func (g *Graph) M() int { return len(g.Edges) }
 
-// Anchor is the pose whose input estimate fixes the gauge: the first FIX'ed
+// Anchor is the pose whose input estimate fixes the gauge: the world
+// vertex when the graph has priors (priors.go), else the first FIX'ed
 // pose (FIX'ed landmarks do not count: they cannot fix a rotation), else
 // pose 0.
 func (g *Graph) Anchor() int {
+	if w := g.World(); w >= 0 {
+		return w
+	}
 	for _, f := range g.Fixed {
 		if !g.IsLandmark(f) {
 			return f
@@ -183,6 +190,9 @@ func (g *Graph) Validate() error {
 	if err := g.validateLandmarks(); err != nil {
 		return err
 	}
+	if err := g.validatePriors(); err != nil {
+		return err
+	}
 	tol := rotationTol
 	if g.RawRotations {
 		tol = RawRotationTol
@@ -195,8 +205,8 @@ func (g *Graph) Validate() error {
 		if e.I == e.J {
 			return fmt.Errorf("%s: edge from pose %d to itself", at, g.IDs[e.I])
 		}
-		if g.IsLandmark(e.I) || g.IsLandmark(e.J) {
-			continue // validateLandmarks checks observations
+		if g.IsLandmark(e.I) || g.IsLandmark(e.J) || e.Prior == PositionPrior {
+			continue // validateLandmarks and validatePriors check them
 		}
 		if !(e.Kappa > 0) || !(e.Tau > 0) || math.IsInf(e.Kappa, 0) || math.IsInf(e.Tau, 0) {
 			return fmt.Errorf("%s: precisions kappa=%g tau=%g must be positive and finite", at, e.Kappa, e.Tau)

@@ -98,7 +98,7 @@ func (g *Graph) CheckScale() error {
 			return g.weightError(k, "translation precision tau", e.Tau)
 		}
 		tLo, tHi = min(tLo, e.Tau), max(tHi, e.Tau)
-		if !g.IsLandmark(e.J) && !g.IsLandmark(e.I) { // an observation has no rotation: kappa is 0
+		if g.MeasuresRotation(e) { // an observation or a position prior has kappa 0
 			if !(e.Kappa >= MinWeight && e.Kappa <= MaxMagnitude) {
 				return g.weightError(k, "rotation precision kappa", e.Kappa)
 			}
@@ -113,7 +113,7 @@ func (g *Graph) CheckScale() error {
 	}
 	if kHi > MaxWeightRatio*kLo {
 		if err := g.checkContrast("rotation precision kappa", func(e *Edge) float64 {
-			if g.IsLandmark(e.I) || g.IsLandmark(e.J) {
+			if !g.MeasuresRotation(e) {
 				return 0
 			}
 			return e.Kappa
