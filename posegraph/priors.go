@@ -259,3 +259,40 @@ func (g *Graph) validatePriors() error {
 	}
 	return nil
 }
+
+// WithoutPositionPriors returns g without its position priors, which
+// rotation synchronization has no use for, and without the world vertex
+// when no pose prior is left (the vertices after it move down by one). It
+// returns g itself when g has no position prior.
+func (g *Graph) WithoutPositionPriors() *Graph {
+	pose, pos := false, false
+	for k := range g.Edges {
+		switch g.Edges[k].Prior {
+		case PosePrior:
+			pose = true
+		case PositionPrior:
+			pos = true
+		}
+	}
+	if !pos {
+		return g
+	}
+	if !pose {
+		w := g.World()
+		keep := make([]int, 0, g.N()-1)
+		for i := 0; i < g.N(); i++ {
+			if i != w {
+				keep = append(keep, i)
+			}
+		}
+		return g.Subgraph(keep)
+	}
+	h := *g
+	h.Edges = make([]Edge, 0, len(g.Edges))
+	for _, e := range g.Edges {
+		if e.Prior != PositionPrior {
+			h.Edges = append(h.Edges, e)
+		}
+	}
+	return &h
+}

@@ -365,6 +365,11 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 
 func initialize(g *posegraph.Graph, opts Options, order []int) ([]posegraph.Pose, error) {
 	rot := opts.Problem == posegraph.Rotations
+	if w := g.World(); w >= 0 && (opts.Init == InitChordal || opts.Init == InitOdometry) {
+		if x, ok, err := initWithoutWorld(g, opts, order, w); ok {
+			return x, err
+		}
+	}
 	switch opts.Init {
 	case InitChordal:
 		if rot {
@@ -589,12 +594,12 @@ func expectedObjective(g *posegraph.Graph, prob posegraph.Problem) (mean, sd flo
 	if prob == posegraph.Poses {
 		dof += d
 	}
-	// A landmark observation has only its translation's d degrees of
-	// freedom (no rotation is measured).
+	// A landmark observation or a position prior has only its
+	// translation's d degrees of freedom (no rotation is measured).
 	obs := 0
-	if g.HasLandmarks() {
+	if g.HasLandmarks() || g.HasPriors() {
 		for k := range g.Edges {
-			if g.IsObservation(&g.Edges[k]) {
+			if !g.MeasuresRotation(&g.Edges[k]) {
 				obs++
 			}
 		}

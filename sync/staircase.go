@@ -169,6 +169,9 @@ func SolveWith(ctx context.Context, g *posegraph.Graph, opts Options, m LevelOpt
 	if err != nil {
 		return nil, err
 	}
+	if opts.Problem == posegraph.Rotations && g.HasPriors() {
+		g = g.WithoutPositionPriors()
+	}
 	if g.HasLandmarks() && opts.Problem == posegraph.Rotations {
 		return nil, fmt.Errorf("%s: rotation synchronization has no use for its %d landmarks, which carry no rotation; "+
 			"solve the pose problem, or drop the landmark records", g.Source, g.NumLandmarks())
