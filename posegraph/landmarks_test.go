@@ -35,6 +35,8 @@ func randomLandmarkGraph(rng *rand.Rand, d, n, nl int) *Graph {
 // denseLandmarkQ is an oracle built from the residuals themselves: a pose
 // edge contributes as in denseQ; an observation's residual
 // l_k - t_i - R_i z = X v, with v = e_(k, d) - [z; 1]_i, adds tau v v^T.
+// A position prior (priors.go) is such a point term, with the world
+// vertex as i and the pose's translation as the point k.
 func denseLandmarkQ(g *Graph) *mat.Dense {
 	d, n := g.D, g.N()
 	b := d + 1
@@ -42,7 +44,7 @@ func denseLandmarkQ(g *Graph) *mat.Dense {
 	poseOnly.Edges = nil
 	var obs []Edge
 	for _, e := range g.Edges {
-		if g.IsLandmark(e.J) {
+		if !g.MeasuresRotation(&e) {
 			obs = append(obs, e)
 		} else {
 			poseOnly.Edges = append(poseOnly.Edges, e)
