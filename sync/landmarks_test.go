@@ -71,13 +71,13 @@ func landmarkGraph(d, n, closures, nl int, sigmaR, sigmaT float64, seed uint64, 
 
 // localSolve is the brute-force oracle: Levenberg-Marquardt on the
 // residuals of F (sqrt(kappa) (R_j - R_i R_e), sqrt(tau) (t_j - t_i - R_i t_e),
-// sqrt(tau) (l_k - t_i - R_i z)) over R_i = R_i0 exp(w_i), t_i, l_k, pose
-// 0 held fixed, with a dense central-difference Jacobian and gonum's
-// Cholesky. From a start near the optimum it finds the local minimum
-// there.
+// sqrt(tau) (l_k - t_i - R_i z)) over R_i = R_i0 exp(w_i), t_i, l_k, the
+// anchor (pose 0, or the world vertex of a graph with priors) held fixed,
+// with a dense central-difference Jacobian and gonum's Cholesky. From a
+// start near the optimum it finds the local minimum there.
 func localSolve(t *testing.T, g *posegraph.Graph, start []posegraph.Pose) []posegraph.Pose {
 	t.Helper()
-	d := g.D
+	d, anchor := g.D, g.Anchor()
 	nw := 1
 	if d == 3 {
 		nw = 3
@@ -88,7 +88,7 @@ func localSolve(t *testing.T, g *posegraph.Graph, start []posegraph.Pose) []pose
 	for i := range off {
 		off[i] = nv
 		switch {
-		case i == 0:
+		case i == anchor:
 			off[i] = -1
 		case g.IsLandmark(i):
 			nv += d
@@ -122,7 +122,7 @@ func localSolve(t *testing.T, g *posegraph.Graph, start []posegraph.Pose) []pose
 		var r []float64
 		for _, e := range g.Edges {
 			ri := x[e.I].R
-			if !g.IsLandmark(e.J) {
+			if g.MeasuresRotation(&e) {
 				sk := math.Sqrt(e.Kappa)
 				rr := mul(d, ri, e.R)
 				for k := 0; k < d*d; k++ {

@@ -1,0 +1,179 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// priorGraph is noisyGraph seen from a random world frame G: np priors on
+// random poses measure their true poses G x_i (the first a pose prior when
+// withPose, the others positions, GPS-like) with noise sigmaP. It returns
+// the graph, with its world vertex at index n, the truth in the world
+// frame (the world vertex the identity) and G.
+func priorGraph(d, n, closures, np int, withPose bool, sigmaP float64, seed uint64) (*posegraph.Graph, []posegraph.Pose, posegraph.Pose) {
+	g, truth := noisyGraph(d, n, closures, 0.02, 0.03, seed)
+	rng := rand.New(rand.NewPCG(seed, 55))
+	var w [3]float64
+	for a := range w {
+		w[a] = 2 * rng.NormFloat64()
+	}
+	world := posegraph.Pose{R: rotation(d, w)}
+	for a := 0; a < d; a++ {
+		world.T[a] = 20 * rng.NormFloat64()
+	}
+	inWorld := make([]posegraph.Pose, n+1)
+	for i := 0; i < n; i++ {
+		inWorld[i] = posegraph.Compose(&world, &truth[i], d)
+	}
+	inWorld[n] = posegraph.Identity(d)
+	var ps []posegraph.Prior
+	for k := 0; k < np; k++ {
+		i := rng.IntN(n)
+		p := posegraph.Prior{Kind: posegraph.PositionPrior, Pose: i, Tau: 1 / (sigmaP * sigmaP)}
+		if k == 0 && withPose {
+			var nw [3]float64
+			for a := range nw {
+				nw[a] = sigmaP * rng.NormFloat64()
+			}
+			p.Kind, p.R, p.Kappa = posegraph.PosePrior, mul(d, inWorld[i].R, rotation(d, nw)), 1/(2*sigmaP*sigmaP)
+		}
+		for a := 0; a < d; a++ {
+			p.T[a] = inWorld[i].T[a] + sigmaP*rng.NormFloat64()
+		}
+		ps = append(ps, p)
+	}
+	return g.WithPriors(ps), inWorld, world
+}
+
+// The certified optimum with priors is the brute-force local solve from
+// the truth in the world frame (F and every pose), it comes out in the
+// world frame (the world vertex at the identity), and the dual bound is
+// below it: with position priors alone (the world vertex placed by
+// placeWorld) and with a pose prior among them, in 2-D and 3-D.
+func TestSolvePriorsMatchesLocalSolve(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, withPose := range []bool{false, true} {
+			for seed := uint64(1); seed <= 2; seed++ {
+				name := fmt.Sprintf("d=%d/pose=%v/seed=%d", d, withPose, seed)
+				g, truth, _ := priorGraph(d, 15, 4, 5, withPose, 0.3, seed+10*uint64(d))
+				if err := g.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				w := g.World()
+				res, err := Solve(context.Background(), g, Options{Seed: seed, Threads: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Certified {
+					t.Fatalf("%s: %s (min eig %g, bound %g)", name, res.Status, res.MinEigenvalue, res.SuboptimalityBound)
+				}
+				id := posegraph.Identity(d)
+				for k := 0; k < d*d; k++ {
+					if math.Abs(res.Poses[w].R[k]-id.R[k]) > 1e-12 {
+						t.Fatalf("%s: world vertex at %v, not the identity", name, res.Poses[w])
+					}
+				}
+				if math.Abs(res.Poses[w].T[0])+math.Abs(res.Poses[w].T[1]) > 1e-9 {
+					t.Fatalf("%s: world vertex at %v, not the identity", name, res.Poses[w])
+				}
+				local := localSolve(t, g, truth)
+				fl := g.Cost(local, posegraph.Poses)
+				if math.Abs(res.Objective-fl) > 1e-7*fl {
+					t.Fatalf("%s: certified F = %.12g, local solve %.12g", name, res.Objective, fl)
+				}
+				if res.DualBound > fl*(1+1e-9) {
+					t.Fatalf("%s: dual bound %.12g above the local optimum %.12g", name, res.DualBound, fl)
+				}
+				for i := range local {
+					for a := 0; a < d; a++ {
+						if dt := math.Abs(res.Poses[i].T[a] - local[i].T[a]); dt > 1e-4 {
+							t.Fatalf("%s: pose %d t differs by %g", name, i, dt)
+						}
+					}
+					for k := 0; k < d*d; k++ {
+						if dr := math.Abs(res.Poses[i].R[k] - local[i].R[k]); dr > 1e-4 {
+							t.Fatalf("%s: pose %d R differs by %g", name, i, dr)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// placeWorld recovers the world frame exactly from noise-free priors: for
+// poses x in some frame and priors measuring G x_i, the world vertex is
+// G^{-1} in x's frame.
+func TestPlaceWorldExact(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, withPose := range []bool{false, true} {
+			g, truth, world := priorGraph(d, 12, 2, 4, withPose, 1e-9, 7)
+			for k := range g.Edges { // exact measurements
+				e := &g.Edges[k]
+				if e.Prior != posegraph.NoPrior {
+					e.T = truth[e.J].T
+					if e.Prior == posegraph.PosePrior {
+						e.R = truth[e.J].R
+					}
+				}
+			}
+			w := g.World()
+			inv := posegraph.Inverse(&world, d)
+			x := make([]posegraph.Pose, g.N())
+			for i := range x {
+				x[i] = posegraph.Compose(&inv, &truth[i], d) // the truth in the first pose's frame
+			}
+			got := placeWorld(g, x, w, posegraph.Poses)
+			for k := 0; k < d*d; k++ {
+				if math.Abs(got.R[k]-inv.R[k]) > 1e-9 {
+					t.Fatalf("d=%d pose=%v: R_W = %v, want %v", d, withPose, got.R, inv.R)
+				}
+			}
+			for a := 0; a < d; a++ {
+				if math.Abs(got.T[a]-inv.T[a]) > 1e-7 {
+					t.Fatalf("d=%d pose=%v: t_W = %v, want %v", d, withPose, got.T, inv.T)
+				}
+			}
+		}
+	}
+}
+
+// Rotation synchronization uses the pose priors' rotations and drops the
+// position priors; with position priors alone it drops the world vertex.
+func TestSolvePriorsRotations(t *testing.T) {
+	for _, withPose := range []bool{false, true} {
+		g, _, _ := priorGraph(3, 15, 4, 4, withPose, 0.1, 3)
+		res, err := Solve(context.Background(), g, Options{Problem: posegraph.Rotations, Seed: 1, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Certified {
+			t.Fatalf("pose=%v: %s", withPose, res.Status)
+		}
+		h := res.Graph
+		for _, e := range h.Edges {
+			if e.Prior == posegraph.PositionPrior {
+				t.Fatalf("pose=%v: a position prior is left in the rotation problem", withPose)
+			}
+		}
+		if withPose {
+			if w := h.World(); w != 15 || h.N() != 16 || res.Poses[w].R != posegraph.Identity(3).R {
+				t.Fatalf("world %d of %d vertices at %v", w, h.N(), res.Poses[w].R)
+			}
+			// The estimate is in the world frame: the prior's pose agrees
+			// with its measured rotation to about its noise.
+			p := h.Priors()[0]
+			rt := mul(3, transpose(3, p.R), res.Poses[p.Pose].R)
+			if ang := math.Acos(math.Min(1, (rt[0]+rt[4]+rt[8]-1)/2)); ang > 0.5 {
+				t.Fatalf("pose %d is %.3g rad from its prior", p.Pose, ang)
+			}
+		} else if h.World() != -1 || h.N() != 15 || len(res.Poses) != 15 {
+			t.Fatalf("position priors alone: world %d, %d vertices, %d poses", h.World(), h.N(), len(res.Poses))
+		}
+	}
+}
