@@ -33,6 +33,12 @@ type Report struct {
 	// edges that observe them (omitted when zero).
 	Landmarks    int `json:"landmarks,omitempty"`
 	Observations int `json:"observations,omitempty"`
+	// Priors counts the priors (posegraph's priors.go), omitted when
+	// zero; with any, Frame is "world": the estimate is in the priors'
+	// world frame (Result.Poses has the world vertex at the identity), and
+	// N does not count the world vertex. Both are omitted without priors.
+	Priors int    `json:"priors,omitempty"`
+	Frame  string `json:"frame,omitempty"`
 	// RawQuaternions is true when 3-D edge rotations were read as SE-Sync
 	// reads them (g2o.ReadOptions.RawQuaternions): Objective is then
 	// SE-Sync's tr(XQX^T).
@@ -172,10 +178,14 @@ func NewReport(file string, res *Result) *Report {
 	if stages == nil {
 		stages = []Stage{}
 	}
+	np, nw, frame := len(g.Priors()), 0, ""
+	if np > 0 {
+		nw, frame = 1, FrameWorld
+	}
 	return &Report{
 		Schema: ReportSchema,
-		File:   file, Problem: res.Problem.String(), D: g.D, N: g.NumPoses(), M: g.M(), RawQuaternions: g.RawRotations,
-		Landmarks: g.NumLandmarks(), Observations: observations(g),
+		File:   file, Problem: res.Problem.String(), D: g.D, N: g.NumPoses() - nw, M: g.M(), RawQuaternions: g.RawRotations,
+		Landmarks: g.NumLandmarks(), Observations: observations(g), Priors: np, Frame: frame,
 		Init: string(opts.Init), InitialObjective: res.InitialObjective,
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
 		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed, GapAllowedBy: res.GapAllowedBy,
@@ -188,6 +198,10 @@ func NewReport(file string, res *Result) *Report {
 		Robust:  newRobustReport(res.Robust),
 	}
 }
+
+// FrameWorld is Report.Frame of a solve with priors: the estimate is in
+// the priors' world frame.
+const FrameWorld = "world"
 
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {

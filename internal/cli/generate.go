@@ -54,7 +54,13 @@ each within --landmark-range of a random pose and observed by every pose
 within that range (at most the --landmark-observers nearest), with noise
 N(0, I/tau) (VERTEX_XY/EDGE_SE2_XY or VERTEX_TRACKXYZ/EDGE_SE3_TRACKXYZ).
 They get the ids after the largest pose id; the g2o truth holds their true
-positions, so it cannot be TUM (which holds poses only).`
+positions, so it cannot be TUM (which holds poses only).
+
+With --priors K, K GPS-like position priors (EDGE_PRIOR_SE2_XY or
+EDGE_SE3_XYZ_PRIOR) measure the true positions of K random poses, with
+noise N(0, I sigma^2) for --prior-sigma sigma (information 1/sigma^2 I).
+The truth's frame is then the priors' world frame, the frame solve
+returns the estimate in (docs/priors.md).`
 )
 
 func init() {
@@ -83,6 +89,8 @@ type generateFlags struct {
 	radius               float64
 	landmarks, observers int
 	lmRange              float64
+	priors               int
+	priorSigma           float64
 	quiet                bool
 }
 
@@ -122,6 +130,8 @@ func (f *generateFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.landmarks, "landmarks", 0, "add `N` point landmarks observed from the poses near them")
 	fs.Float64Var(&f.lmRange, "landmark-range", 3, "landmarks: the sensor's range: each landmark lies within it of a pose, and every pose within it observes the landmark")
 	fs.IntVar(&f.observers, "landmark-observers", 0, "landmarks: keep at most the `K` nearest observers of each landmark (0: all in range)")
+	fs.IntVar(&f.priors, "priors", 0, "add `K` GPS-like position priors on random poses")
+	fs.Float64Var(&f.priorSigma, "prior-sigma", 1, "priors: the position noise standard deviation per axis (information 1/sigma^2)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 }
 
@@ -197,6 +207,18 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			mask = append(mask, make([]bool, g.M()-len(mask))...)
 		}
 	}
+	if f.priors > 0 {
+		// Last: the prior records follow every other edge, as Read
+		// places them.
+		g, truth, err = datasets.AddPriors(g, truth, datasets.PriorConfig{
+			N: f.priors, Tau: 1 / (f.priorSigma * f.priorSigma), NoiseFree: f.noiseFree, Seed: f.seed})
+		if err != nil {
+			return usageError{err}
+		}
+		if mask != nil {
+			mask = append(mask, make([]bool, g.M()-len(mask))...)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -252,12 +274,19 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 			lm = fmt.Sprintf(" landmarks=%d observations=%d", nl, obs)
 		}
+		if np := len(g.Priors()); np > 0 {
+			lm += fmt.Sprintf(" priors=%d", np)
+		}
 		info := stdout
 		if files.toStdout() {
 			info = stderr // stdout carries an output
 		}
+		np := g.NumPoses()
+		if g.HasPriors() {
+			np-- // the world vertex
+		}
 		fmt.Fprintf(info, "generate: %s d=%d n=%d%s m=%d outliers=%d %s -> %s\n",
-			family, g.D, g.NumPoses(), lm, g.M(), nOut, noise, strings.Join(written, ", "))
+			family, g.D, np, lm, g.M(), nOut, noise, strings.Join(written, ", "))
 	}
 	return nil
 }
@@ -356,6 +385,15 @@ func (f *generateFlags) check(family string, set map[string]bool) error {
 	}
 	if f.observers < 0 {
 		return fmt.Errorf("--landmark-observers must be >= 0, not %d", f.observers)
+	}
+	if f.priors < 0 {
+		return fmt.Errorf("--priors must be >= 0, not %d", f.priors)
+	}
+	if f.priors == 0 && set["prior-sigma"] {
+		return fmt.Errorf("--prior-sigma needs --priors")
+	}
+	if !(f.priorSigma > 0) || math.IsInf(f.priorSigma, 0) || math.IsInf(1/(f.priorSigma*f.priorSigma), 0) {
+		return fmt.Errorf("--prior-sigma must be positive and finite, not %g", f.priorSigma)
 	}
 	if f.landmarks > 0 && g2o.IsTUMPath(f.truth) {
 		return fmt.Errorf("--truth %s: TUM holds poses only; the landmarks' true positions need a g2o truth", f.truth)

@@ -299,17 +299,27 @@ func (f *solveFlags) solve(ctx context.Context, file string, g *posegraph.Graph,
 func (f *solveFlags) writeResult(s *solved, toStdout bool, stdout, stderr io.Writer) error {
 	res, rep, file := s.res, s.rep, s.file
 	var notes []string
-	if res.Graph.N() < s.input.N() {
+	inputN := s.input.N()
+	if s.input.HasPriors() && !res.Graph.HasPriors() {
+		inputN-- // rotation synchronization dropped the world vertex with the position priors
+	}
+	if res.Graph.N() < inputN {
 		notes = append(notes, droppedNote(s.input, res.Graph))
 	}
 	poses, header := res.Poses, ""
+	if n := len(res.Graph.Priors()); n > 0 {
+		header = fmt.Sprintf("# bcmsync solve: estimate in the world frame of the %d priors\n", n)
+	}
+	if dropped := len(s.input.Priors()) - len(res.Graph.Priors()); dropped > 0 && res.Problem == posegraph.Rotations {
+		notes = append(notes, fmt.Sprintf("%d position priors left out: rotation synchronization uses the rotations of pose priors only", dropped))
+	}
 	if res.Problem == posegraph.Rotations && (f.out != "" || f.tum != "") {
 		var src string
 		var err error
 		if poses, src, err = inputTranslations(res); err != nil {
 			return solveError(err, res.Graph)
 		}
-		header = "# bcmsync solve --rotations: rotations optimized over SO(d); translations not optimized, taken from " + src + "\n"
+		header += "# bcmsync solve --rotations: rotations optimized over SO(d); translations not optimized, taken from " + src + "\n"
 		notes = append(notes, "translations in "+strings.Join(nonEmpty(outputName(f.out), outputName(f.tum)), " and ")+
 			" are not optimized (--rotations): taken from "+src)
 	}

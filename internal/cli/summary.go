@@ -23,6 +23,9 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 	} else {
 		fmt.Fprintf(&b, "%s: %s, n=%d poses, m=%d edges\n", r.File, problem, r.N, r.M)
 	}
+	if r.Priors > 0 {
+		fmt.Fprintf(&b, "  %d priors (in m): the estimate is in the priors' world frame\n", r.Priors)
+	}
 	fmt.Fprintf(&b, "  %s\n", statusSentence(r))
 	fmt.Fprintf(&b, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
 	if r.Estimate != "" && r.Estimate != string(bsync.EstimateRounded) {
