@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// solve on a graph with GPS-like priors (generate --priors): certified,
+// the summary and the report say the estimate is in the priors' world
+// frame, and -o and --tum hold it in that frame: -o writes the prior
+// records back, and read back (its world vertex at the identity) its F is
+// the reported optimum, which no other frame gives; --tum holds the same
+// poses; and the estimate lies near the truth, whose frame is the world.
+func TestSolvePriorsWorldFrame(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "gps.g2o")
+	gt := filepath.Join(dir, "gps.gt.g2o")
+	if code, _, stderr := runCmd("generate", "manhattan", "-n", "150", "--side", "8", "--priors", "12", "--prior-sigma", "0.3",
+		"--seed", "5", "--quiet", "-o", in); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	out := filepath.Join(dir, "out.g2o")
+	tum := filepath.Join(dir, "out.tum")
+	rep := filepath.Join(dir, "report.json")
+	code, stdout, stderr := runCmd("solve", "-o", out, "--tum", tum, "--report", rep, in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "n=150 poses, m=") || !strings.Contains(stdout, "12 priors (in m): the estimate is in the priors' world frame") ||
+		!strings.Contains(stdout, "CERTIFIED globally optimal") {
+		t.Fatalf("summary:\n%s", stdout)
+	}
+	var m map[string]any
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["n"].(float64) != 150 || m["priors"].(float64) != 12 || m["frame"] != "world" {
+		t.Fatalf("report: n=%v priors=%v frame=%v", m["n"], m["priors"], m["frame"])
+	}
+	ob, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(ob), "# bcmsync solve: estimate in the world frame of the 12 priors\n") ||
+		strings.Count(string(ob), "EDGE_PRIOR_SE2_XY ") != 12 {
+		t.Fatalf("-o: header or prior records missing:\n%.300s", ob)
+	}
+	g, err := g2o.ReadFile(out, g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Priors()) != 12 || g.NumPoses() != 151 {
+		t.Fatalf("-o: %d priors, %d poses with the world vertex", len(g.Priors()), g.NumPoses())
+	}
+	want := m["objective"].(float64)
+	if f := g.Cost(g.Initial, posegraph.Poses); math.Abs(f-want) > 1e-9*want {
+		t.Fatalf("F of the written estimate %.12g, reported %.12g", f, want)
+	}
+	// Any other frame changes the priors' terms: the same poses moved by
+	// a small rigid motion cost more.
+	moved := make([]posegraph.Pose, g.N())
+	shift := posegraph.Pose{R: g2o.RotationFromAngle(0.01), T: [3]float64{0.2, -0.1}}
+	for i := range moved {
+		moved[i] = g.Initial[i]
+		if i != g.World() {
+			moved[i] = posegraph.Compose(&shift, &g.Initial[i], 2)
+		}
+	}
+	if f := g.Cost(moved, posegraph.Poses); f < want*(1+1e-6) {
+		t.Fatalf("F in another frame %.12g, not above the optimum %.12g", f, want)
+	}
+	tr, err := g2o.ReadTrajectoryFile(tum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Poses) != 150 {
+		t.Fatalf("--tum: %d poses, want 150", len(tr.Poses))
+	}
+	for k, s := range tr.Stamps {
+		i := int(s)
+		if math.Abs(tr.Poses[k].T[0]-g.Initial[i].T[0]) > 1e-9 || math.Abs(tr.Poses[k].T[1]-g.Initial[i].T[1]) > 1e-9 {
+			t.Fatalf("--tum pose %d at %v, -o at %v", i, tr.Poses[k].T, g.Initial[i].T)
+		}
+	}
+	truth, err := g2o.ReadFile(gt, g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for i := 0; i < 150; i++ {
+		sum += math.Hypot(truth.Initial[i].T[0]-g.Initial[i].T[0], truth.Initial[i].T[1]-g.Initial[i].T[1])
+	}
+	if mean := sum / 150; mean > 0.5 {
+		t.Fatalf("mean distance to the truth %.3g: not in the truth's (the world) frame", mean)
+	}
+
+	// --rotations keeps no position prior, and says so.
+	code, stdout, stderr = runCmd("solve", "--rotations", in)
+	if code != 0 || !strings.Contains(stdout, "12 position priors left out") || strings.Contains(stdout, "dropped") {
+		t.Fatalf("--rotations: exit %d:\n%s%s", code, stdout, stderr)
+	}
+}
