@@ -21,7 +21,7 @@ import (
 // registerCovariances declares solve's --covariances and --covariance-pairs.
 func (f *solveFlags) registerCovariances(fs *flag.FlagSet) {
 	fs.StringVar(&f.covariances, "covariances", "", "write each pose's (and landmark's) marginal covariance at the optimum to `FILE`: "+
-		"a line \"ID c11 c12 ...\" per pose, 3x3 (x y theta) or 6x6 (x y z rx ry rz) row-major, gauge the anchor pose; the # header says how (docs/covariances.md)")
+		"a line \"ID c11 c12 ...\" per pose, 3x3 (x y theta) or 6x6 (x y z rx ry rz) row-major, gauge the anchor pose (with priors, their world frame); the # header says how (docs/covariances.md)")
 	fs.StringVar(&f.covPairs, "covariance-pairs", "", "with --covariances, also write the joint covariance of each pair of vertex ids listed in `FILE`, one \"ID ID\" a line")
 }
 
@@ -64,8 +64,9 @@ func readCovariancePairs(path string, g *posegraph.Graph) ([]covariancePair, err
 	}
 	defer fh.Close()
 	index := make(map[int]bool, g.N())
-	for _, id := range g.IDs {
-		index[id] = true
+	world := g.World()
+	for i, id := range g.IDs {
+		index[id] = i != world // the world vertex is no vertex of the file
 	}
 	var pairs []covariancePair
 	sc := bufio.NewScanner(fh)
@@ -135,14 +136,26 @@ func writeCovariances(f *solveFlags, file string, res *bsync.Result, pairs []cov
 	}); err != nil {
 		return "", err
 	}
-	what := fmt.Sprintf("%d poses", g.NumPoses())
+	what := fmt.Sprintf("%d poses", numPoses(g))
 	if l := g.NumLandmarks(); l > 0 {
 		what += fmt.Sprintf(", %d landmarks", l)
 	}
 	if len(pairs) > 0 {
 		what += fmt.Sprintf(", %d pairs", len(pairs))
 	}
-	return fmt.Sprintf("covariances: %s (%s; gauge pose %d) in %.3fs", f.covariances, what, g.IDs[cov.Gauge], time.Since(t0).Seconds()), nil
+	gauge := fmt.Sprintf("gauge pose %d", g.IDs[cov.Gauge])
+	if cov.Gauge == g.World() {
+		gauge = "gauge the priors' world frame"
+	}
+	return fmt.Sprintf("covariances: %s (%s; %s) in %.3fs", f.covariances, what, gauge, time.Since(t0).Seconds()), nil
+}
+
+// numPoses is the number of g's poses, without the priors' world vertex.
+func numPoses(g *posegraph.Graph) int {
+	if g.HasPriors() {
+		return g.NumPoses() - 1
+	}
+	return g.NumPoses()
 }
 
 // formatCovariances writes the covariance file: the # header, then a line
@@ -151,11 +164,15 @@ func formatCovariances(w io.Writer, file string, res *bsync.Result, cov *covaria
 	g := res.Graph
 	d := g.D
 	bw := bufio.NewWriterSize(w, 1<<16)
-	fmt.Fprintf(bw, "# bcmsync covariances of %s: SE(%d), %d poses", filepath.Base(file), d, g.NumPoses())
+	fmt.Fprintf(bw, "# bcmsync covariances of %s: SE(%d), %d poses", filepath.Base(file), d, numPoses(g))
 	if l := g.NumLandmarks(); l > 0 {
 		fmt.Fprintf(bw, " + %d landmarks", l)
 	}
-	fmt.Fprintf(bw, ", %d edges\n", g.M())
+	fmt.Fprintf(bw, ", %d edges", g.M())
+	if np := len(g.Priors()); np > 0 {
+		fmt.Fprintf(bw, " (%d priors)", np)
+	}
+	bw.WriteString("\n")
 	if res.Certified {
 		fmt.Fprintf(bw, "# estimate: certified globally optimal (F = %.12g)\n", res.Objective)
 	} else {
@@ -165,8 +182,13 @@ func formatCovariances(w io.Writer, file string, res *bsync.Result, cov *covaria
 		fmt.Fprintf(bw, "# graph: the %d edges --robust kept (%d rejected); the covariances are of that problem\n", g.M(), len(res.Robust.Rejected))
 	}
 	gauge := cov.Gauge
-	fmt.Fprintf(bw, "# gauge: pose %d held fixed (the anchor: the first FIX'ed pose, else the first pose), so its covariance is zero "+
+	if gauge == g.World() {
+		fmt.Fprintf(bw, "# gauge: the world frame of the %d priors held fixed (their world vertex, id %d, not written): "+
+			"every covariance is absolute, in the world frame the estimate is in\n", len(g.Priors()), g.IDs[gauge])
+	} else {
+		fmt.Fprintf(bw, "# gauge: pose %d held fixed (the anchor: the first FIX'ed pose, else the first pose), so its covariance is zero "+
 		"and every other is relative to it, in the frame of the estimate, where pose %d keeps its input pose (the identity where the file gives none)\n", g.IDs[gauge], g.IDs[gauge])
+	}
 	if d == 2 {
 		fmt.Fprintf(bw, "# coordinates: a pose (x y theta), a landmark (x y); translation perturbed in the world frame, "+
 			"rotation on the right (body frame): R -> R Exp(theta)\n")
@@ -196,7 +218,11 @@ func formatCovariances(w io.Writer, file string, res *bsync.Result, cov *covaria
 		}
 		bw.WriteByte('\n')
 	}
+	world := g.World()
 	for i := 0; i < g.N(); i++ {
+		if i == world {
+			continue // not a vertex of the file
+		}
 		if g.IsLandmark(i) {
 			bw.WriteString("landmark ")
 		}
@@ -232,8 +258,12 @@ func viewEllipses(res *bsync.Result, notes []string) (*plots.Ellipses, []string)
 	if !res.Certified {
 		status = "the estimate (not certified)"
 	}
-	e.Note = fmt.Sprintf("Covariance ellipses: marginal position covariances at %s, pose %d held fixed (the gauge), "+
+	gauge := fmt.Sprintf("pose %d held fixed (the gauge)", g.IDs[cov.Gauge])
+	if cov.Gauge == g.World() {
+		gauge = "in the priors' world frame (the gauge)"
+	}
+	e.Note = fmt.Sprintf("Covariance ellipses: marginal position covariances at %s, %s, "+
 		"from the Gauss-Newton information of the objective's noise model (docs/covariances.md); each holds 95%% of the probability.",
-		status, g.IDs[cov.Gauge])
+		status, gauge)
 	return e, notes
 }

@@ -111,3 +111,46 @@ func TestSolvePriorsWorldFrame(t *testing.T) {
 		t.Fatalf("--rotations: exit %d:\n%s%s", code, stdout, stderr)
 	}
 }
+
+// solve --covariances on a graph with priors: the gauge is the priors'
+// world frame, the header says so, and no line is written for the world
+// vertex, which is no vertex of the file.
+func TestCovariancesPriorsGauge(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "gps.g2o")
+	if code, _, stderr := runCmd("generate", "manhattan", "-n", "60", "--side", "5", "--priors", "6", "--seed", "2", "--quiet", "-o", in); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	cov := filepath.Join(dir, "gps.cov")
+	code, stdout, stderr := runCmd("solve", "--covariances", cov, in)
+	if code != 0 || !strings.Contains(stdout, "gauge the priors' world frame") {
+		t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(cov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if !strings.Contains(text, "# gauge: the world frame of the 6 priors held fixed (their world vertex, id 60, not written)") ||
+		!strings.Contains(text, "SE(2), 60 poses, ") {
+		t.Fatalf("header:\n%.600s", text)
+	}
+	lines := 0
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] == "#" {
+			continue
+		}
+		lines++
+		if f[0] == "60" {
+			t.Fatalf("a line for the world vertex: %q", l)
+		}
+		// Absolute covariances: no pose is held fixed, so none is zero.
+		if f[1] == "0" && f[5] == "0" && f[9] == "0" {
+			t.Fatalf("pose %s has a zero covariance: %q", f[0], l)
+		}
+	}
+	if lines != 60 {
+		t.Fatalf("%d covariance lines, want 60", lines)
+	}
+}

@@ -39,9 +39,17 @@ func testGraphs(t *testing.T) map[string]struct {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(28, 1))
-	add := func(name string, g *posegraph.Graph, truth []posegraph.Pose, landmarks int) {
+	add := func(name string, g *posegraph.Graph, truth []posegraph.Pose, landmarks, priors int) {
 		if landmarks > 0 {
 			g, truth, err = datasets.AddLandmarks(g, truth, datasets.LandmarkConfig{N: landmarks, Tau: 30, Range: 2, Seed: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if priors > 0 {
+			// GPS-like priors: the world vertex is the anchor, so the
+			// default gauge is the world frame.
+			g, truth, err = datasets.AddPriors(g, truth, datasets.PriorConfig{N: priors, Tau: 5, Seed: 6})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,11 +78,13 @@ func testGraphs(t *testing.T) map[string]struct {
 			x []posegraph.Pose
 		}{g, x}
 	}
-	add("manhattan", man, mt, 0)
-	add("manhattan+landmarks", man, mt, 8)
-	add("cube", cube, ct, 0)
-	add("cube+landmarks", cube, ct, 6)
-	add("geometric3d", geo, gt, 0)
+	add("manhattan", man, mt, 0, 0)
+	add("manhattan+landmarks", man, mt, 8, 0)
+	add("manhattan+priors", man, mt, 0, 5)
+	add("cube", cube, ct, 0, 0)
+	add("cube+landmarks", cube, ct, 6, 0)
+	add("cube+landmarks+priors", cube, ct, 6, 4)
+	add("geometric3d", geo, gt, 0, 0)
 	return out
 }
 

@@ -30,11 +30,13 @@
 // angle (2-D) or an axis-angle vector (3-D). A landmark is perturbed in the
 // world frame. F does not change when every pose moves by one rigid motion,
 // so the information is singular until a gauge is fixed: one vertex, the
-// gauge (Options.Gauge; by default the graph's anchor, the first FIX'ed
-// pose or else pose 0, the pose that keeps its input value in sync's
-// answer), is held fixed, its covariance is zero and every other
-// covariance is relative to it. A graph with a world-frame pose variable
-// gets covariances in the world frame by naming that vertex as the gauge.
+// gauge (Options.Gauge; by default the graph's anchor, the pose that
+// keeps its input value in sync's answer: the world vertex of a graph with
+// priors, else the first FIX'ed pose or pose 0), is held fixed, its
+// covariance is zero and every other covariance is relative to it. With
+// priors (posegraph's priors.go) the default gauge is thus the priors'
+// world frame: the covariances are absolute, as the priors make them, in
+// the frame the estimate is returned in.
 //
 // # Method
 //

@@ -42,7 +42,7 @@ func residuals(g *posegraph.Graph, x []posegraph.Pose) []float64 {
 	var r []float64
 	for _, e := range g.Edges {
 		xi, xj := x[e.I], x[e.J]
-		if !g.IsLandmark(e.J) {
+		if g.MeasuresRotation(&e) {
 			sk := math.Sqrt(e.Kappa)
 			for a := 0; a < d; a++ {
 				for b := 0; b < d; b++ {

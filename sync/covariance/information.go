@@ -64,7 +64,7 @@ func information(g *posegraph.Graph, x []posegraph.Pose, gauge int) (*sparse.Blo
 		clear(ji[:])
 		clear(jj[:])
 		rows := 0
-		if !g.IsLandmark(e.J) {
+		if g.MeasuresRotation(e) {
 			sk := math.Sqrt(e.Kappa)
 			for q := 0; q < nr; q++ {
 				mj := smalldense.Mul(&xj.R, &gens[q], d)
