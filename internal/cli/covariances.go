@@ -187,7 +187,7 @@ func formatCovariances(w io.Writer, file string, res *bsync.Result, cov *covaria
 			"every covariance is absolute, in the world frame the estimate is in\n", len(g.Priors()), g.IDs[gauge])
 	} else {
 		fmt.Fprintf(bw, "# gauge: pose %d held fixed (the anchor: the first FIX'ed pose, else the first pose), so its covariance is zero "+
-		"and every other is relative to it, in the frame of the estimate, where pose %d keeps its input pose (the identity where the file gives none)\n", g.IDs[gauge], g.IDs[gauge])
+			"and every other is relative to it, in the frame of the estimate, where pose %d keeps its input pose (the identity where the file gives none)\n", g.IDs[gauge], g.IDs[gauge])
 	}
 	if d == 2 {
 		fmt.Fprintf(bw, "# coordinates: a pose (x y theta), a landmark (x y); translation perturbed in the world frame, "+
