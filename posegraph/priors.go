@@ -115,8 +115,8 @@ func (g *Graph) Priors() []Prior {
 // WithPriors returns a copy of g with the priors ps added as edges from
 // its world vertex, which it adds first when g has none: a pose vertex
 // after the last pose (landmark indices move up by one), with the id one
-// above the largest of g, the identity as its initial estimate, FIX'ed
-// first so that it is the anchor. ps index g's vertices as they are
+// above the largest of g and the identity as its initial estimate (it is
+// the anchor: see Graph.Anchor). ps index g's vertices as they are
 // (before the insertion); a position prior's R is set to the identity.
 // The priors are checked by Validate.
 func (g *Graph) WithPriors(ps []Prior) *Graph {
@@ -171,9 +171,9 @@ func (h *Graph) insertVertex(w int) {
 	for k := range h.Edges {
 		h.Edges[k].I, h.Edges[k].J = shift(h.Edges[k].I), shift(h.Edges[k].J)
 	}
-	fixed := []int{w}
-	for _, f := range h.Fixed {
-		fixed = append(fixed, shift(f))
+	fixed := make([]int, len(h.Fixed))
+	for k, f := range h.Fixed {
+		fixed[k] = shift(f)
 	}
 	h.Fixed = fixed
 }
@@ -278,14 +278,7 @@ func (g *Graph) WithoutPositionPriors() *Graph {
 		return g
 	}
 	if !pose {
-		w := g.World()
-		keep := make([]int, 0, g.N()-1)
-		for i := 0; i < g.N(); i++ {
-			if i != w {
-				keep = append(keep, i)
-			}
-		}
-		return g.Subgraph(keep)
+		return g.WithoutPriors()
 	}
 	h := *g
 	h.Edges = make([]Edge, 0, len(g.Edges))
@@ -295,4 +288,20 @@ func (g *Graph) WithoutPositionPriors() *Graph {
 		}
 	}
 	return &h
+}
+
+// WithoutPriors returns g without its priors and its world vertex (the
+// vertices after it move down by one), or g itself when it has none.
+func (g *Graph) WithoutPriors() *Graph {
+	w := g.World()
+	if w < 0 {
+		return g
+	}
+	keep := make([]int, 0, g.N()-1)
+	for i := 0; i < g.N(); i++ {
+		if i != w {
+			keep = append(keep, i)
+		}
+	}
+	return g.Subgraph(keep)
 }

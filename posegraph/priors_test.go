@@ -133,7 +133,7 @@ func TestWithPriorsInsertsWorld(t *testing.T) {
 			t.Fatalf("edge %d moved: (%d, %d) -> (%d, %d)", k, g.IDs[e.I], g.IDs[e.J], h.IDs[f.I], h.IDs[f.J])
 		}
 	}
-	if want := []int{4, 1, 6}; fmt.Sprint(h.Fixed) != fmt.Sprint(want) {
+	if want := []int{1, 6}; fmt.Sprint(h.Fixed) != fmt.Sprint(want) || h.Anchor() != 4 {
 		t.Fatalf("fixed %v, want %v", h.Fixed, want)
 	}
 	p := h.Edges[len(h.Edges)-1]
@@ -150,6 +150,9 @@ func TestWithPriorsInsertsWorld(t *testing.T) {
 	r := h.WithoutPositionPriors()
 	if r.World() != -1 || r.N() != g.N() {
 		t.Fatalf("without position priors: world %d, n %d", r.World(), r.N())
+	}
+	if r := h.WithoutPriors(); r.N() != g.N() || len(r.Edges) != len(g.Edges) || fmt.Sprint(r.IDs) != fmt.Sprint(g.IDs) {
+		t.Fatalf("without priors: %d vertices, %d edges, ids %v", r.N(), len(r.Edges), r.IDs)
 	}
 }
 

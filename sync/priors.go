@@ -24,13 +24,7 @@ import (
 // the rest of the graph is not connected without w (the priors join its
 // parts): the caller then initializes g as it is.
 func initWithoutWorld(g *posegraph.Graph, opts Options, order []int, w int) (x []posegraph.Pose, ok bool, err error) {
-	keep := make([]int, 0, g.N()-1)
-	for i := 0; i < g.N(); i++ {
-		if i != w {
-			keep = append(keep, i)
-		}
-	}
-	h := g.Subgraph(keep)
+	h := g.WithoutPriors()
 	if len(h.Components()) > 1 {
 		return nil, false, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/g2o"
@@ -75,6 +76,13 @@ type graphInfo struct {
 	// loop closures).
 	Landmarks    int `json:"landmarks,omitempty"`
 	Observations int `json:"observations,omitempty"`
+	// Priors counts the prior records (included in M; not loop closures
+	// and not in the degrees), PosePriors those of whole poses; the
+	// others are position priors. Components counts the priors'
+	// world frame as a link: poses joined only through their priors are
+	// one component.
+	Priors     int `json:"priors,omitempty"`
+	PosePriors int `json:"pose_priors,omitempty"`
 }
 
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -155,6 +163,28 @@ type infoError struct {
 
 // describe computes the statistics info reports.
 func describe(g *posegraph.Graph, file string) graphInfo {
+	if w := g.World(); w >= 0 {
+		// The file's vertices and edges, then its priors: the world
+		// vertex is no vertex of the file.
+		info := describe(g.WithoutPriors(), file)
+		for _, p := range g.Priors() {
+			info.M++
+			info.Priors++
+			if p.Kind == posegraph.PosePrior {
+				info.PosePriors++
+			}
+		}
+		info.ComponentSizes = info.ComponentSizes[:0]
+		for _, c := range g.Components() {
+			size := len(c)
+			if slices.Contains(c, w) {
+				size--
+			}
+			info.ComponentSizes = append(info.ComponentSizes, size)
+		}
+		info.Components = len(info.ComponentSizes)
+		return info
+	}
 	n := g.N()
 	info := graphInfo{File: file, D: g.D, N: n, M: g.M(), Fixed: []int{}}
 	for _, c := range g.Components() {
@@ -228,6 +258,9 @@ func writeInfo(w io.Writer, s graphInfo) error {
 	}
 	row("degree", "min %d, mean %.3f, max %d", s.DegreeMin, s.DegreeMean, s.DegreeMax)
 	row("loop closures", "%d", s.LoopClosures)
+	if s.Priors > 0 {
+		row("priors", "%d (%d pose, %d position; in the edges)", s.Priors, s.PosePriors, s.Priors-s.PosePriors)
+	}
 	if len(s.Fixed) == 0 {
 		row("fixed", "none")
 	} else {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -152,5 +153,30 @@ func TestCovariancesPriorsGauge(t *testing.T) {
 	}
 	if lines != 60 {
 		t.Fatalf("%d covariance lines, want 60", lines)
+	}
+}
+
+// info describes a file with priors as the file holds it: its poses and
+// edges with the priors counted among the edges, and no world vertex.
+func TestInfoPriors(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "gps.g2o")
+	if code, _, stderr := runCmd("generate", "manhattan", "-n", "40", "--side", "5", "--priors", "5", "--quiet", "-o", in); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	g, err := g2o.ReadFile(in, g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd("info", in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"poses           40\n", "priors          5 (0 pose, 5 position; in the edges)\n",
+		"fixed           none\n", "estimates       40 of 40 poses\n", "components      1\n",
+		"edges           " + strconv.Itoa(g.M()) + "\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Fatalf("info lacks %q:\n%s", want, stdout)
+		}
 	}
 }
