@@ -61,6 +61,11 @@ func readEstimateOf(g *posegraph.Graph, gFile, file string, ro g2o.ReadOptions) 
 		at[id] = i
 	}
 	poses := make([]posegraph.Pose, g.N())
+	world := g.World()
+	if world >= 0 {
+		delete(at, g.IDs[world]) // no vertex of a file: the priors' world frame
+		poses[world] = posegraph.Identity(g.D)
+	}
 	for k, s := range tr.Stamps {
 		i, ok := at[int(s)] // ReadVertices's stamps are exact ids
 		if !ok {
@@ -69,16 +74,16 @@ func readEstimateOf(g *posegraph.Graph, gFile, file string, ro g2o.ReadOptions) 
 		}
 		poses[i] = tr.Poses[k]
 	}
-	if len(tr.Stamps) < g.N() {
+	if len(tr.Stamps) < len(at) {
 		// Stamps are distinct ids of g, so some id of g is missing.
 		have := make(map[int]bool, len(tr.Stamps))
 		for _, s := range tr.Stamps {
 			have[int(s)] = true
 		}
-		for _, id := range g.IDs {
-			if !have[id] {
+		for i, id := range g.IDs {
+			if !have[id] && i != world {
 				return nil, fmt.Errorf("%s: no VERTEX line for vertex %d of %s (%d of its %d vertices are there)",
-					name, id, gFile, len(tr.Stamps), g.N())
+					name, id, gFile, len(tr.Stamps), len(at))
 			}
 		}
 	}

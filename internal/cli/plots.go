@@ -28,10 +28,11 @@ func writePlots(dir string, res *bsync.Result, rep *bsync.Report) ([]string, err
 		return nil, err
 	}
 	var wrote []string
-	g := res.Graph
-	trajs := []plots.Trajectory{{Label: "initial (" + rep.Init + ")", Poses: res.InitialPoses}}
+	fv := withoutWorld(res.Graph)
+	g := fv.g
+	trajs := []plots.Trajectory{{Label: "initial (" + rep.Init + ")", Poses: fv.poses(res.InitialPoses)}}
 	if res.Problem == posegraph.Poses {
-		trajs = append(trajs, plots.Trajectory{Label: "optimized", Poses: res.Poses})
+		trajs = append(trajs, plots.Trajectory{Label: "optimized", Poses: fv.poses(res.Poses)})
 		path := filepath.Join(dir, trajectoryPNG)
 		if err := plots.Trajectories(path, g, trajs, plots.TrajectoryOptions{LoopClosures: true}); err != nil {
 			return nil, err
@@ -182,13 +183,15 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	var trajs []plots.Trajectory
+	fv := withoutWorld(g)
 	for k, poses := range ests {
 		label := "input"
 		if k == 1 {
 			label = "optimized"
 		}
-		trajs = append(trajs, plots.Trajectory{Label: label, Poses: poses})
+		trajs = append(trajs, plots.Trajectory{Label: label, Poses: fv.poses(poses)})
 	}
+	g = fv.g
 	if *page {
 		v, err := viewerFromFiles(files, *report, g2o.ReadOptions{Lenient: *lenient}, false)
 		if err != nil {

@@ -106,6 +106,15 @@ func TestSolvePriorsWorldFrame(t *testing.T) {
 		t.Fatalf("mean distance to the truth %.3g: not in the truth's (the world) frame", mean)
 	}
 
+	// The pictures pair the written estimate with the input by id; the
+	// world vertex, in neither file, is left out.
+	if code, _, stderr := runCmd("plot", "-o", filepath.Join(dir, "plots"), "--report", rep, in, out); code != 0 {
+		t.Fatalf("plot: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCmd("view", "-o", filepath.Join(dir, "view.html"), in, out); code != 0 {
+		t.Fatalf("view: exit %d: %s", code, stderr)
+	}
+
 	// --rotations keeps no position prior, and says so.
 	code, stdout, stderr = runCmd("solve", "--rotations", in)
 	if code != 0 || !strings.Contains(stdout, "12 position priors left out") || strings.Contains(stdout, "dropped") {

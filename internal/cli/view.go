@@ -149,17 +149,22 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // covariance ellipses (or a note in s.notes saying why there are none).
 func viewerOf(s *solved) plots.Viewer {
 	res, rep := s.res, s.rep
+	fv := withoutWorld(res.Graph)
 	v := plots.Viewer{
 		Title:   filepath.Base(res.Graph.Source),
-		Graph:   res.Graph,
+		Graph:   fv.g,
 		Problem: res.Problem,
 		Estimates: []plots.Trajectory{
-			{Label: "initial (" + rep.Init + ")", Poses: res.InitialPoses},
-			{Label: "optimized", Poses: res.Poses},
+			{Label: "initial (" + rep.Init + ")", Poses: fv.poses(res.InitialPoses)},
+			{Label: "optimized", Poses: fv.poses(res.Poses)},
 		},
 		Run: runFromReport(rep),
 	}
 	v.Ellipses, s.notes = viewEllipses(res, s.notes)
+	if v.Ellipses != nil && fv.world >= 0 {
+		xy := v.Ellipses.XY
+		v.Ellipses.XY = append(append([][3]float64(nil), xy[:fv.world]...), xy[fv.world+1:]...)
+	}
 	return v
 }
 
@@ -192,9 +197,9 @@ func viewerFromFiles(files []string, reportPath string, ro g2o.ReadOptions, rota
 			return v, err
 		}
 		// The report counts poses and landmarks apart.
-		if rep.N != g.NumPoses() || rep.Landmarks != g.NumLandmarks() || rep.D != g.D {
+		if rep.N != numPoses(g) || rep.Landmarks != g.NumLandmarks() || rep.D != g.D {
 			return v, fmt.Errorf("%s: the report is of %s in %d-D, but %s has %s in %d-D",
-				inputName(reportPath), vertexCount(rep.N, rep.Landmarks), rep.D, g.Source, vertexCount(g.NumPoses(), g.NumLandmarks()), g.D)
+				inputName(reportPath), vertexCount(rep.N, rep.Landmarks), rep.D, g.Source, vertexCount(numPoses(g), g.NumLandmarks()), g.D)
 		}
 		if strings.HasPrefix(rep.Problem, "SO") {
 			v.Problem = posegraph.Rotations
@@ -205,6 +210,12 @@ func viewerFromFiles(files []string, reportPath string, ro g2o.ReadOptions, rota
 		v.Run = runFromReport(rep)
 		if v.Rejected, err = rejectedEdges(g, rep, reportPath); err != nil {
 			return v, err
+		}
+	}
+	if fv := withoutWorld(g); fv.world >= 0 {
+		v.Graph, v.Rejected = fv.g, fv.edges(v.Rejected)
+		for k := range v.Estimates {
+			v.Estimates[k].Poses = fv.poses(v.Estimates[k].Poses)
 		}
 	}
 	return v, nil
