@@ -17,6 +17,16 @@
 //	VERTEX_TRACKXYZ id x y z                               (3-D landmark)
 //	EDGE_SE3_TRACKXYZ pose landmark offset x y z I11 I12 I13 I22 I23 I33
 //	PARAMS_SE3OFFSET id x y z qx qy qz qw                  (identity only)
+//	EDGE_PRIOR_SE2 pose x y theta I11 I12 I13 I22 I23 I33   (pose prior)
+//	EDGE_PRIOR_SE2_XY pose x y I11 I12 I22                  (position prior)
+//	EDGE_SE3_PRIOR pose offset x y z qx qy qz qw I11 ... I66
+//	EDGE_SE3_XYZ_PRIOR pose offset x y z I11 I12 I13 I22 I23 I33
+//
+// A prior measures a pose, or its position, in a world frame; it becomes
+// an edge from the graph's world vertex (posegraph's priors.go), with kappa
+// and tau by the rules of EDGE_SE2 / EDGE_SE3:QUAT for a pose prior and of
+// a landmark observation for a position prior (priors.go here). Write
+// leaves the world vertex out and writes the priors back as these records.
 //
 // A landmark observation measures the landmark's position in the pose's
 // frame; its information matrix I becomes the isotropic precision
@@ -38,7 +48,7 @@
 // read as they are; posegraph.Graph.Validate refuses, at their lines, those
 // beyond what double precision can solve with (CheckScale).
 //
-// Other records (other landmark kinds such as EDGE_BEARING_SE2_XY, priors,
+// Other records (other landmark kinds such as EDGE_BEARING_SE2_XY, priors on points,
 // sensor parameters, unknown tags) are errors, or with ReadOptions.Lenient
 // are skipped with one warning per tag that counts them. Every problem in a
 // file is a *ParseError that names the file, the line and the problem;

@@ -18,6 +18,12 @@
 // TraceCost evaluate it through Q. The two agree to rounding error, which the
 // tests check for SE(2), SE(3), SO(2) and SO(3).
 //
+// Landmarks (landmarks.go) are vertices with a position only, observed
+// from poses. Priors (priors.go), absolute measurements of a pose or of
+// its position, are edges from one more pose, the world vertex, which is
+// then the gauge anchor, so that an estimate comes out in the priors'
+// world frame; Prior, Graph.WithPriors and Graph.World are their API.
+//
 // Graph.RawRotations marks edge rotations read as SE-Sync reads them, from
 // unnormalized quaternions and so slightly off orthogonal: Validate then
 // allows RawRotationTol, and Cost adds sum_e kappa_e (d - ||R_e||_F^2) so
