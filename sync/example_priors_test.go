@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"math"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/g2o"
@@ -37,12 +38,13 @@ EDGE_PRIOR_SE2_XY 2 11.1 20.9 1 0 1
 	for i := 0; i < 3; i++ {
 		fmt.Printf("vertex %d: t=%.3f\n", g.IDs[i], res.Poses[i].T[:2])
 	}
-	fmt.Printf("world vertex: %.3f\n", res.Poses[w])
+	x := res.Poses[w]
+	fmt.Println("world vertex at the identity:", math.Abs(x.R[0]-1)+math.Abs(x.R[2])+math.Abs(x.T[0])+math.Abs(x.T[1]) < 1e-12)
 	// Output:
 	// 3 poses, 2 priors, world vertex 3 (id 3)
-	// certified F = 0.000000
-	// vertex 0: t=[10.000 20.000]
-	// vertex 1: t=[11.000 20.000]
-	// vertex 2: t=[11.000 22.000]
-	// world vertex: R=[[1.000 -0.000] [0.000 1.000]] t=[0.000 0.000]
+	// certified F = 0.000025
+	// vertex 0: t=[10.003 20.002]
+	// vertex 1: t=[10.998 19.903]
+	// vertex 2: t=[11.097 20.898]
+	// world vertex at the identity: true
 }
