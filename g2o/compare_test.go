@@ -37,8 +37,8 @@ func sameGraph(g, h *posegraph.Graph, rtol float64) string {
 			tol = 1e-12
 		}
 		switch {
-		case a.I != b.I || a.J != b.J:
-			return fmt.Sprintf("edge %d: (%d, %d) != (%d, %d)", k, a.I, a.J, b.I, b.J)
+		case a.I != b.I || a.J != b.J || a.Prior != b.Prior:
+			return fmt.Sprintf("edge %d: (%d, %d, prior %v) != (%d, %d, prior %v)", k, a.I, a.J, a.Prior, b.I, b.J, b.Prior)
 		case !close(a.R[:d*d], b.R[:d*d], tol):
 			return fmt.Sprintf("edge %d: R %v != %v", k, a.R[:d*d], b.R[:d*d])
 		case !close(a.T[:d], b.T[:d], 0):

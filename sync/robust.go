@@ -223,8 +223,9 @@ type RobustResult struct {
 	// Threshold is c^2 of the pose edges; Quantile the probability it
 	// came from (0 when set directly), DOF the chi-squared degrees of
 	// freedom used. ObservationThreshold and ObservationDOF are the same
-	// for landmark observations, which measure a position only (d degrees
-	// of freedom); a threshold set directly holds for every edge.
+	// for landmark observations and position priors, which measure a
+	// position only (d degrees of freedom); a threshold set directly holds
+	// for every edge.
 	Threshold            float64
 	Quantile             float64
 	DOF                  int
@@ -873,12 +874,13 @@ func tlsCost(r2, c2 []float64) float64 {
 }
 
 // thresholds returns each edge's c^2: ObservationThreshold for the
-// landmark observations of g, Threshold for the others.
+// landmark observations and position priors of g (a position, d degrees
+// of freedom), Threshold for the others.
 func (rr *RobustResult) thresholds(g *posegraph.Graph) []float64 {
 	c2 := make([]float64, g.M())
 	for k := range g.Edges {
 		c2[k] = rr.Threshold
-		if g.IsObservation(&g.Edges[k]) {
+		if !g.MeasuresRotation(&g.Edges[k]) {
 			c2[k] = rr.ObservationThreshold
 		}
 	}
@@ -887,9 +889,10 @@ func (rr *RobustResult) thresholds(g *posegraph.Graph) []float64 {
 
 // isOdometry reports whether e joins two poses adjacent in index order; a
 // landmark observation never counts, even when the landmark's index
-// follows the last pose's.
+// follows the last pose's, nor does a prior, whose world vertex follows
+// the last pose.
 func isOdometry(g *posegraph.Graph, e *posegraph.Edge) bool {
-	return (e.I-e.J == 1 || e.J-e.I == 1) && !g.IsLandmark(e.I) && !g.IsLandmark(e.J)
+	return (e.I-e.J == 1 || e.J-e.I == 1) && !g.IsLandmark(e.I) && !g.IsLandmark(e.J) && e.Prior == posegraph.NoPrior
 }
 
 // weightedGraph returns g with each edge's kappa and tau (and its recorded

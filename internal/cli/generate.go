@@ -477,7 +477,7 @@ func sameGenerated(g, h *posegraph.Graph) error {
 	d := g.D
 	for k := range g.Edges {
 		a, b := &g.Edges[k], &h.Edges[k]
-		if a.I != b.I || a.J != b.J || !rel(a.Kappa, b.Kappa) || !rel(a.Tau, b.Tau) {
+		if a.I != b.I || a.J != b.J || a.Prior != b.Prior || !rel(a.Kappa, b.Kappa) || !rel(a.Tau, b.Tau) {
 			return fmt.Errorf("edge %d: (%d, %d, kappa %g, tau %g) reads back as (%d, %d, %g, %g)",
 				k, a.I, a.J, a.Kappa, a.Tau, b.I, b.J, b.Kappa, b.Tau)
 		}
