@@ -10,7 +10,9 @@ import (
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
-// Chordal returns the chordal initialization: the rotations are relaxed from
+// Chordal returns the chordal initialization (of a graph with priors: of
+// the graph without its world vertex, which is then placed by the priors;
+// see priors.go): the rotations are relaxed from
 // SO(d) to all of R^{d x d}, where
 //
 //	minimize sum_e kappa_e ||R_j - R_i Rt_e||_F^2,   R_0 = I
@@ -32,6 +34,9 @@ func Chordal(g *posegraph.Graph) ([]posegraph.Pose, error) {
 // million-pose 3-D graph by nested dissection takes seconds. Both systems
 // use it without their anchored pose. nil computes one, as Chordal does.
 func ChordalOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose, error) {
+	if x, ok, err := aroundWorld(g, order, false, ChordalOrdered); ok {
+		return x, err // priors.go
+	}
 	if g.HasLandmarks() {
 		return chordalLandmarks(g, order)
 	}
@@ -77,6 +82,9 @@ func ChordalRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 // ChordalRotationsOrdered is ChordalRotations with an elimination order of
 // the pose graph, as in ChordalOrdered.
 func ChordalRotationsOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose, error) {
+	if x, ok, err := aroundWorld(g, order, true, ChordalRotationsOrdered); ok {
+		return x, err // priors.go
+	}
 	poses, _, err := chordalRotations(g, order)
 	if err != nil {
 		return nil, err
@@ -265,6 +273,9 @@ func blockPerm(order []int, b int) []int {
 // (RecoverTranslations; composing the translations along the tree too would
 // only give a worse fit) and the result is put in the input's gauge.
 func Odometry(g *posegraph.Graph) ([]posegraph.Pose, error) {
+	if x, ok, err := aroundWorld(g, nil, false, func(h *posegraph.Graph, _ []int) ([]posegraph.Pose, error) { return Odometry(h) }); ok {
+		return x, err // priors.go
+	}
 	poses, err := odometryRotations(g)
 	if err != nil {
 		return nil, err
@@ -279,6 +290,9 @@ func Odometry(g *posegraph.Graph) ([]posegraph.Pose, error) {
 // OdometryRotations is Odometry for rotation synchronization: rotations
 // composed along the tree, in the input's gauge, translations zero.
 func OdometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
+	if x, ok, err := aroundWorld(g, nil, true, func(h *posegraph.Graph, _ []int) ([]posegraph.Pose, error) { return OdometryRotations(h) }); ok {
+		return x, err // priors.go
+	}
 	poses, err := odometryRotations(g)
 	if err != nil {
 		return nil, err

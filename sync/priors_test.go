@@ -106,43 +106,6 @@ func TestSolvePriorsMatchesLocalSolve(t *testing.T) {
 	}
 }
 
-// placeWorld recovers the world frame exactly from noise-free priors: for
-// poses x in some frame and priors measuring G x_i, the world vertex is
-// G^{-1} in x's frame.
-func TestPlaceWorldExact(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		for _, withPose := range []bool{false, true} {
-			g, truth, world := priorGraph(d, 12, 2, 4, withPose, 1e-9, 7)
-			for k := range g.Edges { // exact measurements
-				e := &g.Edges[k]
-				if e.Prior != posegraph.NoPrior {
-					e.T = truth[e.J].T
-					if e.Prior == posegraph.PosePrior {
-						e.R = truth[e.J].R
-					}
-				}
-			}
-			w := g.World()
-			inv := posegraph.Inverse(&world, d)
-			x := make([]posegraph.Pose, g.N())
-			for i := range x {
-				x[i] = posegraph.Compose(&inv, &truth[i], d) // the truth in the first pose's frame
-			}
-			got := placeWorld(g, x, w, posegraph.Poses)
-			for k := 0; k < d*d; k++ {
-				if math.Abs(got.R[k]-inv.R[k]) > 1e-9 {
-					t.Fatalf("d=%d pose=%v: R_W = %v, want %v", d, withPose, got.R, inv.R)
-				}
-			}
-			for a := 0; a < d; a++ {
-				if math.Abs(got.T[a]-inv.T[a]) > 1e-7 {
-					t.Fatalf("d=%d pose=%v: t_W = %v, want %v", d, withPose, got.T, inv.T)
-				}
-			}
-		}
-	}
-}
-
 // Rotation synchronization uses the pose priors' rotations and drops the
 // position priors; with position priors alone it drops the world vertex.
 func TestSolvePriorsRotations(t *testing.T) {

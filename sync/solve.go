@@ -365,11 +365,6 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 
 func initialize(g *posegraph.Graph, opts Options, order []int) ([]posegraph.Pose, error) {
 	rot := opts.Problem == posegraph.Rotations
-	if w := g.World(); w >= 0 && (opts.Init == InitChordal || opts.Init == InitOdometry) {
-		if x, ok, err := initWithoutWorld(g, opts, order, w); ok {
-			return x, err
-		}
-	}
 	switch opts.Init {
 	case InitChordal:
 		if rot {

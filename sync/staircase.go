@@ -170,6 +170,9 @@ func SolveWith(ctx context.Context, g *posegraph.Graph, opts Options, m LevelOpt
 		return nil, err
 	}
 	if opts.Problem == posegraph.Rotations && g.HasPriors() {
+		// Position priors measure no rotation (kappa 0): rotation
+		// synchronization keeps the pose priors only, and the world
+		// vertex only with them (posegraph's priors.go).
 		g = g.WithoutPositionPriors()
 	}
 	if g.HasLandmarks() && opts.Problem == posegraph.Rotations {

@@ -1,0 +1,153 @@
+package rounding
+
+import (
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// The chordal and odometry initializations need each vertex's rotation
+// seen by an edge with kappa > 0, and the world vertex of a graph with
+// priors (posegraph's priors.go) has none when its priors are all
+// position priors (GPS). They therefore initialize the graph without it
+// and place it where the priors put it for that estimate (placeWorld), a
+// closed form; with pose priors this is as good a start, and it needs no
+// second path.
+
+// aroundWorld initializes g by init on g without its world vertex w, then
+// moves that estimate into the world frame: it places w by placeWorld and
+// multiplies the poses by its inverse. When the rest of g falls apart
+// without w (poses joined only through their priors, as an agent's share
+// of a graph may be), each part is initialized and placed on its own, by
+// its own priors; a part of one pose starts at the identity. The result
+// is in g's gauge (w at its input pose). ok is false when g has no world
+// vertex. order, if not nil, is an elimination order of g's vertices,
+// passed on without w to a graph that stays whole.
+func aroundWorld(g *posegraph.Graph, order []int, rotations bool,
+	init func(h *posegraph.Graph, order []int) ([]posegraph.Pose, error)) (x []posegraph.Pose, ok bool, err error) {
+	w := g.World()
+	if w < 0 {
+		return nil, false, nil
+	}
+	d := g.D
+	h := g.WithoutPriors()
+	comps := h.Components()
+	var ho []int
+	if order != nil && len(comps) == 1 {
+		ho = make([]int, 0, len(order)-1)
+		for _, i := range order {
+			switch {
+			case i < w:
+				ho = append(ho, i)
+			case i > w:
+				ho = append(ho, i-1)
+			}
+		}
+	}
+	x = make([]posegraph.Pose, g.N())
+	in := make([]bool, g.N()) // the vertices of the part being placed
+	for _, comp := range comps {
+		hc, xc := h, []posegraph.Pose{posegraph.Identity(d)}
+		if len(comps) > 1 {
+			hc = h.Subgraph(comp)
+		}
+		if len(comp) > 1 {
+			if xc, err = init(hc, ho); err != nil {
+				return nil, true, err
+			}
+		}
+		clear(in)
+		for k, i := range comp {
+			if i >= w {
+				i++ // h's index i is g's i+1 past the world vertex
+			}
+			x[i], in[i] = xc[k], true
+		}
+		p := placeWorld(g, x, rotations, in)
+		inv := posegraph.Inverse(&p, d)
+		for i := range x {
+			if in[i] {
+				x[i] = posegraph.Compose(&inv, &x[i], d)
+				if rotations {
+					x[i].T = [3]float64{}
+				}
+			}
+		}
+	}
+	x[w] = posegraph.Identity(d)
+	if rotations {
+		rotationGauge(g, x)
+	} else {
+		ToGauge(g, x)
+	}
+	return x, true, nil
+}
+
+// placeWorld returns the pose of the world vertex that minimizes the
+// terms of F of the priors on the vertices in (all when nil) at x: with
+// the translation
+// at its optimum t_W = abar - R_W bbar (the tau-weighted means of the
+// poses' positions a and the measured ones b), the terms are a constant
+// less 2 <R_W, M>, where
+//
+//	M = sum kappa R_i R^T + sum tau (a - abar)(b - bbar)^T,
+//
+// so R_W is the rotation nearest to M (orthogonal Procrustes). For
+// rotations only the first sum is taken and t_W = 0.
+func placeWorld(g *posegraph.Graph, x []posegraph.Pose, rotations bool, in []bool) posegraph.Pose {
+	d := g.D
+	var m [9]float64
+	var abar, bbar [3]float64
+	sw := 0.0
+	for k := range g.Edges {
+		e := &g.Edges[k]
+		if e.Prior == posegraph.NoPrior || in != nil && !in[e.J] {
+			continue
+		}
+		if e.Prior == posegraph.PosePrior {
+			ri := &x[e.J].R
+			for a := 0; a < d; a++ {
+				for c := 0; c < d; c++ {
+					s := 0.0
+					for l := 0; l < d; l++ {
+						s += ri[a*d+l] * e.R[c*d+l]
+					}
+					m[a*d+c] += e.Kappa * s
+				}
+			}
+		}
+		if !rotations {
+			sw += e.Tau
+			for a := 0; a < d; a++ {
+				abar[a] += e.Tau * x[e.J].T[a]
+				bbar[a] += e.Tau * e.T[a]
+			}
+		}
+	}
+	if !rotations && sw > 0 {
+		for a := 0; a < d; a++ {
+			abar[a] /= sw
+			bbar[a] /= sw
+		}
+		for k := range g.Edges {
+			e := &g.Edges[k]
+			if e.Prior == posegraph.NoPrior || in != nil && !in[e.J] {
+				continue
+			}
+			for a := 0; a < d; a++ {
+				for c := 0; c < d; c++ {
+					m[a*d+c] += e.Tau * (x[e.J].T[a] - abar[a]) * (e.T[c] - bbar[c])
+				}
+			}
+		}
+	}
+	p := posegraph.Pose{R: NearestRotation(m[:d*d], d)}
+	if !rotations {
+		for a := 0; a < d; a++ {
+			s := abar[a]
+			for c := 0; c < d; c++ {
+				s -= p.R[a*d+c] * bbar[c]
+			}
+			p.T[a] = s
+		}
+	}
+	return p
+}
