@@ -80,12 +80,8 @@ func (p *parser) observation(d int) *ParseError {
 		return p.errorf("%s from vertex %d to itself", string(p.fields[0]), i)
 	}
 	if d == 3 {
-		off, err := p.parseID(3)
-		if err != nil {
+		if err := p.offset(3); err != nil {
 			return err
-		}
-		if p.params != nil && !p.params[off] {
-			return p.errorf("%s uses sensor offset %d, which no PARAMS_SE3OFFSET line before it declares", string(p.fields[0]), off)
 		}
 	}
 	if err := p.parseVals(ids + 1); err != nil {
@@ -104,6 +100,19 @@ func (p *parser) observation(d int) *ParseError {
 	e.Tau = tau
 	p.edges = append(p.edges, e)
 	p.markLandmark(l)
+	return nil
+}
+
+// offset reads field k as the id of a sensor offset and checks that a
+// PARAMS_SE3OFFSET line before it declares it, when the file declares any.
+func (p *parser) offset(k int) *ParseError {
+	off, err := p.parseID(k)
+	if err != nil {
+		return err
+	}
+	if p.params != nil && !p.params[off] {
+		return p.errorf("%s uses sensor offset %d, which no PARAMS_SE3OFFSET line before it declares", string(p.fields[0]), off)
+	}
 	return nil
 }
 

@@ -57,12 +57,8 @@ func (p *parser) prior(d int, kind posegraph.PriorKind) *ParseError {
 		return err
 	}
 	if d == 3 {
-		off, err := p.parseID(2)
-		if err != nil {
+		if err := p.offset(2); err != nil {
 			return err
-		}
-		if p.params != nil && !p.params[off] {
-			return p.errorf("%s uses sensor offset %d, which no PARAMS_SE3OFFSET line before it declares", string(p.fields[0]), off)
 		}
 	}
 	if err := p.parseVals(ids + 1); err != nil {

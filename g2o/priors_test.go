@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func TestWritePriorsRoundTrip(t *testing.T) {
 		for k := range g.Edges {
 			a, b := g.Edges[k], h.Edges[k]
 			if a.Prior != b.Prior || a.I != b.I || a.J != b.J || a.R != b.R || a.T != b.T || a.Kappa != b.Kappa || a.Tau != b.Tau ||
-				!equalFloats(a.Meas, b.Meas) || !equalFloats(a.Info, b.Info) {
+				!slices.Equal(a.Meas, b.Meas) || !slices.Equal(a.Info, b.Info) {
 				t.Fatalf("edge %d: %+v read back as %+v", k, a, b)
 			}
 		}
@@ -137,18 +138,6 @@ func TestWritePriorsRoundTrip(t *testing.T) {
 			}
 		}
 	}
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if a[k] != b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // Bad prior records are *ParseErrors at their lines.
