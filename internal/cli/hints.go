@@ -9,7 +9,7 @@ import (
 )
 
 // lenientUsage documents --lenient for solve, info and plot.
-const lenientUsage = "skip records of unsupported types (bearing-only landmarks, priors on landmarks, ...) with a warning; " +
+const lenientUsage = "skip records of unsupported types (priors on points, bearing-only landmarks, ...) with a warning; " +
 	"malformed records and edges to undeclared vertices stay errors"
 
 // lenientHint adds to a reading error the flag that gets past it: an
