@@ -187,6 +187,12 @@ func newCoordinator(bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*c
 	}
 	opts.Sync = opts.Sync.WithDefaults(g.D)
 	kind := opts.Sync.Problem
+	if kind == posegraph.Rotations && g.WithoutPositionPriors() != g {
+		// sync.SolveWith drops them, and the world vertex with them,
+		// which the partition and the agents' copies of g would not.
+		return nil, fmt.Errorf("%s: distributed rotation synchronization does not take position priors, which measure no rotation: "+
+			"solve the pose problem, or use solve --rotations, which leaves them out", g.Source)
+	}
 	bus, auth := secure(bus, opts.Key, opts.Subject, coordinatorPart, opts.Sync.Logger)
 	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.AgentGraph(g), seq: make([]uint64, p.K),
 		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D)}

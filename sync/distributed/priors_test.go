@@ -3,9 +3,11 @@ package distributed_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 	"github.com/bcmsync/bcmsync/sync/distributed"
 )
@@ -50,5 +52,28 @@ func TestDistributedPriors(t *testing.T) {
 				t.Fatalf("pose %d: t differs from the central solve's by %g", i, d)
 			}
 		}
+	}
+}
+
+// Rotation synchronization has no use for position priors: the
+// distributed solver refuses them with a clear error (sync.Solve leaves
+// them out, which the partition could not follow).
+func TestDistributedPriorsRotations(t *testing.T) {
+	g, truth, err := datasets.Manhattan(60, 6, datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _, err = datasets.AddPriors(g, truth, datasets.PriorConfig{N: 5, Tau: 4, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := distributed.BFS(g, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = distributed.SolveOn(context.Background(), distributed.NewMemBus(), g, p,
+		distributed.Options{Sync: bsync.Options{Problem: posegraph.Rotations}}, distributed.AgentOptions{})
+	if err == nil || !strings.Contains(err.Error(), "does not take position priors") {
+		t.Fatalf("error %v, want the refusal of position priors", err)
 	}
 }
