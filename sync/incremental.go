@@ -182,6 +182,24 @@ func (inc *Incremental) NumEdges() int { return len(inc.edges) }
 // first Solve initializes as Options.Init says). The Result is Solve's.
 // On an error the solver is as it was before the call.
 func (inc *Incremental) Solve(ctx context.Context) (*Result, error) {
+	return inc.solve(func(g *posegraph.Graph, opts Options) (*Result, error) {
+		return SolveWith(ctx, g, opts, nil)
+	})
+}
+
+// SolveRobust is Solve with SolveRobust's outlier rejection: graduated
+// non-convexity and the TLS check run on the whole graph so far, warm
+// started from the last certified estimate (so a wrong loop closure that
+// arrives at some step is judged against the map the earlier steps
+// certified). Result.Graph is then the inlier graph, and the estimate
+// kept for the next step is its certified optimum.
+func (inc *Incremental) SolveRobust(ctx context.Context, ro RobustOptions) (*Result, error) {
+	return inc.solve(func(g *posegraph.Graph, opts Options) (*Result, error) {
+		return SolveRobust(ctx, g, opts, ro)
+	})
+}
+
+func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, error)) (*Result, error) {
 	if len(inc.ids) == 0 || inc.landmark[0] {
 		return nil, fmt.Errorf("%s: an incremental solve needs a pose first: the first vertex added anchors the map", inc.src())
 	}
@@ -207,12 +225,12 @@ func (inc *Incremental) Solve(ctx context.Context) (*Result, error) {
 			opts.InitialPoses[k] = start[v]
 		}
 	}
-	res, err := SolveWith(ctx, g, opts, nil)
+	res, err := solve(g, opts)
 	if err != nil {
 		return nil, err
 	}
 	inc.solves++
-	if res.Status == Certified {
+	if res.Status == Certified && len(res.Poses) == len(verts) {
 		for k, v := range verts {
 			inc.est[v], inc.placed[v] = res.Poses[k], true
 		}

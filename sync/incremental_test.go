@@ -447,3 +447,62 @@ func TestReplayBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestIncrementalRobust replays a graph with wrong loop closures through
+// SolveRobust: every step certifies, every outlier that has arrived is
+// rejected, and the last step reaches the batch robust solve's optimum.
+func TestIncrementalRobust(t *testing.T) {
+	clean, _ := manhattan(t, 120, 10)
+	g, outlier, err := datasets.AddOutliers(clean, datasets.OutlierConfig{Count: 4, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches, err := bsync.Replay(g, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc, err := bsync.NewIncremental(g.D, bsync.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := bsync.DefaultRobustOptions()
+	var res *bsync.Result
+	for k := range batches {
+		if err := batches[k].Add(inc); err != nil {
+			t.Fatal(err)
+		}
+		if res, err = inc.SolveRobust(context.Background(), ro); err != nil {
+			t.Fatal(err)
+		}
+		if !res.Certified {
+			t.Fatalf("step %d: %s", k, res.Status)
+		}
+	}
+	batch, err := bsync.SolveRobust(context.Background(), g, bsync.Options{}, ro)
+	if err != nil || !batch.Certified {
+		t.Fatalf("batch: %v %v", err, batch.Status)
+	}
+	if rel := math.Abs(res.Objective-batch.Objective) / batch.Objective; rel > 1e-6 {
+		t.Errorf("last step F = %.12g, batch F = %.12g", res.Objective, batch.Objective)
+	}
+	// The last step's edges are g's edges in the batches' order: find the
+	// outliers by their ends.
+	type pair struct{ i, j int }
+	wrong := map[pair]bool{}
+	for k, e := range g.Edges {
+		if outlier[k] {
+			wrong[pair{g.IDs[e.I], g.IDs[e.J]}] = true
+		}
+	}
+	in := res.Robust.Input
+	rejected := 0
+	for _, k := range res.Robust.Rejected {
+		e := in.Edges[k]
+		if wrong[pair{in.IDs[e.I], in.IDs[e.J]}] {
+			rejected++
+		}
+	}
+	if rejected != len(wrong) {
+		t.Errorf("rejected %d of the %d outliers", rejected, len(wrong))
+	}
+}
