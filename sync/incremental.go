@@ -11,22 +11,22 @@ import (
 // poses, landmarks and measurements as they come and asks for the
 // certified optimum after each batch. Each Solve is a certified solve of
 // the graph so far, on sync's one staircase (SolveWith), whose Result
-// means what Solve's means; what makes it cheaper than a cold solve is
-// where it starts and what it keeps:
+// means what Solve's means. What makes it cheaper than a cold solve is
+// where it starts: the last certified estimate for the vertices it covers,
+// and each new vertex placed by composing the measurement that links it to
+// a placed one (its odometry, for a pose; its first observation, for a
+// landmark). That start is near the new optimum when the batch is small:
+// the chordal initialization (an ordering and a factorization of its own)
+// is skipped, and the staircase's first level, at rank d, needs a few
+// trust-region steps. The start is passed as Options.InitialPoses
+// (InitGiven), the warm start SolveRobust's solves use, so each step runs
+// the one staircase unchanged, with its records and its checks.
 //
-//   - the start: the last certified estimate for the vertices it covers,
-//     and each new vertex placed by composing the measurement that links
-//     it to a placed one (its odometry, for a pose; its first observation,
-//     for a landmark). That start is near the new optimum when the batch
-//     is small, so the staircase's first level needs a few trust-region
-//     steps where a cold solve runs the chordal initialization and climbs
-//     from farther;
-//   - the fill-reducing order: the block order of the last solve's Q,
-//     with the new vertices after the old, serves the next solves until
-//     the graph has grown by a fraction of its size (incrementalReorder),
-//     then it is made afresh. Every factorization of a solve (the
-//     certificate's, the trust region's preconditioners, the chordal and
-//     translation systems) is analysed on it.
+// The fill-reducing order and the symbolic analyses are made afresh at
+// each step: the pattern of Q changes with every new vertex, and the
+// last order with the new vertices appended costs the factorizations 2 to
+// 7 times the flops of a fresh one on city10000 (docs/online.md), far more
+// than the ordering saves.
 //
 // Each step's certificate is its own: a factorization of that step's S,
 // no estimate is called certified because an earlier one was.
@@ -67,10 +67,6 @@ type Incremental struct {
 	placed []bool
 	// solves counts the Solve calls that ran the staircase.
 	solves int
-	// order is the block order being reused, by arrival index, and
-	// orderedAt the number of vertices when it was last made afresh.
-	order     []int
-	orderedAt int
 }
 
 // NewIncremental returns an empty incremental solver of dimension d (2 or
