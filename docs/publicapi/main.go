@@ -4,9 +4,8 @@
 // small generated graphs with each entry point: the block-coordinate
 // solver on its own, the certified pipeline, a level optimizer of the
 // user's own in the pipeline's staircase, the incremental solver, robust
-// estimation, the
-// distributed solver in one process, covariances, and the readers,
-// writers and plots. Its go.mod replaces the module by the repository
+// estimation, the distributed solver in one process, covariances, and the
+// readers, writers and plots. Its go.mod replaces the module by the repository
 // root; after the root's requirements change, run go mod tidy here.
 package main
 
