@@ -14,8 +14,6 @@ import (
 // ReplayStep is one step of an online replay (bcmsync replay): the graph
 // solved after the step's batch arrived.
 type ReplayStep struct {
-	// Poses counts the vertices solved at the step.
-	Poses int
 	// Seconds is the step's wall time (adding its batch and solving),
 	// Objective the F of its estimate.
 	Seconds, Objective float64

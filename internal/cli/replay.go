@@ -254,7 +254,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if f.plots != "" {
 		ps := make([]plots.ReplayStep, len(rep.Steps))
 		for k, s := range rep.Steps {
-			ps[k] = plots.ReplayStep{Poses: s.Poses, Seconds: s.Seconds, Objective: s.Objective, Certified: s.Certified}
+			ps[k] = plots.ReplayStep{Seconds: s.Seconds, Objective: s.Objective, Certified: s.Certified}
 		}
 		if err := os.MkdirAll(f.plots, 0o755); err != nil {
 			return err
