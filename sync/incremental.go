@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -42,7 +43,8 @@ import (
 // that a later Solve, after the measurement that links it, goes on. With
 // Options.LargestComponent, Solve instead solves the vertices linked to
 // the first pose (Result.Graph lists them) and the others wait for their
-// link.
+// link. Before any edge links a vertex to the first pose, Solve returns an
+// error wrapping ErrNoEdges.
 //
 // An Incremental is not safe for concurrent use.
 type Incremental struct {
@@ -68,6 +70,10 @@ type Incremental struct {
 	// solves counts the Solve calls that ran the staircase.
 	solves int
 }
+
+// ErrNoEdges is the error (wrapped) of an incremental Solve before any
+// edge links a vertex to the first pose: there is nothing to solve yet.
+var ErrNoEdges = errors.New("nothing to solve yet")
 
 // NewIncremental returns an empty incremental solver of dimension d (2 or
 // 3) that solves with opts (Options.Init and Options.InitialPoses apply
@@ -212,6 +218,11 @@ func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, er
 			return nil, err
 		}
 		return nil, fmt.Errorf("%s: %d vertices are not linked to the first pose", inc.src(), len(inc.ids)-len(verts))
+	}
+	if g.M() == 0 {
+		// F is identically 0: nothing to estimate, and nothing a
+		// certificate could say.
+		return nil, fmt.Errorf("%s: %w: %d vertices and no edges linking them", inc.src(), ErrNoEdges, g.N())
 	}
 	opts := inc.opts
 	opts.LargestComponent = false

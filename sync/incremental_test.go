@@ -2,6 +2,7 @@ package sync_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -356,11 +357,17 @@ func TestIncrementalErrors(t *testing.T) {
 	if _, err := inc.Solve(context.Background()); err == nil {
 		t.Error("an empty solver solved")
 	}
+	if err := inc.AddPoses(9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inc.Solve(context.Background()); !errors.Is(err, bsync.ErrNoEdges) {
+		t.Errorf("a pose alone: %v, want ErrNoEdges", err)
+	}
 	if err := inc.AddPoses(1, 2, 2); err == nil || !strings.Contains(err.Error(), "id 2") {
 		t.Errorf("an id twice: %v", err)
 	}
-	if inc.NumVertices() != 0 {
-		t.Errorf("a failed AddPoses added %d vertices", inc.NumVertices())
+	if inc.NumVertices() != 1 {
+		t.Errorf("a failed AddPoses added %d vertices", inc.NumVertices()-1)
 	}
 	if err := inc.AddPoses(1, 2); err != nil {
 		t.Fatal(err)

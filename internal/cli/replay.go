@@ -22,6 +22,9 @@ var replayNotTaken = notTaken{
 	{[]string{"covariances", "covariance-pairs"}, "covariances are of one estimate: solve --covariances gives the whole file's"},
 }
 
+// noEdgesYet is the status of a replay step before the first edge.
+const noEdgesYet = "nothing to solve yet: no edges"
+
 // replayPNG is the figure replay writes into --plots.
 const replayPNG = "replay.png"
 
@@ -183,6 +186,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		} else {
 			res, err = inc.SolveRobust(ctx, ro)
 		}
+		if errors.Is(err, bsync.ErrNoEdges) {
+			// Before the first edge there is nothing to solve: the step
+			// says so and does not count as a failure.
+			st := replayStep{Step: k + 1, Waiting: inc.NumVertices(), NewPoses: len(b.Poses), NewEdges: len(b.Edges),
+				Status: noEdgesYet, Seconds: time.Since(t0).Seconds()}
+			rep.Steps = append(rep.Steps, st)
+			rep.Seconds += st.Seconds
+			fmt.Fprintf(lines, "step %*d/%d  poses %6d  edges %7d  %s\n", len(fmt.Sprint(len(batches))), k+1, len(batches), 0, 0, noEdgesYet)
+			continue
+		}
 		if err != nil {
 			return solveError(err, g)
 		}
@@ -252,9 +265,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if f.plots != "" {
-		ps := make([]plots.ReplayStep, len(rep.Steps))
-		for k, s := range rep.Steps {
-			ps[k] = plots.ReplayStep{Seconds: s.Seconds, Objective: s.Objective, Certified: s.Certified}
+		var ps []plots.ReplayStep
+		for _, s := range rep.Steps {
+			if s.Status != noEdgesYet {
+				ps = append(ps, plots.ReplayStep{Seconds: s.Seconds, Objective: s.Objective, Certified: s.Certified})
+			}
 		}
 		if err := os.MkdirAll(f.plots, 0o755); err != nil {
 			return err

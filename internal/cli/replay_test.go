@@ -164,3 +164,60 @@ func writeG2O(path string, g *posegraph.Graph) error {
 	}
 	return f.Close()
 }
+
+// A pose whose edges all go to later ids waits, at the step it arrives,
+// for the step that links it; a file that stays disconnected is solve's
+// error.
+func TestReplayWaiting(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "late.g2o")
+	const info = " 100 0 0 100 0 400\n"
+	text := "EDGE_SE2 0 1 1 0 0" + info + "EDGE_SE2 1 3 2 0 0" + info + "EDGE_SE2 2 3 1 0 0" + info + "EDGE_SE2 0 2 1.9 0 0" + info
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(dir, "r.json")
+	code, stdout, stderr := runCmd("replay", "--steps", "4", "--report", report, in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rep := readReplayReport(t, report)
+	// Step 1, pose 0 alone, has nothing to solve, and says so.
+	if s := rep.Steps[0]; s.Status != noEdgesYet || s.Certified || !strings.Contains(stdout, noEdgesYet) {
+		t.Errorf("step 1: %+v\n%s", s, stdout)
+	}
+	// Pose 2 arrives at step 3 with its edge from 0, so nothing waits;
+	// drop that edge and it waits for pose 3.
+	if rep.Steps[2].Waiting != 0 || rep.Steps[2].Poses != 3 {
+		t.Errorf("step 3: %+v", rep.Steps[2])
+	}
+	text = strings.Replace(text, "EDGE_SE2 0 2 1.9 0 0"+info, "", 1)
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCmd("replay", "--steps", "4", "--report", report, in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rep = readReplayReport(t, report)
+	if s := rep.Steps[2]; s.Waiting != 1 || s.Poses != 2 || !strings.Contains(stdout, "waiting 1") {
+		t.Errorf("step 3: %+v\n%s", s, stdout)
+	}
+	if s := rep.Steps[3]; s.Waiting != 0 || s.Poses != 4 || !s.Certified {
+		t.Errorf("step 4: %+v", s)
+	}
+	// Two pieces: solve's error, or the largest replayed.
+	text += "EDGE_SE2 7 8 1 0 0" + info
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd("replay", "--steps", "2", in); code != 1 || !strings.Contains(stderr, "--largest-component") {
+		t.Errorf("disconnected: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCmd("replay", "--steps", "2", "--largest-component", "--report", report, in); code != 0 {
+		t.Errorf("--largest-component: exit %d, %s", code, stderr)
+	}
+	if rep = readReplayReport(t, report); rep.Steps[1].Poses != 4 {
+		t.Errorf("--largest-component: %+v", rep.Steps[1])
+	}
+}
