@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -46,7 +47,7 @@ func Replay(path string, steps []ReplayStep, title string) error {
 	}
 	certGlyph := draw.GlyphStyle{Color: palette[0], Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 	failGlyph := draw.GlyphStyle{Color: failColor, Radius: vg.Points(4), Shape: thickCross{}}
-	var drawn [2]interface{ Draw(draw.Canvas) }
+	var drawn [2]*plot.Plot
 	for k, pn := range panels {
 		p := newPlot(pn.title, "step", pn.ylabel)
 		xys := make(plotter.XYs, n)
@@ -93,16 +94,7 @@ func Replay(path string, steps []ReplayStep, title string) error {
 	}
 	title = fmt.Sprintf("%s: %d steps, %s in all, median step %s, largest %s", title, n,
 		formatSeconds(total), formatSeconds(secs[n/2]), formatSeconds(secs[n-1]))
-	return save(path, defaultWidth, 8*vg.Centimeter, func(dc draw.Canvas) {
-		c := drawTitle(dc, title)
-		c = drawLegend(c, entries)
-		c = draw.Crop(c, 2, -4, 2, -2)
-		mid := (c.Min.X + c.Max.X) / 2
-		left, right := c, c
-		left.Max.X, right.Min.X = mid-6, mid+6
-		drawn[0].Draw(left)
-		drawn[1].Draw(right)
-	})
+	return saveSideBySide(path, 8*vg.Centimeter, title, entries, drawn[0], drawn[1])
 }
 
 func checkReplay(steps []ReplayStep) error {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -25,6 +26,17 @@ func readReplayReport(t *testing.T, path string) replayReport {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return rep
+}
+
+// replayed runs replay --report report with args, fails t unless it exits
+// 0, and returns the report and stdout.
+func replayed(t *testing.T, report string, args ...string) (replayReport, string) {
+	t.Helper()
+	code, stdout, stderr := runCmd(append([]string{"replay", "--report", report}, args...)...)
+	if code != 0 {
+		t.Fatalf("replay %v: exit %d: %s\n%s", args, code, stderr, stdout)
+	}
+	return readReplayReport(t, report), stdout
 }
 
 // replay FILE --steps K prints a line per step and a total, writes the
@@ -125,11 +137,7 @@ func TestReplayRobustAndLandmarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := filepath.Join(dir, "r.json")
-	code, stdout, stderr := runCmd("replay", "--steps", "4", "--robust", "gnc-tls", "--report", report, out)
-	if code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
-	}
-	rep := readReplayReport(t, report)
+	rep, stdout := replayed(t, report, "--steps", "4", "--robust", "gnc-tls", out)
 	if rep.Robust != "gnc-tls" || !rep.AllCertified || rep.Steps[3].Rejected < 3 || !strings.Contains(stdout, "rejected") {
 		t.Errorf("robust replay: %+v\n%s", rep, stdout)
 	}
@@ -142,11 +150,7 @@ func TestReplayRobustAndLandmarks(t *testing.T) {
 	if err := writeG2O(lmFile, lm); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr = runCmd("replay", "--steps", "3", "--report", report, lmFile)
-	if code != 0 {
-		t.Fatalf("landmarks: exit %d: %s", code, stderr)
-	}
-	rep = readReplayReport(t, report)
+	rep, stdout = replayed(t, report, "--steps", "3", lmFile)
 	if last := rep.Steps[2]; last.Landmarks != 15 || last.Poses != 150 || !strings.Contains(stdout, "landmarks") {
 		t.Errorf("landmark replay: %+v\n%s", last, stdout)
 	}
@@ -154,15 +158,7 @@ func TestReplayRobustAndLandmarks(t *testing.T) {
 
 // writeG2O writes g with its initial estimates to path.
 func writeG2O(path string, g *posegraph.Graph) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := g2o.Write(f, g, g.Initial); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeOutput(path, io.Discard, func(w io.Writer) error { return g2o.Write(w, g, nil) })
 }
 
 // A pose whose edges all go to later ids waits, at the step it arrives,
@@ -170,18 +166,11 @@ func writeG2O(path string, g *posegraph.Graph) error {
 // error.
 func TestReplayWaiting(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "late.g2o")
 	const info = " 100 0 0 100 0 400\n"
 	text := "EDGE_SE2 0 1 1 0 0" + info + "EDGE_SE2 1 3 2 0 0" + info + "EDGE_SE2 2 3 1 0 0" + info + "EDGE_SE2 0 2 1.9 0 0" + info
-	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	in := writeTemp(t, dir, "late.g2o", text)
 	report := filepath.Join(dir, "r.json")
-	code, stdout, stderr := runCmd("replay", "--steps", "4", "--report", report, in)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	rep := readReplayReport(t, report)
+	rep, stdout := replayed(t, report, "--steps", "4", in)
 	// Step 1, pose 0 alone, has nothing to solve, and says so.
 	if s := rep.Steps[0]; s.Status != noEdgesYet || s.Certified || !strings.Contains(stdout, noEdgesYet) {
 		t.Errorf("step 1: %+v\n%s", s, stdout)
@@ -192,14 +181,8 @@ func TestReplayWaiting(t *testing.T) {
 		t.Errorf("step 3: %+v", rep.Steps[2])
 	}
 	text = strings.Replace(text, "EDGE_SE2 0 2 1.9 0 0"+info, "", 1)
-	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, stdout, stderr = runCmd("replay", "--steps", "4", "--report", report, in)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	rep = readReplayReport(t, report)
+	writeTemp(t, dir, "late.g2o", text)
+	rep, stdout = replayed(t, report, "--steps", "4", in)
 	if s := rep.Steps[2]; s.Waiting != 1 || s.Poses != 2 || !strings.Contains(stdout, "waiting 1") {
 		t.Errorf("step 3: %+v\n%s", s, stdout)
 	}
@@ -208,16 +191,11 @@ func TestReplayWaiting(t *testing.T) {
 	}
 	// Two pieces: solve's error, or the largest replayed.
 	text += "EDGE_SE2 7 8 1 0 0" + info
-	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTemp(t, dir, "late.g2o", text)
 	if code, _, stderr := runCmd("replay", "--steps", "2", in); code != 1 || !strings.Contains(stderr, "--largest-component") {
 		t.Errorf("disconnected: exit %d, %s", code, stderr)
 	}
-	if code, _, stderr := runCmd("replay", "--steps", "2", "--largest-component", "--report", report, in); code != 0 {
-		t.Errorf("--largest-component: exit %d, %s", code, stderr)
-	}
-	if rep = readReplayReport(t, report); rep.Steps[1].Poses != 4 {
+	if rep, _ = replayed(t, report, "--steps", "2", "--largest-component", in); rep.Steps[1].Poses != 4 {
 		t.Errorf("--largest-component: %+v", rep.Steps[1])
 	}
 }
