@@ -73,7 +73,8 @@ func Replay(g *posegraph.Graph, steps int) ([]Batch, error) {
 	return out, nil
 }
 
-// Add adds b to inc: its poses, its landmarks, then its edges.
+// Add adds b to inc: its poses, its landmarks, then its edges. On an
+// error, what was added before it stays added.
 func (b *Batch) Add(inc *Incremental) error {
 	if err := inc.AddPoses(b.Poses...); err != nil {
 		return err
