@@ -24,10 +24,10 @@ import (
 // the one staircase unchanged, with its records and its checks.
 //
 // The fill-reducing order and the symbolic analyses are made afresh at
-// each step: the pattern of Q changes with every new vertex, and the
-// last order with the new vertices appended costs the factorizations 2 to
-// 7 times the flops of a fresh one on city10000 (docs/online.md), far more
-// than the ordering saves.
+// each step: the pattern of Q changes with every new vertex, and keeping
+// the last order with the new vertices appended makes the factorizations
+// costlier by far more than the ordering saves (docs/online.md has the
+// measurements).
 //
 // Each step's certificate is its own: a factorization of that step's S,
 // no estimate is called certified because an earlier one was.
