@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -182,12 +183,22 @@ func (g *Graph) Validate() error {
 	if len(g.Initial) != 0 && len(g.Initial) != n || len(g.HasInitial) != 0 && len(g.HasInitial) != n {
 		return fmt.Errorf("%s: %d poses but %d initial estimates", g.src(), n, len(g.Initial))
 	}
-	seen := make(map[int]int, n)
-	for i, id := range g.IDs {
-		if k, ok := seen[id]; ok {
-			return fmt.Errorf("%s: id %d names poses %d and %d", g.src(), id, k, i)
+	// Ascending ids (a file's) are distinct when neighbours differ; a map
+	// is for the others.
+	if !slices.IsSorted(g.IDs) {
+		seen := make(map[int]int, n)
+		for i, id := range g.IDs {
+			if k, ok := seen[id]; ok {
+				return fmt.Errorf("%s: id %d names poses %d and %d", g.src(), id, k, i)
+			}
+			seen[id] = i
 		}
-		seen[id] = i
+	} else {
+		for i := 1; i < len(g.IDs); i++ {
+			if g.IDs[i] == g.IDs[i-1] {
+				return fmt.Errorf("%s: id %d names poses %d and %d", g.src(), g.IDs[i], i-1, i)
+			}
+		}
 	}
 	if err := g.validateLandmarks(); err != nil {
 		return err
@@ -196,36 +207,36 @@ func (g *Graph) Validate() error {
 	if g.RawRotations {
 		tol = RawRotationTol
 	}
-	for k, e := range g.Edges {
-		at := g.where(k)
+	for k := range g.Edges {
+		e := &g.Edges[k]
 		if e.I < 0 || e.I >= n || e.J < 0 || e.J >= n {
-			return fmt.Errorf("%s: edge (%d, %d) has an endpoint outside 0..%d", at, e.I, e.J, n-1)
+			return fmt.Errorf("%s: edge (%d, %d) has an endpoint outside 0..%d", g.where(k), e.I, e.J, n-1)
 		}
 		if e.I == e.J {
-			return fmt.Errorf("%s: edge from pose %d to itself", at, g.IDs[e.I])
+			return fmt.Errorf("%s: edge from pose %d to itself", g.where(k), g.IDs[e.I])
 		}
 		if g.IsLandmark(e.I) || g.IsLandmark(e.J) {
 			continue // validateLandmarks checks observations
 		}
 		if !(e.Kappa > 0) || !(e.Tau > 0) || math.IsInf(e.Kappa, 0) || math.IsInf(e.Tau, 0) {
-			return fmt.Errorf("%s: precisions kappa=%g tau=%g must be positive and finite", at, e.Kappa, e.Tau)
+			return fmt.Errorf("%s: precisions kappa=%g tau=%g must be positive and finite", g.where(k), e.Kappa, e.Tau)
 		}
 		for _, v := range e.R[:g.D*g.D] {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("%s: rotation is not finite", at)
+				return fmt.Errorf("%s: rotation is not finite", g.where(k))
 			}
 		}
 		for _, v := range e.T[:g.D] {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("%s: translation is not finite", at)
+				return fmt.Errorf("%s: translation is not finite", g.where(k))
 			}
 		}
 		if dev := rotationDeviation(e.R[:], g.D); dev > tol {
 			if g.RawRotations {
 				return fmt.Errorf("%s: measurement is not a rotation even in SE-Sync's raw reading "+
-					"(||R^T R - I|| + |det R - 1| = %.3g > %g: is the quaternion far from unit norm?)", at, dev, tol)
+					"(||R^T R - I|| + |det R - 1| = %.3g > %g: is the quaternion far from unit norm?)", g.where(k), dev, tol)
 			}
-			return fmt.Errorf("%s: measurement is not a rotation (||R^T R - I|| + |det R - 1| = %.3g)", at, dev)
+			return fmt.Errorf("%s: measurement is not a rotation (||R^T R - I|| + |det R - 1| = %.3g)", g.where(k), dev)
 		}
 	}
 	if comps := g.Components(); len(comps) > 1 {
