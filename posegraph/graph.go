@@ -134,18 +134,28 @@ func (g *Graph) Components() [][]int {
 			}
 		}
 	}
-	byRoot := map[int][]int{}
-	var roots []int
+	// Components in the order of their first pose, each listing its poses
+	// in order: count them, then fill one backing array.
+	comp := make([]int, n) // the component of pose i, by first appearance
+	var sizes []int
 	for i := 0; i < n; i++ {
-		r := find(i)
-		if _, ok := byRoot[r]; !ok {
-			roots = append(roots, r)
+		if r := find(i); r == i {
+			comp[i] = len(sizes)
+			sizes = append(sizes, 0)
+		} else {
+			comp[i] = comp[r] // the root is the component's first pose
 		}
-		byRoot[r] = append(byRoot[r], i)
+		sizes[comp[i]]++
 	}
-	comps := make([][]int, 0, len(roots))
-	for _, r := range roots {
-		comps = append(comps, byRoot[r])
+	all := make([]int, n)
+	comps := make([][]int, len(sizes))
+	at := 0
+	for k, sz := range sizes {
+		comps[k] = all[at : at : at+sz]
+		at += sz
+	}
+	for i := 0; i < n; i++ {
+		comps[comp[i]] = append(comps[comp[i]], i)
 	}
 	sort.SliceStable(comps, func(a, b int) bool { return len(comps[a]) > len(comps[b]) })
 	return comps
