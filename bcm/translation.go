@@ -22,9 +22,33 @@ import (
 // need O(n^2) sweeps for.
 type transSolver struct {
 	chol   *sparse.Cholesky
-	index  []int // index[i] = row of pose i in the reduced system, -1 if anchored
+	ext    TranslationSolver // instead of chol, when the caller gave one
+	index  []int             // index[i] = row of pose i in the reduced system, -1 if anchored
 	nfree  int
 	rhs, x []float64
+}
+
+// extTransSolver is the step with the caller's solver of the system, for
+// a connected graph of n poses.
+func extTransSolver(n int, ext TranslationSolver) (*transSolver, error) {
+	a := ext.Anchor()
+	if a < 0 || a >= n {
+		return nil, fmt.Errorf("bcm: translation solver anchored at pose %d of %d", a, n)
+	}
+	ts := &transSolver{ext: ext, index: make([]int, n), nfree: n - 1}
+	for i := range ts.index {
+		switch {
+		case i < a:
+			ts.index[i] = i
+		case i == a:
+			ts.index[i] = -1
+		default:
+			ts.index[i] = i - 1
+		}
+	}
+	ts.rhs = make([]float64, ts.nfree)
+	ts.x = make([]float64, ts.nfree)
+	return ts, nil
 }
 
 func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
@@ -101,9 +125,9 @@ func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
 }
 
 // step updates the translation columns of x given n = X Q.
-func (ts *transSolver) step(x, n *sparse.Blocks, d int) {
+func (ts *transSolver) step(x, n *sparse.Blocks, d int) error {
 	if ts.nfree == 0 {
-		return
+		return nil
 	}
 	b, rb := x.B, x.R*x.B
 	for a := 0; a < x.R; a++ {
@@ -112,11 +136,18 @@ func (ts *transSolver) step(x, n *sparse.Blocks, d int) {
 				ts.rhs[ci] = -n.Data[i*rb+a*b+d]
 			}
 		}
-		ts.chol.Solve(ts.x, ts.rhs)
+		if ts.ext != nil {
+			if err := ts.ext.SolveTranslations(ts.x, ts.rhs); err != nil {
+				return err
+			}
+		} else {
+			ts.chol.Solve(ts.x, ts.rhs)
+		}
 		for i, ci := range ts.index {
 			if ci >= 0 {
 				x.Data[i*rb+a*b+d] += ts.x[ci]
 			}
 		}
 	}
+	return nil
 }

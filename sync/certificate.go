@@ -49,9 +49,10 @@ type certifier struct {
 	// The slack the shift may cost the bound is half the allowed gap,
 	// max(gapTol |F|, gapAbs) / 2, at F = tr(Lambda).
 	gapTol, gapAbs float64
-	etaFloor       float64 // below this the factorization is rounding, not proof
-	anchor         int     // the pose the factor eliminates last (see check)
-	perm           []int   // fill-reducing order of Q's pattern (nil: AMD)
+	etaFloor       float64               // below this the factorization is rounding, not proof
+	anchor         int                   // the pose the factor eliminates last (see check)
+	perm           []int                 // fill-reducing order of Q's pattern (nil: AMD)
+	sym            *sparse.BlockSymbolic // the pattern's block analysis in perm's order (nil: none)
 	chol           *sparse.Cholesky
 	seed           uint64
 	inv            []float64 // inverse-iteration vectors
@@ -217,7 +218,7 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 	cert.trLambda = m.traceLambda(cert.lam)
 	c.buildS(cert.lam, d)
 	if c.chol == nil {
-		chol, err := sparse.AnalyzeBlocks(c.s, c.perm)
+		chol, err := analyzeWith(c.sym, c.s, c.perm)
 		if err != nil {
 			return cert, fmt.Errorf("certificate: analysing S: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/rounding"
 )
 
 // This file is the small hook that solvers outside this package (the
@@ -98,7 +99,7 @@ func (c *Certifier) Finish(res *Result, x *sparse.Blocks, last Check, stopped St
 	for k := range order {
 		order[k] = c.perm[k*c.q.B] / c.q.B
 	}
-	poses, err := roundEstimate(g, x, d, opts.Problem, order)
+	poses, err := roundEstimate(g, x, d, opts.Problem, rounding.NewPlan(g, order, nil))
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,8 @@ type basisEntry struct {
 type hessianPrecond struct {
 	q    *sparse.BlockSym
 	d, b int
-	qper []int // block ordering of Q, scalar (b per block)
+	qper []int                 // block ordering of Q, scalar (b per block)
+	sym  *sparse.BlockSymbolic // Q's pattern analysed in that order (nil: none)
 	mu   float64
 	// exact keeps the full coupled Hessian at r > d (tests compare the
 	// two forms); by default the split form below is used there.
@@ -397,7 +398,7 @@ func (p *hessianPrecond) assembleAt(x *sparse.Blocks, lam []float64) {
 // analyze computes the symbolic factorization of the Hessian's pattern; on
 // failure it marks the preconditioner failed and reports false.
 func (p *hessianPrecond) analyze() bool {
-	c, err := sparse.AnalyzeBlocks(p.h, p.perm)
+	c, err := analyzeWith(p.sym, p.h, p.perm)
 	if err != nil {
 		p.ok = false
 		p.failed++
@@ -689,7 +690,7 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 		}
 	}
 	if p.schol == nil {
-		c, err := sparse.AnalyzeBlocks(p.s, p.qper)
+		c, err := analyzeWith(p.sym, p.s, p.qper)
 		if err != nil {
 			return false
 		}

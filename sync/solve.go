@@ -203,7 +203,12 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	for k := range poseOrder {
 		poseOrder[k] = perm[k*q.B] / q.B
 	}
-	init, err := initialize(g, opts, poseOrder)
+	// One block analysis of the pose graph in that order, and one plan of
+	// the translation system, serve every factorization of the solve
+	// (symbolic.go).
+	sym, _ := sparse.AnalyzeBlockPattern(q, perm) // nil: each analyses alone
+	plan := rounding.NewPlan(g, poseOrder, sym)
+	init, err := initialize(g, opts, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +224,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// inner CG and the eigensolver. sigma only lifts Q's null space (the
 	// common translation), so it is tiny next to the weights.
 	qFactor := &lazyFactor{build: func() (*sparse.Cholesky, error) {
-		c, err := sparse.AnalyzeBlocks(q, perm)
+		c, err := analyzeWith(sym, q, perm)
 		if err == nil {
 			err = c.FactorizeBlocks(q, 1e-9*scale)
 		}
@@ -229,8 +234,9 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 		return c, nil
 	}}
 	hp := newHessianPrecond(q, d, perm, 1e-9*scale)
-	hp.threads = opts.Threads
+	hp.threads, hp.sym = opts.Threads, sym
 	cert := newCertifier(q, d, opts.GapTol, opts.GapAbs, etaFloor, perm, opts.Seed)
+	cert.sym = sym
 	solver := bcm.New(q, d, opts.Problem)
 
 	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
@@ -256,7 +262,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 			lv, c, err = initialLevel(res, q, cert, x, d, opts)
 		}
 		if !c.psd && err == nil {
-			lv, c, err = solveLevel(ctx, res, q, solver, cert, qFactor, hp, x, r, d, deadline, start, opts)
+			lv, c, err = solveLevel(ctx, res, q, solver, cert, qFactor, hp, plan, x, r, d, deadline, start, opts)
 		}
 		res.Levels = append(res.Levels, lv)
 		if r == d && err == nil {
@@ -345,7 +351,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	// 3675.92 at rank 2), and the refinement, a local solve from the
 	// rounding, usually goes lower still.
 	t0 = time.Now()
-	poses, err := roundEstimate(g, x, d, opts.Problem, poseOrder)
+	poses, err := roundEstimate(g, x, d, opts.Problem, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +360,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 	tightEnough := haveBound && res.Objective-res.DualBound <= res.GapAllowed
 	if res.Rank > d && status != Cancelled {
 		if rankD != nil {
-			p, err := roundEstimate(g, rankD, d, opts.Problem, poseOrder)
+			p, err := roundEstimate(g, rankD, d, opts.Problem, plan)
 			if err != nil {
 				return nil, err
 			}
@@ -368,7 +374,7 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 			lv, err := refineLevel(ctx, res, q, qFactor, hp, xr, d, deadline, start, opts)
 			res.Refine = &lv
 			if err == nil || errors.Is(err, context.DeadlineExceeded) {
-				p, err := roundEstimate(g, xr, d, opts.Problem, poseOrder)
+				p, err := roundEstimate(g, xr, d, opts.Problem, plan)
 				if err != nil {
 					return nil, err
 				}
@@ -392,11 +398,11 @@ func Solve(ctx context.Context, g *posegraph.Graph, opts Options) (*Result, erro
 
 // roundEstimate rounds x onto SO(d)^n, recovers the translations exactly
 // and expresses the poses in g's gauge (docs/design.md section 6).
-func roundEstimate(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.Problem, poseOrder []int) ([]posegraph.Pose, error) {
+func roundEstimate(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.Problem, plan *rounding.Plan) ([]posegraph.Pose, error) {
 	// The blocks whose Y no cost sees (landmarks) do not enter the rounding.
 	poses := rounding.RoundMasked(x, d, g.LandmarkMask())
 	if prob == posegraph.Poses {
-		if err := rounding.RecoverTranslationsOrdered(g, poses, poseOrder); err != nil {
+		if err := plan.RecoverTranslations(poses); err != nil {
 			return nil, err
 		}
 	}
@@ -498,14 +504,14 @@ func settle(res *Result, g *posegraph.Graph, q *sparse.BlockSym, cert *certifier
 	return nil
 }
 
-func initialize(g *posegraph.Graph, opts Options, order []int) ([]posegraph.Pose, error) {
+func initialize(g *posegraph.Graph, opts Options, plan *rounding.Plan) ([]posegraph.Pose, error) {
 	rot := opts.Problem == posegraph.Rotations
 	switch opts.Init {
 	case InitChordal:
 		if rot {
-			return rounding.ChordalRotationsOrdered(g, order)
+			return plan.ChordalRotations()
 		}
-		return rounding.ChordalOrdered(g, order)
+		return plan.Chordal()
 	case InitOdometry:
 		if rot {
 			return rounding.OdometryRotations(g)
@@ -523,7 +529,7 @@ func initialize(g *posegraph.Graph, opts Options, order []int) ([]posegraph.Pose
 
 // solveLevel optimizes at rank r (BCM, then the trust region) and certifies.
 func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bcm.Solver, cert *certifier, qFactor *lazyFactor, hp *hessianPrecond,
-	x *sparse.Blocks, r, d int, deadline, start time.Time, opts Options) (Level, certificate, error) {
+	plan *rounding.Plan, x *sparse.Blocks, r, d int, deadline, start time.Time, opts Options) (Level, certificate, error) {
 	lv := Level{Rank: r}
 	m := newManifold(q, d, r, opts.Threads)
 	emit := func(rec Record) {
@@ -541,6 +547,9 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 			// Exact joint translation steps remove BCM's slow diffusion of
 			// translations along long chains.
 			SolveTranslations: opts.Problem == posegraph.Poses,
+			// The translation system is the rounding's: one factorization
+			// in Q's order instead of another with its own ordering.
+			Translations: plan,
 			Progress: func(b bcm.Record) {
 				iters = b.Sweep
 				emit(Record{Rank: r, Phase: "bcm", Iter: b.Sweep, Seconds: time.Since(start).Seconds(),
