@@ -898,3 +898,15 @@ func (p *hessianPrecond) apply(dst, v *sparse.Blocks) {
 	}
 	p.vector(dst, p.z, p.sz)
 }
+
+// restartAfter is the number of inner iterations after which a factor kept
+// from an earlier point is replaced (rtr restarts tCG with a fresh one):
+// four times the budget refactorAfter gives it, and at least 20. A point
+// far from the one factored (a long step on a corridor, whose translations
+// swing with every rotation) can make the kept factor a poor
+// preconditioner: a 15,000-pose corridor took 1000 inner iterations in one
+// step with it, and 1 with a fresh one. Near the minimum, where factors
+// are kept, tCG stays well below this.
+func restartAfter(p *hessianPrecond) int {
+	return max(4*p.refactorAfter(), 20)
+}

@@ -29,6 +29,9 @@ type rtrOptions struct {
 	// Record); the caller fills in the rest.
 	OnRecord  func(iter int, rec Record)
 	Precision float64 // relative change of F below which a step counts as no progress
+	// Translations, if not nil, replaces the translations of every trial
+	// point by their exact minimizer given its rotations (varpro.go).
+	Translations *translationProjector
 }
 
 type rtrResult struct {
@@ -278,59 +281,79 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		}
 
 		// Truncated CG on the model m(eta) = <grad, eta> + <eta, H eta>/2
-		// inside ||eta||_P <= radius.
-		zeroBlocks(eta)
-		zeroBlocks(heta)
-		// The gradient is orthogonal to the gauge in exact arithmetic;
-		// its rounding-level gauge part would sit in the residual forever.
-		copyBlocks(res, grad)
-		horizontal(res)
-		precond(z, res)
-		zr := inner(z, res)
-		if !(zr > 0) {
-			// The preconditioned gradient vanished (all gauge, or a
-			// failed preconditioner): there is no step to take.
-			out.Stop = "stalled"
-			return out, nil
-		}
-		dPd, ePe, ePd := zr, 0.0, 0.0
-		for k := range delta.Data {
-			delta.Data[k] = -z.Data[k]
-		}
-		r0 := gnorm
-		hitBoundary := false
+		// inside ||eta||_P <= radius. A factor kept from an earlier point
+		// that has used up its budget of inner iterations (restartAfter)
+		// is replaced by a fresh one and tCG starts over, once.
+		var ePe float64
+		var hitBoundary bool
 		inner1 := 0
-		for j := 0; j < opts.MaxInner; j++ {
-			inner1++
-			m.hess(hdelta, x, delta, lam, work)
-			horizontal(hdelta)
-			dHd := inner(delta, hdelta)
-			alpha := zr / dHd
-			ePeNew := ePe + 2*alpha*ePd + alpha*alpha*dPd
-			if dHd <= 0 || ePeNew >= radius*radius {
-				tau := (-ePd + math.Sqrt(ePd*ePd+dPd*(radius*radius-ePe))) / dPd
-				axpy(tau, delta, eta)
-				axpy(tau, hdelta, heta)
-				hitBoundary = true
-				break
-			}
-			ePe = ePeNew
-			axpy(alpha, delta, eta)
-			axpy(alpha, hdelta, heta)
-			axpy(alpha, hdelta, res)
-			m.proj(res, x, res)
-			if tcgConverged(math.Sqrt(inner(res, res)), r0, enorm, opts.GradTol) {
-				break
-			}
+		for try := 0; ; try++ {
+			zeroBlocks(eta)
+			zeroBlocks(heta)
+			// The gradient is orthogonal to the gauge in exact arithmetic;
+			// its rounding-level gauge part would sit in the residual forever.
+			copyBlocks(res, grad)
+			horizontal(res)
+			factoredHere := pending
 			precond(z, res)
-			zrOld := zr
-			zr = inner(z, res)
-			beta := zr / zrOld
-			for k := range delta.Data {
-				delta.Data[k] = -z.Data[k] + beta*delta.Data[k]
+			zr := inner(z, res)
+			if !(zr > 0) {
+				// The preconditioned gradient vanished (all gauge, or a
+				// failed preconditioner): there is no step to take.
+				out.Stop = "stalled"
+				return out, nil
 			}
-			ePd = beta * (ePd + alpha*dPd)
-			dPd = zr + beta*beta*dPd
+			var dPd, ePd float64
+			dPd, ePe, ePd = zr, 0.0, 0.0
+			for k := range delta.Data {
+				delta.Data[k] = -z.Data[k]
+			}
+			r0 := gnorm
+			hitBoundary = false
+			limit, kept := opts.MaxInner, useHessian && !factoredHere && try == 0
+			if kept {
+				limit = min(limit, restartAfter(hp))
+			}
+			finished := false
+			for j := 0; j < limit; j++ {
+				inner1++
+				m.hess(hdelta, x, delta, lam, work)
+				horizontal(hdelta)
+				dHd := inner(delta, hdelta)
+				alpha := zr / dHd
+				ePeNew := ePe + 2*alpha*ePd + alpha*alpha*dPd
+				if dHd <= 0 || ePeNew >= radius*radius {
+					tau := (-ePd + math.Sqrt(ePd*ePd+dPd*(radius*radius-ePe))) / dPd
+					axpy(tau, delta, eta)
+					axpy(tau, hdelta, heta)
+					hitBoundary, finished = true, true
+					break
+				}
+				ePe = ePeNew
+				axpy(alpha, delta, eta)
+				axpy(alpha, hdelta, heta)
+				axpy(alpha, hdelta, res)
+				m.proj(res, x, res)
+				if tcgConverged(math.Sqrt(inner(res, res)), r0, enorm, opts.GradTol) {
+					finished = true
+					break
+				}
+				precond(z, res)
+				zrOld := zr
+				zr = inner(z, res)
+				beta := zr / zrOld
+				for k := range delta.Data {
+					delta.Data[k] = -z.Data[k] + beta*delta.Data[k]
+				}
+				ePd = beta * (ePd + alpha*dPd)
+				dPd = zr + beta*beta*dPd
+			}
+			if !kept || finished {
+				break
+			}
+			// The stale factor ran out of its budget: factor at this point
+			// and start tCG again (the iterations spent are counted).
+			pending = true
 		}
 		out.InnerIterations += inner1
 		step.Inner = inner1
@@ -342,7 +365,13 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 		}
 
 		m.retract(xnew, x, eta)
-		m.mulQ(nqNew, xnew)
+		if opts.Translations != nil {
+			if err := opts.Translations.project(m, xnew, nqNew); err != nil {
+				return out, err
+			}
+		} else {
+			m.mulQ(nqNew, xnew)
+		}
 		// F is a sum of terms far larger than F itself near an optimum
 		// (tau t^2 against small residuals), so F(new) - F(old) formed by
 		// subtraction is mostly rounding. The exact identity

@@ -573,8 +573,12 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 
 	t0 = time.Now()
 	pre := newRowSolver(qFactor, r, q.Dim())
+	var tp *translationProjector
+	if opts.Problem == posegraph.Poses && q.N > 1 {
+		tp = newTranslationProjector(plan, q.N)
+	}
 	rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
-		GradTol: opts.GradTol, Deadline: deadline,
+		GradTol: opts.GradTol, Deadline: deadline, Translations: tp,
 		OnRecord: func(it int, rec Record) {
 			if it == 0 && opts.BCMMaxSweeps > 0 {
 				return // the same point as BCM's last record
