@@ -104,8 +104,8 @@ type rowSolver struct {
 	rhs, in []float64
 }
 
-func newRowSolver(factor *lazyFactor, r, dim int) *rowSolver {
-	return &rowSolver{factor: factor, rhs: make([]float64, r*dim), in: make([]float64, r*dim)}
+func newRowSolver(factor *lazyFactor) *rowSolver {
+	return &rowSolver{factor: factor}
 }
 
 // apply sets dst = V (Q + sigma I)^{-1} and reports whether it had a
@@ -119,6 +119,11 @@ func (s *rowSolver) apply(dst, v *sparse.Blocks) bool {
 	}
 	r, b := v.R, v.B
 	dim := v.N * b
+	if len(s.in) != r*dim {
+		// Made when first used: the Hessian's factor preconditions almost
+		// every step, and at a million poses these are 190 MB.
+		s.rhs, s.in = make([]float64, r*dim), make([]float64, r*dim)
+	}
 	for i := 0; i < v.N; i++ {
 		vi := v.Block(i)
 		for a := 0; a < r; a++ {
@@ -149,7 +154,10 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	grad := m.newBlocks()
 	eta, heta := m.newBlocks(), m.newBlocks()
 	res, z, delta, hdelta := m.newBlocks(), m.newBlocks(), m.newBlocks(), m.newBlocks()
-	work, xnew, nqNew := m.newBlocks(), m.newBlocks(), m.newBlocks()
+	// nqNew holds nothing while tCG runs (the trial point is made after
+	// it): it is the Hessian product's scratch there, one vector less (96
+	// MB at a million poses).
+	xnew, nqNew := m.newBlocks(), m.newBlocks()
 	lam := make([]float64, m.n*m.d*m.d)
 
 	gg := newGauge(m.r)
@@ -317,7 +325,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			finished := false
 			for j := 0; j < limit; j++ {
 				inner1++
-				m.hess(hdelta, x, delta, lam, work)
+				m.hess(hdelta, x, delta, lam, nqNew)
 				horizontal(hdelta)
 				dHd := inner(delta, hdelta)
 				alpha := zr / dHd

@@ -423,7 +423,7 @@ func refineLevel(ctx context.Context, res *Result, q *sparse.BlockSym, qFactor *
 	lv := Level{Rank: d}
 	m := newManifold(q, d, d, opts.Threads)
 	t0 := time.Now()
-	pre := newRowSolver(qFactor, d, q.Dim())
+	pre := newRowSolver(qFactor)
 	rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
 		GradTol: opts.GradTol, Deadline: deadline,
 		OnRecord: func(it int, rec Record) {
@@ -572,7 +572,7 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 	lv.BCMSeconds = time.Since(t0).Seconds()
 
 	t0 = time.Now()
-	pre := newRowSolver(qFactor, r, q.Dim())
+	pre := newRowSolver(qFactor)
 	var tp *translationProjector
 	if opts.Problem == posegraph.Poses && q.N > 1 {
 		tp = newTranslationProjector(plan, q.N)
