@@ -45,7 +45,9 @@ func TestMulBlocks(t *testing.T) {
 				}
 			}
 			par := sparse.NewBlocks(r, b, nb)
+			restore := sparse.SetMulParallelMin(1) // split even this small matrix
 			q.MulBlocksParallel(par, x, 3)
+			restore()
 			for k, v := range par.Data {
 				if math.Float64bits(v) != math.Float64bits(got.Data[k]) {
 					t.Fatalf("b=%d r=%d: MulBlocksParallel differs at %d: %v, want %v", b, r, k, v, got.Data[k])
