@@ -74,15 +74,17 @@ type hessianPrecond struct {
 	keepSplit bool
 
 	// Per rank; rebuilt when the rank changes.
-	r, k  int
-	split bool
-	basis [][]basisEntry
-	h     *sparse.BlockSym // the Hessian in basis coordinates, both triangles
-	tpos  []int            // tpos[pos] = position of the transposed block
-	chol  *sparse.Cholesky
-	perm  []int     // Q's ordering expanded to k scalars per block
-	w     []float64 // W_i, r x r row-major, at w[i*r*r:]
-	c, z  []float64 // coordinates (n k): right-hand side and solution
+	r, k    int
+	split   bool
+	basis   [][]basisEntry
+	terms   []hTerm          // the terms of every entry of a Hessian block (assemble)
+	termPtr []int            // entry e's terms are terms[termPtr[e]:termPtr[e+1]]
+	h       *sparse.BlockSym // the Hessian in basis coordinates, both triangles
+	tpos    []int            // tpos[pos] = position of the transposed block
+	chol    *sparse.Cholesky
+	perm    []int     // Q's ordering expanded to k scalars per block
+	w       []float64 // W_i, r x r row-major, at w[i*r*r:]
+	c, z    []float64 // coordinates (n k): right-hand side and solution
 
 	// The per-pose loops (completion, assembly, coordinates) run on up to
 	// poseChunks(n, threads) goroutines, each with its own scratch (chunks).
@@ -125,6 +127,14 @@ type hessianPrecond struct {
 	// seconds spent in update.
 	factorizations int
 	updateSeconds  float64
+}
+
+// hTerm is a term coef * S[s] * M[m] of an entry of a Hessian block: coef
+// the product of two basis values, s and m indices into S_ij (b x b) and
+// W_j^T W_i (r x r).
+type hTerm struct {
+	coef float64
+	s, m int
 }
 
 // hpWork is one goroutine's scratch for the per-pose loops.
@@ -197,6 +207,20 @@ func (p *hessianPrecond) setRank(r int) {
 	}
 	k := len(p.basis)
 	p.k = k
+	// The terms of each entry (kk, ll) of a Hessian block, in the order
+	// of the basis entries (assemble), with the products of the basis
+	// values made once: they are the same for every block.
+	p.terms, p.termPtr = p.terms[:0], append(p.termPtr[:0], 0)
+	for _, bk := range p.basis {
+		for _, bl := range p.basis {
+			for _, ek := range bk {
+				for _, el := range bl {
+					p.terms = append(p.terms, hTerm{coef: ek.val * el.val, s: ek.col*b + el.col, m: el.row*r + ek.row})
+				}
+			}
+			p.termPtr = append(p.termPtr, len(p.terms))
+		}
+	}
 	p.h = &sparse.BlockSym{N: q.N, B: k, RowPtr: q.RowPtr, ColIdx: q.ColIdx, Diag: q.Diag,
 		Val: make([]float64, len(q.ColIdx)*k*k)}
 	if p.tpos == nil {
@@ -479,17 +503,14 @@ func (p *hessianPrecond) assemble(wk *hpWork, lam []float64, lo, hi int) {
 				}
 			}
 			hb := p.h.Block(pos)
-			for kk, bk := range p.basis {
-				for ll, bl := range p.basis {
-					// tr(A_k S A_l^T M) = sum (A_k)_{a,c} S_{c,c'} (A_l)_{a',c'} M_{a',a}
-					s := 0.0
-					for _, ek := range bk {
-						for _, el := range bl {
-							s += ek.val * el.val * sij[ek.col*b+el.col] * m[el.row*r+ek.row]
-						}
-					}
-					hb[kk*k+ll] = 2 * s
+			// tr(A_k S A_l^T M) = sum (A_k)_{a,c} S_{c,c'} (A_l)_{a',c'} M_{a',a},
+			// over the terms setRank listed for each entry (k, l).
+			for e := range hb {
+				s := 0.0
+				for _, t := range p.terms[p.termPtr[e]:p.termPtr[e+1]] {
+					s += t.coef * sij[t.s] * m[t.m]
 				}
+				hb[e] = 2 * s
 			}
 			if i == j && p.free != nil && p.free[i] {
 				freeDiagonal(hb, p.basis, k, d, 2*sij[d*b+d])
