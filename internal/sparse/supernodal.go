@@ -462,17 +462,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		if m*wd*ncd >= blasThreshold {
 			gemmNT(m, wd, ncd, 1, ld[p1*ncd:], ncd, ld[p1*ncd:], ncd, 0, cb, wd)
 		} else {
-			for r := 0; r < m; r++ {
-				lr := ld[(p1+r)*ncd : (p1+r+1)*ncd]
-				for q := 0; q < wd && q <= r; q++ {
-					lq := ld[(p1+q)*ncd : (p1+q+1)*ncd]
-					sum := 0.0
-					for t, v := range lr {
-						sum += v * lq[t]
-					}
-					cb[r*wd+q] = sum
-				}
-			}
+			smallUpdate(cb, ld[p1*ncd:(p1+m)*ncd], m, wd, ncd)
 		}
 		for r := 0; r < m; r++ {
 			tr := relMap[drows[p1+r]] * nc
@@ -1544,6 +1534,69 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 	for s := 0; s < ns; s++ {
 		if isTop[s] {
 			sn.top = append(sn.top, s)
+		}
+	}
+}
+
+// smallUpdate sets the lower part of the top wd x wd square and the rows
+// below it of cb (m x wd) to the products of the rows of l (m x ncd): cb[r][q]
+// = sum_t l[r][t] l[q][t], q <= r, summed over t in order. It is the
+// update of a small supernode by a small descendant, the bulk of the
+// factorization on 2-D graphs, so the widths that blocks of 2 to 6 make
+// have loops of their own, with the same sums in the same order.
+func smallUpdate(cb, l []float64, m, wd, ncd int) {
+	switch ncd {
+	case 3:
+		for r := 0; r < m; r++ {
+			lr := l[r*3 : r*3+3 : r*3+3]
+			for q := 0; q < wd && q <= r; q++ {
+				lq := l[q*3 : q*3+3 : q*3+3]
+				sum := 0.0
+				sum += lr[0] * lq[0]
+				sum += lr[1] * lq[1]
+				sum += lr[2] * lq[2]
+				cb[r*wd+q] = sum
+			}
+		}
+	case 4:
+		for r := 0; r < m; r++ {
+			lr := l[r*4 : r*4+4 : r*4+4]
+			for q := 0; q < wd && q <= r; q++ {
+				lq := l[q*4 : q*4+4 : q*4+4]
+				sum := 0.0
+				sum += lr[0] * lq[0]
+				sum += lr[1] * lq[1]
+				sum += lr[2] * lq[2]
+				sum += lr[3] * lq[3]
+				cb[r*wd+q] = sum
+			}
+		}
+	case 6:
+		for r := 0; r < m; r++ {
+			lr := l[r*6 : r*6+6 : r*6+6]
+			for q := 0; q < wd && q <= r; q++ {
+				lq := l[q*6 : q*6+6 : q*6+6]
+				sum := 0.0
+				sum += lr[0] * lq[0]
+				sum += lr[1] * lq[1]
+				sum += lr[2] * lq[2]
+				sum += lr[3] * lq[3]
+				sum += lr[4] * lq[4]
+				sum += lr[5] * lq[5]
+				cb[r*wd+q] = sum
+			}
+		}
+	default:
+		for r := 0; r < m; r++ {
+			lr := l[r*ncd : (r+1)*ncd]
+			for q := 0; q < wd && q <= r; q++ {
+				lq := l[q*ncd : (q+1)*ncd]
+				sum := 0.0
+				for t, v := range lr {
+					sum += v * lq[t]
+				}
+				cb[r*wd+q] = sum
+			}
 		}
 	}
 }
