@@ -43,19 +43,59 @@ func (p *parser) fastNumbers(ids, nv int) bool {
 	}
 	var idv [2]int64
 	i := 0
-	for t := 0; t < ids+nv; t++ {
-		// One or more separators, then the field.
+	// sep skips the separators before a field; false: there are none, or
+	// no field follows.
+	sep := func() bool {
 		if uint(i) >= uint(len(b)) || !isSpace[b[i]] {
 			return false
 		}
 		for i++; uint(i) < uint(len(b)) && isSpace[b[i]]; i++ {
 		}
-		if uint(i) >= uint(len(b)) {
+		return uint(i) < uint(len(b))
+	}
+	for t := range idv[:ids] {
+		if !sep() {
 			return false
 		}
 		field := i
 		neg := b[i] == '-'
-		if neg || b[i] == '+' && t >= ids {
+		if neg {
+			i++
+		}
+		start := i
+		var v int64
+		for ; uint(i) < uint(len(b)); i++ {
+			c := b[i] - '0'
+			if c > 9 {
+				break
+			}
+			v = v*10 + int64(c)
+		}
+		if neg {
+			v = -v
+		}
+		if digits := i - start; digits == 0 || digits > 18 || (uint(i) < uint(len(b)) && !isSpace[b[i]]) {
+			// Not a short id: strconv reads this field.
+			for i = start; uint(i) < uint(len(b)) && !isSpace[b[i]]; i++ {
+			}
+			var err error
+			if v, err = strconv.ParseInt(string(b[field:i]), 10, 64); err != nil {
+				return false
+			}
+		}
+		if v > maxID || v < -maxID {
+			return false
+		}
+		idv[t] = v
+	}
+	vals := p.vals[:nv]
+	for t := range vals {
+		if !sep() {
+			return false
+		}
+		field := i
+		neg := b[i] == '-'
+		if neg || b[i] == '+' {
 			i++
 		}
 		start := i
@@ -67,28 +107,7 @@ func (p *parser) fastNumbers(ids, nv int) bool {
 			}
 			m = m*10 + uint64(c)
 		}
-		digits := i - start
-		if t < ids {
-			v := int64(m)
-			if neg {
-				v = -v
-			}
-			if digits == 0 || digits > 18 || (uint(i) < uint(len(b)) && !isSpace[b[i]]) {
-				// Not a short id: strconv reads this field.
-				for i = start; uint(i) < uint(len(b)) && !isSpace[b[i]]; i++ {
-				}
-				var err error
-				if v, err = strconv.ParseInt(string(b[field:i]), 10, 64); err != nil {
-					return false
-				}
-			}
-			if v > maxID || v < -maxID {
-				return false
-			}
-			idv[t] = v
-			continue
-		}
-		exp := 0
+		digits, exp := i-start, 0
 		if uint(i) < uint(len(b)) && b[i] == '.' {
 			i++
 			frac := i
@@ -146,7 +165,7 @@ func (p *parser) fastNumbers(ids, nv int) bool {
 				return false
 			}
 		}
-		p.vals[t-ids] = v
+		vals[t] = v
 	}
 	for ; uint(i) < uint(len(b)); i++ {
 		if !isSpace[b[i]] {
