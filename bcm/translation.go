@@ -28,6 +28,28 @@ type transSolver struct {
 	rhs, x []float64
 }
 
+// TranslationStep is the exact joint minimization of F over all
+// translations given the Y blocks, the step that Options.SolveTranslations
+// starts every sweep with, made with the caller's solver of its system:
+// sync's trust region takes it at its trial points.
+type TranslationStep struct{ ts *transSolver }
+
+// NewTranslationStep returns the step for a connected graph of n poses.
+func NewTranslationStep(n int, ts TranslationSolver) (*TranslationStep, error) {
+	t, err := extTransSolver(n, ts)
+	if err != nil {
+		return nil, err
+	}
+	return &TranslationStep{t}, nil
+}
+
+// Apply updates the translation columns of x (r x b blocks, d rotation
+// columns) given n = X Q: delta L_tau = -N_p for each row, the anchor's
+// translation held. n is not updated.
+func (s *TranslationStep) Apply(x, n *sparse.Blocks, d int) error {
+	return s.ts.step(x, n, d)
+}
+
 // extTransSolver is the step with the caller's solver of the system, for
 // a connected graph of n poses.
 func extTransSolver(n int, ext TranslationSolver) (*transSolver, error) {

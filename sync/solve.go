@@ -575,7 +575,10 @@ func solveLevel(ctx context.Context, res *Result, q *sparse.BlockSym, solver *bc
 	pre := newRowSolver(qFactor)
 	var tp *translationProjector
 	if opts.Problem == posegraph.Poses && q.N > 1 {
-		tp = newTranslationProjector(plan, q.N)
+		var err error
+		if tp, err = newTranslationProjector(plan, q.N); err != nil {
+			return lv, certificate{}, err
+		}
 	}
 	rr, err := rtr(ctx, m, x, pre, hp, rtrOptions{
 		GradTol: opts.GradTol, Deadline: deadline, Translations: tp,

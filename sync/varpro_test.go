@@ -35,9 +35,9 @@ func TestTranslationProjector(t *testing.T) {
 				nq := m.newBlocks()
 				m.mulQ(nq, x)
 				f0 := inner(x, nq)
-				tp := newTranslationProjector(plan, q.N)
-				if tp.ts.Anchor() != anchor {
-					t.Fatalf("anchor %d, want %d", tp.ts.Anchor(), anchor)
+				tp, err := newTranslationProjector(plan, q.N)
+				if err != nil {
+					t.Fatal(err)
 				}
 				if err := tp.project(m, x, nq); err != nil {
 					t.Fatal(err)
