@@ -12,6 +12,7 @@ import (
 	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // Rule selects which block is updated next.
@@ -161,7 +162,7 @@ type Solver struct {
 // New returns a solver for the Laplacian q of a problem of the given kind in
 // dimension d (q = g.Laplacian(kind)). Inconsistent arguments are reported by
 // Solve.
-func New(q *sparse.BlockSym, d int, kind posegraph.Problem) *Solver {
+func New(q *blockmat.BlockSym, d int, kind posegraph.Problem) *Solver {
 	s := &Solver{q: q, d: d, pose: kind == posegraph.Poses}
 	switch {
 	case q == nil:
@@ -205,14 +206,14 @@ func (s *Solver) scratchN(x *sparse.Blocks) *sparse.Blocks {
 }
 
 // Cost returns F(X) = tr(X Q X^T).
-func (s *Solver) Cost(x *sparse.Blocks) float64 {
+func (s *Solver) Cost(x *blockmat.Blocks) float64 {
 	return posegraph.TraceCost(s.q, x, s.scratchN(x))
 }
 
 // Gradient sets grad (same shape as x) to the Riemannian gradient of F at X,
 // blockwise 2 [N_Y - Y sym(Y^T N_Y), N_p] with N = X Q, and returns its
 // Frobenius norm. The Y blocks of x are assumed to lie on St(d, r).
-func (s *Solver) Gradient(grad, x *sparse.Blocks) (norm float64) {
+func (s *Solver) Gradient(grad, x *blockmat.Blocks) (norm float64) {
 	s.q.MulBlocks(grad, x)
 	var sym [9]float64
 	ss := 0.0
@@ -268,7 +269,7 @@ func (s *Solver) gradNorms(x, n *sparse.Blocks) (grad, nn float64) {
 // RelGradNorm returns ||grad F(X)||_F / ||2 X Q||_F, or 0 if X Q = 0. The
 // ratio is invariant under scaling Q and under X -> O X, so one tolerance
 // fits every problem.
-func (s *Solver) RelGradNorm(x *sparse.Blocks) float64 {
+func (s *Solver) RelGradNorm(x *blockmat.Blocks) float64 {
 	n := s.scratchN(x)
 	s.q.MulBlocks(n, x)
 	g, nn := s.gradNorms(x, n)
@@ -297,7 +298,7 @@ func (s *Solver) record(x *sparse.Blocks, threads int) Record {
 // RandomStiefel fills x with a random point: each Y block (the first d
 // columns) is the polar factor of a Gaussian r x d matrix, hence uniformly
 // distributed on St(d, r); translation columns, if any, are standard normal.
-func RandomStiefel(x *sparse.Blocks, d int, seed uint64) {
+func RandomStiefel(x *blockmat.Blocks, d int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	r, b := x.R, x.B
 	h := make([]float64, r*d)
@@ -323,7 +324,7 @@ func RandomStiefel(x *sparse.Blocks, d int, seed uint64) {
 // Solve runs block-coordinate minimization from x, updating it in place,
 // until a stopping rule of opts fires. It returns an error only for
 // inconsistent input; stopping by context or time is reported in Status.
-func (s *Solver) Solve(ctx context.Context, x *sparse.Blocks, opts Options) (Result, error) {
+func (s *Solver) Solve(ctx context.Context, x *blockmat.Blocks, opts Options) (Result, error) {
 	if err := s.check(x); err != nil {
 		return Result{}, err
 	}
@@ -389,7 +390,7 @@ func (s *Solver) Solve(ctx context.Context, x *sparse.Blocks, opts Options) (Res
 		if opts.SolveTranslations && s.pose {
 			// First, so the block updates see good translations. s.nq
 			// holds X Q from the last record; the samplers need it current.
-			if err := s.trans.step(x, s.nq, s.d); err != nil {
+			if _, err := s.trans.step(x, s.nq, s.d); err != nil {
 				return Result{}, err
 			}
 			if opts.Rule == Importance || opts.Rule == Greedy {
@@ -422,4 +423,21 @@ func (s *Solver) Solve(ctx context.Context, x *sparse.Blocks, opts Options) (Res
 			return finish(DecreaseStalled)
 		}
 	}
+}
+
+// StepTranslations minimizes F exactly over all translation columns of x
+// with its Y blocks fixed (see Options.SolveTranslations), given
+// n = X Q at x, and returns F's decrease. n is not updated.
+func (s *Solver) StepTranslations(x, n *blockmat.Blocks) (float64, error) {
+	if !s.pose {
+		return 0, nil
+	}
+	if s.trans == nil {
+		ts, err := newTransSolver(s.q, s.d)
+		if err != nil {
+			return 0, err
+		}
+		s.trans = ts
+	}
+	return s.trans.step(x, n, s.d)
 }

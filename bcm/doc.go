@@ -4,7 +4,7 @@
 // phase of bcmsync's certifiable pose-graph optimization.
 //
 // Q is the connection Laplacian of a pose graph (posegraph.Laplacian) and X
-// the lifted variable in sparse.Blocks layout. For rotation synchronization
+// the lifted variable in blockmat.Blocks layout. For rotation synchronization
 // each block X_i = Y_i lies on the Stiefel manifold St(d, r) = {Y in R^{r x d}
 // : Y^T Y = I}; for pose synchronization X_i = [Y_i p_i] adds a free
 // translation column p_i. Any rank r >= d works, from any starting point.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/bcmsync/bcmsync/bcm"
-	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // Synchronize a square of four planar poses whose first side was measured
@@ -25,7 +25,7 @@ func Example() {
 	}
 	g.Edges[0].T[0] = 1.2
 	q := g.Laplacian(posegraph.Poses)
-	x := sparse.NewBlocks(3, q.B, q.N) // r = 3, blocks [Y_i p_i]
+	x := blockmat.NewBlocks(3, q.B, q.N) // r = 3, blocks [Y_i p_i]
 	bcm.RandomStiefel(x, 2, 1)
 
 	s := bcm.New(q, 2, posegraph.Poses)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	stdsync "sync"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 )
 
@@ -96,27 +97,7 @@ func (sw *sweeper) parallel() int64 {
 // taken by an earlier neighbour) and returns the colour classes, each in
 // increasing index order. It is deterministic.
 func colour(q *sparse.BlockSym) [][]int {
-	n := q.N
-	col := make([]int, n)
-	mark := make([]int, n+1) // mark[c] == i+1: colour c taken by a neighbour of i
-	var classes [][]int
-	for i := 0; i < n; i++ {
-		for p := q.RowPtr[i]; p < q.RowPtr[i+1]; p++ {
-			if j := q.ColIdx[p]; j < i {
-				mark[col[j]] = i + 1
-			}
-		}
-		c := 0
-		for mark[c] == i+1 {
-			c++
-		}
-		col[i] = c
-		if c == len(classes) {
-			classes = append(classes, nil)
-		}
-		classes[c] = append(classes[c], i)
-	}
-	return classes
+	return graphs.GreedyColouring(q.N, func(i int) []int { return q.ColIdx[q.RowPtr[i]:q.RowPtr[i+1]] })
 }
 
 // updateN applies an update of block i to the maintained N = X Q:

@@ -3,6 +3,7 @@ package bcm
 import (
 	"fmt"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 )
 
@@ -30,7 +31,8 @@ type transSolver struct {
 
 // TranslationStep is the exact joint minimization of F over all
 // translations given the Y blocks, the step that Options.SolveTranslations
-// starts every sweep with, made with the caller's solver of its system:
+// starts every sweep with, made with the caller's solver of its system
+// (Solver.StepTranslations makes it with Solve's own factorization):
 // sync's trust region takes it at its trial points.
 type TranslationStep struct{ ts *transSolver }
 
@@ -47,7 +49,8 @@ func NewTranslationStep(n int, ts TranslationSolver) (*TranslationStep, error) {
 // columns) given n = X Q: delta L_tau = -N_p for each row, the anchor's
 // translation held. n is not updated.
 func (s *TranslationStep) Apply(x, n *sparse.Blocks, d int) error {
-	return s.ts.step(x, n, d)
+	_, err := s.ts.step(x, n, d)
+	return err
 }
 
 // extTransSolver is the step with the caller's solver of the system, for
@@ -76,32 +79,15 @@ func extTransSolver(n int, ext TranslationSolver) (*transSolver, error) {
 func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
 	n, b := q.N, q.B
 	// Components by union-find over the pattern of Q.
-	parent := make([]int, n)
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
+	u := graphs.NewUnionFind(n)
 	for i := 0; i < n; i++ {
 		for p := q.RowPtr[i]; p < q.RowPtr[i+1]; p++ {
-			if ri, rj := find(i), find(q.ColIdx[p]); ri != rj {
-				if ri < rj {
-					parent[rj] = ri
-				} else {
-					parent[ri] = rj
-				}
-			}
+			u.Union(i, q.ColIdx[p])
 		}
 	}
 	ts := &transSolver{index: make([]int, n)}
 	for i := 0; i < n; i++ {
-		if find(i) == i {
+		if u.Find(i) == i {
 			ts.index[i] = -1 // the smallest index of its component
 		} else {
 			ts.index[i] = ts.nfree
@@ -146,11 +132,13 @@ func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
 	return ts, nil
 }
 
-// step updates the translation columns of x given n = X Q.
-func (ts *transSolver) step(x, n *sparse.Blocks, d int) error {
+// step updates the translation columns of x given n = X Q and returns
+// F's decrease, -<N_p, delta> = delta^T L_tau delta >= 0.
+func (ts *transSolver) step(x, n *sparse.Blocks, d int) (float64, error) {
 	if ts.nfree == 0 {
-		return nil
+		return 0, nil
 	}
+	dec := 0.0
 	b, rb := x.B, x.R*x.B
 	for a := 0; a < x.R; a++ {
 		for i, ci := range ts.index {
@@ -160,7 +148,7 @@ func (ts *transSolver) step(x, n *sparse.Blocks, d int) error {
 		}
 		if ts.ext != nil {
 			if err := ts.ext.SolveTranslations(ts.x, ts.rhs); err != nil {
-				return err
+				return 0, err
 			}
 		} else {
 			ts.chol.Solve(ts.x, ts.rhs)
@@ -168,8 +156,9 @@ func (ts *transSolver) step(x, n *sparse.Blocks, d int) error {
 		for i, ci := range ts.index {
 			if ci >= 0 {
 				x.Data[i*rb+a*b+d] += ts.x[ci]
+				dec += ts.rhs[ci] * ts.x[ci]
 			}
 		}
 	}
-	return nil
+	return dec, nil
 }

@@ -193,3 +193,40 @@ func TestTranslationSolver(t *testing.T) {
 		}
 	}
 }
+
+// TestStepTranslations: the exported step returns F's decrease, equal to
+// the drop of the dense objective, leaves N_p zero (a second step changes
+// nothing), and does nothing for rotations.
+func TestStepTranslations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 13))
+	for d := 2; d <= 3; d++ {
+		g := randomGraph(rng, d, 40, 25, 0.2)
+		q := g.Laplacian(posegraph.Poses)
+		s := New(q, d, posegraph.Poses)
+		for _, r := range []int{d, d + 2} {
+			x := sparse.NewBlocks(r, q.B, q.N)
+			RandomStiefel(x, d, 5)
+			n := sparse.NewBlocks(r, q.B, q.N)
+			q.MulBlocks(n, x)
+			f0 := denseCost(q, x)
+			dec, err := s.StepTranslations(x, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f1 := denseCost(q, x)
+			if !(dec >= 0) || math.Abs((f0-f1)-dec) > 1e-9*f0 {
+				t.Errorf("d=%d r=%d: decrease %g, F dropped by %g", d, r, dec, f0-f1)
+			}
+			q.MulBlocks(n, x)
+			if again, _ := s.StepTranslations(x, n); again > 1e-9*f1 {
+				t.Errorf("d=%d r=%d: a second step still lowers F by %g", d, r, again)
+			}
+		}
+		rot := New(g.Laplacian(posegraph.Rotations), d, posegraph.Rotations)
+		x := sparse.NewBlocks(d, d, g.N())
+		RandomStiefel(x, d, 1)
+		if dec, err := rot.StepTranslations(x, x); dec != 0 || err != nil {
+			t.Errorf("d=%d rotations: decrease %g, %v", d, dec, err)
+		}
+	}
+}

@@ -82,20 +82,27 @@ func (b *builder) keep() bool {
 	return b.rng.Float64() < b.cfg.LoopProb
 }
 
-// measure appends the edge (i, j) measured from the truth with noise.
+// measure appends the edge (i, j) measured from the truth with noise, at
+// the configuration's weights.
 func (b *builder) measure(i, j int) {
+	b.measureWeighted(i, j, b.cfg.Kappa, b.cfg.Tau)
+}
+
+// measureWeighted appends the edge (i, j) with weights kappa and tau,
+// measured from the truth with noise drawn at those weights.
+func (b *builder) measureWeighted(i, j int, kappa, tau float64) {
 	d := b.d
 	pi, pj := &b.truth[i], &b.truth[j]
-	e := posegraph.Edge{I: i, J: j, Kappa: b.cfg.Kappa, Tau: b.cfg.Tau}
+	e := posegraph.Edge{I: i, J: j, Kappa: kappa, Tau: tau}
 	e.R = smalldense.MulTN(&pi.R, &pj.R, d)
 	dt := [3]float64{pj.T[0] - pi.T[0], pj.T[1] - pi.T[1], pj.T[2] - pi.T[2]}
 	e.T = smalldense.MulTVec(&pi.R, &dt, d)
 	if !b.cfg.NoiseFree {
 		// Both draws always happen, in this order, so that the noise
 		// stream advances identically for every edge.
-		rn := rotNoise(b.noise, d, b.cfg.Kappa)
+		rn := rotNoise(b.noise, d, kappa)
 		e.R = smalldense.Mul(&e.R, &rn, d)
-		sd := 1 / math.Sqrt(b.cfg.Tau)
+		sd := 1 / math.Sqrt(tau)
 		for a := 0; a < d; a++ {
 			e.T[a] += sd * b.noise.NormFloat64()
 		}

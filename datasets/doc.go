@@ -12,9 +12,12 @@
 // (a 2-D random walk on a grid, like Olson's manhattan) and Geometric
 // (random poses in 2-D or 3-D joined when near). Every graph is connected
 // by an odometry chain (i-1, i) through all poses, closes loops with
-// probability Config.LoopProb per candidate, and carries the dead-reckoning
-// estimate (the odometry composed from the first true pose) as its initial
-// poses, as a robot's log would.
+// probability Config.LoopProb per candidate (Mixed: a given number of
+// random closures, and every edge's weights drawn log-uniformly over a
+// range of decades, its noise drawn at them; RandomConsistent draws the
+// population the certified rate is measured on), and carries the
+// dead-reckoning estimate (the odometry composed from the first true pose)
+// as its initial poses, as a robot's log would.
 //
 // AddLandmarks adds point landmarks to any of them: points scattered
 // around the trajectory, each observed, in the observing pose's frame and

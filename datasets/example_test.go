@@ -77,3 +77,17 @@ func ExampleAddLandmarks() {
 		g.NumPoses(), g.NumLandmarks(), g.Validate() == nil, math.Abs(z) < 4)
 	// Output: 1000 poses, 200 landmarks, valid: true, F(truth) within 4 sd of its mean: true
 }
+
+// ExampleMixed draws one graph of the random consistent population: its
+// size and weights come from the seed, and its measurements are noisy at
+// exactly those weights.
+func ExampleMixed() {
+	cfg := datasets.RandomConsistent(7)
+	g, truth, err := datasets.Mixed(cfg)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("d=%d n=%d m=%d closures=%d, weights in [%g, %g], %d true poses\n",
+		g.D, g.N(), g.M(), cfg.Closures, cfg.MinWeight, cfg.MaxWeight, len(truth))
+	// Output: d=2 n=51 m=100 closures=50, weights in [10, 1e+06], 51 true poses
+}

@@ -119,7 +119,7 @@ func TestAddLandmarksErrors(t *testing.T) {
 	}
 }
 
-// landmarkExamples are the example files of the README's landmark section.
+// landmarkExamples are the example files of docs/landmarks.md.
 var landmarkExamples = map[string]func() (*posegraph.Graph, error){
 	"manhattan-landmarks.g2o": func() (*posegraph.Graph, error) {
 		g, truth, err := Manhattan(250, 10, Config{Kappa: 500, Tau: 400, LoopProb: 0.2, Seed: 3})

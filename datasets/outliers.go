@@ -61,18 +61,9 @@ func AddOutliers(g *posegraph.Graph, cfg OutlierConfig) (*posegraph.Graph, []boo
 	if !(maxT > 0) || math.IsInf(maxT, 0) {
 		return nil, nil, fmt.Errorf("datasets: outliers: MaxTranslation = %g must be positive and finite", cfg.MaxTranslation)
 	}
-	kappa, tau := cfg.Kappa, cfg.Tau
-	if kappa == 0 || tau == 0 {
-		mk, mt := medianWeights(g)
-		if kappa == 0 {
-			kappa = mk
-		}
-		if tau == 0 {
-			tau = mt
-		}
-	}
-	if !(kappa > 0) || !(tau > 0) || math.IsInf(kappa, 0) || math.IsInf(tau, 0) {
-		return nil, nil, fmt.Errorf("datasets: outliers: Kappa = %g and Tau = %g must be positive and finite", kappa, tau)
+	kappa, tau, err := wrongWeights(g, cfg.Kappa, cfg.Tau, "outliers")
+	if err != nil {
+		return nil, nil, err
 	}
 
 	out := *g
@@ -96,6 +87,25 @@ func AddOutliers(g *posegraph.Graph, cfg OutlierConfig) (*posegraph.Graph, []boo
 		mask[m+k] = true
 	}
 	return &out, mask, nil
+}
+
+// wrongWeights returns the precisions to write on wrong closures: kappa and
+// tau, each the median over g's edges where 0, checked positive and
+// finite (what names the generator in the error).
+func wrongWeights(g *posegraph.Graph, kappa, tau float64, what string) (float64, float64, error) {
+	if kappa == 0 || tau == 0 {
+		mk, mt := medianWeights(g)
+		if kappa == 0 {
+			kappa = mk
+		}
+		if tau == 0 {
+			tau = mt
+		}
+	}
+	if !(kappa > 0) || !(tau > 0) || math.IsInf(kappa, 0) || math.IsInf(tau, 0) {
+		return 0, 0, fmt.Errorf("datasets: %s: Kappa = %g and Tau = %g must be positive and finite", what, kappa, tau)
+	}
+	return kappa, tau, nil
 }
 
 // medianWeights returns the median kappa and tau over g's edges (1 and 1

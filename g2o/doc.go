@@ -33,8 +33,10 @@
 // ReadOptions.RawQuaternions instead reads edge quaternions as SE-Sync does,
 // unnormalized (see "SE-Sync's reading" below).
 // '#' starts a comment that runs to the end of the line; blank lines, CRLF
-// line ends and any mix of spaces and tabs are fine. A file holds either
-// 2-D or 3-D records, not both.
+// line ends, any mix of spaces and tabs and a leading UTF-8 byte-order mark
+// are fine. A file holds either 2-D or 3-D records, not both. Numbers are
+// read as they are; posegraph.Graph.Validate refuses, at their lines, those
+// beyond what double precision can solve with (CheckScale).
 //
 // Other records (other landmark kinds such as EDGE_BEARING_SE2_XY, priors,
 // sensor parameters, unknown tags) are errors, or with ReadOptions.Lenient
@@ -96,9 +98,12 @@
 //
 // A Trajectory is a list of stamped poses without edges, what trajectory
 // evaluation compares. ReadTUM reads the TUM format back (any time stamps,
-// in file order); ReadVertices reads the VERTEX records of a g2o or TORO
-// file, stamped by vertex id, and needs no edges; ReadTrajectoryFile picks
-// between them by the extension (.tum or .txt is TUM). TUM is always 3-D:
+// in file order); ReadKITTI reads the KITTI odometry benchmark's pose files
+// (12 numbers a line, no stamps: pose k is stamped k); ReadVertices reads
+// the VERTEX records of a g2o or TORO file, stamped by vertex id, and needs
+// no edges; ReadTrajectoryFile picks between them by the content, whatever
+// the extension (SniffTrajectory: a record name, 8 numbers or 12 numbers on
+// the first line). TUM and KITTI are always 3-D:
 // Trajectory.Flatten turns a planar one (z = 0, rotations about z, as
 // WriteTUM writes 2-D poses) back into 2-D. Errors name the file and line.
 package g2o

@@ -225,6 +225,13 @@ func (p *parser) placeLandmarks(g *posegraph.Graph) *ParseError {
 		ids[k], init[k], has[k], g.Landmark[k] = g.IDs[i], g.Initial[i], g.HasInitial[i], isL[i]
 	}
 	g.IDs, g.Initial, g.HasInitial = ids, init, has
+	if g.VertexLines != nil {
+		lines := make([]int, n)
+		for k, i := range perm {
+			lines[k] = g.VertexLines[i]
+		}
+		g.VertexLines = lines
+	}
 	for k := range g.Edges {
 		g.Edges[k].I, g.Edges[k].J = inv[g.Edges[k].I], inv[g.Edges[k].J]
 	}

@@ -96,8 +96,9 @@ func ReadFile(path string, opts ReadOptions) (*posegraph.Graph, error) {
 // Read parses a pose graph in g2o or TORO format from r. name is used in
 // error messages and as the graph's Source. Problems in the input are
 // reported as a *ParseError naming the line; see the package documentation
-// for the records understood.
+// for the records understood. A leading UTF-8 byte-order mark is skipped.
 func Read(r io.Reader, name string, opts ReadOptions) (*posegraph.Graph, error) {
+	r = skipBOM(r)
 	p := parser{name: name, opts: opts}
 	if err := p.scan(r); err != nil {
 		return nil, err
@@ -669,10 +670,14 @@ func (p *parser) finish() (*posegraph.Graph, error) {
 	for i := range g.Initial {
 		g.Initial[i] = id
 	}
+	if len(p.verts) > 0 {
+		g.VertexLines = make([]int, n)
+	}
 	for _, v := range p.verts {
 		i := idx.index(v.id)
 		g.Initial[i] = v.pose
 		g.HasInitial[i] = true
+		g.VertexLines[i] = v.line
 	}
 	if err := p.checkDeclared(g); err != nil {
 		return nil, err

@@ -1,15 +1,13 @@
 package g2o
 
 import (
-	"bufio"
-	"errors"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -19,8 +17,13 @@ import (
 // VERTEX records of a g2o file stamped with their vertex ids. It is what
 // trajectory evaluation compares, with no edges and no weights.
 type Trajectory struct {
-	// D is 2 for g2o SE(2) vertices, 3 for SE(3) vertices and TUM files.
-	D      int
+	// D is 2 for g2o SE(2) vertices, 3 for SE(3) vertices, TUM and
+	// KITTI files.
+	D int
+	// Format is the file's format. A KITTI file has no time stamps: its
+	// Stamps are the pose numbers 0, 1, 2, ..., and its poses are matched
+	// with another trajectory's by order.
+	Format TrajectoryFormat
 	Stamps []float64
 	Poses  []posegraph.Pose
 	// Lines holds the source line of each pose, for messages.
@@ -39,7 +42,7 @@ func (t *Trajectory) PosesOnly() *Trajectory {
 	if t.Landmark == nil {
 		return t
 	}
-	out := &Trajectory{D: t.D, Source: t.Source}
+	out := &Trajectory{D: t.D, Source: t.Source, Format: t.Format}
 	for k, l := range t.Landmark {
 		if !l {
 			out.Stamps = append(out.Stamps, t.Stamps[k])
@@ -51,8 +54,9 @@ func (t *Trajectory) PosesOnly() *Trajectory {
 }
 
 // IsTUMPath reports whether path names a TUM trajectory by its extension,
-// .tum or .txt (case-insensitive), as the command-line tools decide between
-// TUM and g2o.
+// .tum or .txt (case-insensitive), as the command-line tools decide in
+// which format to write a trajectory (ReadTrajectoryFile reads the format
+// from the content).
 func IsTUMPath(path string) bool {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".tum", ".txt":
@@ -61,24 +65,45 @@ func IsTUMPath(path string) bool {
 	return false
 }
 
-// ReadTrajectoryFile reads the trajectory at path: TUM when IsTUMPath says
-// so, else the pose VERTEX records of a g2o or TORO file (ReadVertices,
-// landmark vertices left out: they are not part of a trajectory).
+// ReadTrajectoryFile reads the trajectory at path in the format its
+// content shows, whatever the file's extension (SniffTrajectory): TUM,
+// KITTI poses, or the pose VERTEX records of a g2o or TORO file
+// (ReadVertices, landmark vertices left out: they are not part of a
+// trajectory).
 func ReadTrajectoryFile(path string) (*Trajectory, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if IsTUMPath(path) {
-		return ReadTUM(f, path)
+	return ReadTrajectory(f, path)
+}
+
+// ReadTrajectory reads a trajectory from r, named name in messages, in the
+// format its content shows (SniffTrajectory), as ReadTrajectoryFile does.
+// It reads r whole first, so r may be a stream such as standard input.
+func ReadTrajectory(r io.Reader, name string) (*Trajectory, error) {
+	b, err := io.ReadAll(skipBOM(r))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	t, err := ReadVertices(f, path, ReadOptions{})
+	format, err := SniffTrajectory(bytes.NewReader(b), name)
+	if err != nil {
+		return nil, err
+	}
+	r = bytes.NewReader(b)
+	switch format {
+	case FormatTUM:
+		return ReadTUM(r, name)
+	case FormatKITTI:
+		return ReadKITTI(r, name)
+	}
+	t, err := ReadVertices(r, name, ReadOptions{})
 	if err != nil {
 		return nil, err
 	}
 	if t = t.PosesOnly(); len(t.Poses) == 0 {
-		return nil, &ParseError{File: path, Msg: "only landmark vertices: a trajectory needs pose VERTEX lines"}
+		return nil, &ParseError{File: name, Msg: "only landmark vertices: a trajectory needs pose VERTEX lines"}
 	}
 	return t, nil
 }
@@ -96,57 +121,37 @@ const maxExactStamp = 1 << 53
 // line ends and any mix of spaces and tabs are fine. The poses keep the
 // file's order; a repeated time stamp, a line that is not eight finite
 // numbers and a zero quaternion are *ParseErrors naming the line, and so is
-// a file without poses.
+// a file without poses. A leading UTF-8 byte-order mark is skipped.
 func ReadTUM(r io.Reader, name string) (*Trajectory, error) {
-	tr := &Trajectory{D: 3, Source: name}
+	r = skipBOM(r)
+	tr := &Trajectory{D: 3, Source: name, Format: FormatTUM}
 	perr := func(line int, format string, args ...any) error {
 		return &ParseError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
 	first := map[float64]int{}
-	br := bufio.NewReaderSize(r, MaxLineLength)
 	var v [8]float64
-	for line := 1; ; line++ {
-		raw, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, perr(line, "line longer than %d bytes", MaxLineLength)
+	err := eachDataLine(r, name, func(line int, fields []string) error {
+		if len(fields) != 8 {
+			return perr(line, "%d fields; a TUM line has 8: timestamp tx ty tz qx qy qz qw", len(fields))
 		}
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		if err := parseFinite(v[:], fields, name, line); err != nil {
+			return err
 		}
-		s := string(raw)
-		if k := strings.IndexByte(s, '#'); k >= 0 {
-			s = s[:k]
+		rot, ok := RotationFromQuat(v[4], v[5], v[6], v[7])
+		if !ok {
+			return perr(line, "zero quaternion")
 		}
-		fields := strings.Fields(s)
-		if len(fields) > 0 {
-			if len(fields) != 8 {
-				return nil, perr(line, "%d fields; a TUM line has 8: timestamp tx ty tz qx qy qz qw", len(fields))
-			}
-			for k, f := range fields {
-				x, err := strconv.ParseFloat(f, 64)
-				if err != nil && !errors.Is(err, strconv.ErrRange) {
-					return nil, perr(line, "field %d (%s) is not a number", k+1, printable(f))
-				}
-				if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-					return nil, perr(line, "field %d (%s) is not a finite number", k+1, printable(f))
-				}
-				v[k] = x
-			}
-			rot, ok := RotationFromQuat(v[4], v[5], v[6], v[7])
-			if !ok {
-				return nil, perr(line, "zero quaternion")
-			}
-			if l, dup := first[v[0]]; dup {
-				return nil, perr(line, "time stamp %s repeats line %d", fields[0], l)
-			}
-			first[v[0]] = line
-			tr.Stamps = append(tr.Stamps, v[0])
-			tr.Poses = append(tr.Poses, posegraph.Pose{R: rot, T: [3]float64{v[1], v[2], v[3]}})
-			tr.Lines = append(tr.Lines, line)
+		if l, dup := first[v[0]]; dup {
+			return perr(line, "time stamp %s repeats line %d", fields[0], l)
 		}
-		if err == io.EOF {
-			break
-		}
+		first[v[0]] = line
+		tr.Stamps = append(tr.Stamps, v[0])
+		tr.Poses = append(tr.Poses, posegraph.Pose{R: rot, T: [3]float64{v[1], v[2], v[3]}})
+		tr.Lines = append(tr.Lines, line)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(tr.Poses) == 0 {
 		return nil, &ParseError{File: name, Msg: "no poses: a TUM trajectory needs lines \"timestamp tx ty tz qx qy qz qw\""}
@@ -159,8 +164,9 @@ func ReadTUM(r io.Reader, name string) (*Trajectory, error) {
 // parsed and checked as Read does but not kept, and the file need not have
 // edges: a file of VERTEX lines alone is a trajectory. A vertex declared
 // twice, an id beyond 2^53 (not exact as a stamp) and a file without
-// vertices are *ParseErrors.
+// vertices are *ParseErrors. A leading UTF-8 byte-order mark is skipped.
 func ReadVertices(r io.Reader, name string, opts ReadOptions) (*Trajectory, error) {
+	r = skipBOM(r)
 	p := parser{name: name, opts: opts}
 	if err := p.scan(r); err != nil {
 		return nil, err
@@ -170,7 +176,7 @@ func ReadVertices(r io.Reader, name string, opts ReadOptions) (*Trajectory, erro
 		return nil, &ParseError{File: name, Msg: "no VERTEX records: a trajectory needs VERTEX_SE2, VERTEX_SE3:QUAT or VERTEX2 lines"}
 	}
 	slices.SortStableFunc(p.verts, func(a, b vertex) int { return cmpInt(a.id, b.id) })
-	tr := &Trajectory{D: p.d, Source: name}
+	tr := &Trajectory{D: p.d, Source: name, Format: FormatG2O}
 	for k, v := range p.verts {
 		if k > 0 && v.id == p.verts[k-1].id {
 			l := max(v.line, p.verts[k-1].line)
@@ -215,7 +221,7 @@ func (t *Trajectory) Flatten() (*Trajectory, error) {
 			extent = math.Max(extent, math.Abs(x))
 		}
 	}
-	out := &Trajectory{D: 2, Stamps: t.Stamps, Lines: t.Lines, Landmark: t.Landmark, Source: t.Source, Poses: make([]posegraph.Pose, len(t.Poses))}
+	out := &Trajectory{D: 2, Stamps: t.Stamps, Lines: t.Lines, Landmark: t.Landmark, Source: t.Source, Format: t.Format, Poses: make([]posegraph.Pose, len(t.Poses))}
 	for k, p := range t.Poses {
 		r := &p.R
 		if math.Abs(p.T[2]) > PlanarTol*extent || math.Abs(r[2]) > PlanarTol || math.Abs(r[5]) > PlanarTol ||

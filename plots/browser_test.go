@@ -3,6 +3,7 @@ package plots
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,10 +58,27 @@ func runChromium(t *testing.T, bin, url string, extra ...string) (string, string
 	}
 	args = append(args, extra...)
 	args = append(args, url)
-	cmd := exec.CommandContext(ctx, bin, args...)
+	// Headless Chromium on a loaded machine now and then dies of a signal
+	// (a segmentation fault in its own process tree) before it prints
+	// anything: that is the browser failing, not the page, so such a run is
+	// repeated, at most twice. An exit status or a time-out still fails.
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	for attempt := 0; ; attempt++ {
+		out.Reset()
+		errb.Reset()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if err == nil {
+			break
+		}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ctx.Err() == nil && attempt < 2 {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				t.Logf("chromium %s: %v; running it again", url, err)
+				continue
+			}
+		}
 		t.Fatalf("chromium %s: %v\n%s", url, err, errb.String())
 	}
 	return out.String(), errb.String()

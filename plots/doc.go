@@ -26,7 +26,9 @@
 //     the estimates one at a time or overlaid, colours edges and poses by
 //     their term of the objective (EdgeCosts) on a logarithmic scale, and,
 //     given a Run, puts the certificate in its header and the convergence
-//     history under the view. The page's script is plots/viewer/viewer.js,
+//     history under the view; given Ellipses (position covariances), it
+//     draws them around the last estimate behind a toggle. The page's
+//     script is plots/viewer/viewer.js,
 //     embedded at build time; docs/view.md describes the page.
 //
 // Every figure has a fixed size (16 x 12 cm, 16 x 16 cm for 3-D

@@ -3,22 +3,27 @@ package plots
 import (
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/bcmsync/bcmsync/internal/outfile"
 )
 
-// createWith creates path and lets write fill it. A failure to close the
-// file (where a full disk may first show) is the error when write
-// succeeded, so a truncated figure or page is never reported as written.
-// write wraps its own errors, naming path.
-func createWith(path string, write func(w io.Writer) error) (err error) {
-	f, err := os.Create(path)
+// createWith writes path with write through package outfile, whole or not
+// at all: write fills a temporary file beside path, which replaces path
+// only once write and the flush to disk have succeeded, so a failed or
+// interrupted drawing never leaves half a figure or page (and an older
+// figure at path stays as it was). The folder must exist. write wraps its
+// own errors, naming path.
+func createWith(path string, write func(w io.Writer) error) error {
+	f, err := outfile.Create(path)
 	if err != nil {
 		return fmt.Errorf("plots: %w", err)
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("plots: %w", cerr)
-		}
-	}()
-	return write(f)
+	defer f.Abort()
+	if err := write(f); err != nil {
+		return err
+	}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	return nil
 }

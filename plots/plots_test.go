@@ -346,7 +346,7 @@ func TestBadInput(t *testing.T) {
 		{"no traj", Trajectories(filepath.Join(dir, "x.png"), g, nil, TrajectoryOptions{}), "no trajectory"},
 		{"short", Trajectories(filepath.Join(dir, "x.png"), g, []Trajectory{{"t", truth[:3]}}, TrajectoryOptions{}), "has 3 poses, the graph 20"},
 		{"nan", Trajectories(filepath.Join(dir, "x.png"), g, []Trajectory{{"t", nanPose(truth, 4)}}, TrajectoryOptions{}), "pose 4 has a non-finite position"},
-		{"dir", Trajectories(filepath.Join(dir, "no", "x.png"), g, ok, TrajectoryOptions{}), "no such file"},
+		{"dir", Trajectories(filepath.Join(dir, "no", "x.png"), g, ok, TrajectoryOptions{}), "the folder " + filepath.Join(dir, "no") + " does not exist"},
 		{"no levels", Convergence(filepath.Join(dir, "c.png"), nil, 1, ConvergenceOptions{}), "no levels"},
 		{"lengths", Convergence(filepath.Join(dir, "c.png"), []Level{{Rank: 3, Iter: []float64{0}, F: []float64{1, 2}}}, 1, ConvergenceOptions{}), "1 iterations but 2 values of F"},
 		{"times", Convergence(filepath.Join(dir, "c.png"), []Level{{Rank: 3, Iter: []float64{0, 1}, F: []float64{1, 2}, Time: []float64{0}}}, 1, ConvergenceOptions{}), "1 times"},

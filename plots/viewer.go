@@ -33,6 +33,30 @@ type Viewer struct {
 	// Run summarizes the solve; nil when the estimates come from files
 	// alone, and the header then says so instead of a certificate status.
 	Run *Run
+	// Rejected lists edges of Graph (indices into Graph.Edges) that a
+	// robust solve rejected. The page still draws them, but leaves their
+	// terms out of each estimate's F, which is then the objective the
+	// solve minimized (the Run's), and says how many it left out.
+	Rejected []int
+	// Ellipses, when set, are position covariances of the last
+	// estimate's vertices, which the page draws as ellipses around them
+	// behind a toggle (off at first).
+	Ellipses *Ellipses
+}
+
+// Ellipses are the position uncertainties the page can draw around the
+// vertices of the last estimate, as the ellipses that hold 95% of a
+// Gaussian's mass, sqrt(5.991) standard deviations out along each axis,
+// magnified by a factor the page chooses so that they show (and prints).
+type Ellipses struct {
+	// XY holds, per vertex, the covariance of its x and y as (xx, xy,
+	// yy). In 3-D that is the marginal of x and y, the covariance's
+	// projection on the horizontal plane, which the page draws at the
+	// vertex's height. A vertex with zero covariance (the gauge, held
+	// fixed) gets no ellipse.
+	XY [][3]float64
+	// Note says what the covariances are, for the side bar.
+	Note string
 }
 
 // Run is the part of a solve's report the viewer shows: the certificate
@@ -87,6 +111,13 @@ type pageData struct {
 	Est     []estimate `json:"estimates"`
 	Run     *runData   `json:"run"`
 
+	// Ell holds the position covariances (nil: none).
+	Ell *ellData `json:"ellipses,omitempty"`
+
+	// Rejected is how many edges (Viewer.Rejected) each estimate's Total
+	// leaves out.
+	Rejected int `json:"rejected"`
+
 	// Landmarks is how many of the n vertices are landmarks; they are
 	// the last ones (posegraph's order), so an edge into a vertex at
 	// index >= n - landmarks is an observation. The page draws them as
@@ -100,9 +131,15 @@ type estimate struct {
 	// R e_1 in 2-D, the unit vector R e_1 in 3-D.
 	Pos  numbers `json:"pos"`
 	Head numbers `json:"head"`
-	// Cost is each edge's term of F, Total their sum.
+	// Cost is each edge's term of F, Total their sum over the edges not
+	// rejected.
 	Cost  numbers `json:"cost"`
 	Total float64 `json:"total"`
+}
+
+type ellData struct {
+	XY   numbers `json:"xy"` // xx, xy, yy per vertex
+	Note string  `json:"note"`
 }
 
 type runData struct {
@@ -215,6 +252,14 @@ func buildPage(v Viewer) (*pageData, error) {
 			pd.Loop[k] = 1
 		}
 	}
+	rejected := make([]bool, g.M())
+	for _, k := range v.Rejected {
+		if k < 0 || k >= g.M() || rejected[k] {
+			return nil, fmt.Errorf("rejected edge %d: not an edge of the graph's %d, or listed twice", k, g.M())
+		}
+		rejected[k] = true
+	}
+	pd.Rejected = len(v.Rejected)
 	for k, tr := range v.Estimates {
 		for i, p := range tr.Poses {
 			for _, r := range p.R[:d*d] {
@@ -228,8 +273,10 @@ func buildPage(v Viewer) (*pageData, error) {
 			return nil, err
 		}
 		total := 0.0
-		for _, c := range cost {
-			total += c
+		for j, c := range cost {
+			if !rejected[j] {
+				total += c
+			}
 		}
 		pos := make([]float64, 0, d*n)
 		if v.Problem == posegraph.Rotations {
@@ -257,6 +304,13 @@ func buildPage(v Viewer) (*pageData, error) {
 			Head: numbers{head, 4},
 			Cost: numbers{cost, 4},
 		})
+	}
+	if v.Ellipses != nil {
+		ell, err := ellipseData(v.Ellipses, n)
+		if err != nil {
+			return nil, err
+		}
+		pd.Ell = ell
 	}
 	if r := v.Run; r != nil {
 		rd := &runData{
@@ -291,6 +345,28 @@ func buildPage(v Viewer) (*pageData, error) {
 		pd.Run = rd
 	}
 	return pd, nil
+}
+
+// ellipseData checks the covariances (one per vertex, finite, positive
+// semidefinite to rounding) and packs them for the page.
+func ellipseData(e *Ellipses, n int) (*ellData, error) {
+	if len(e.XY) != n {
+		return nil, fmt.Errorf("ellipses: %d covariances for %d vertices", len(e.XY), n)
+	}
+	xy := make([]float64, 0, 3*n)
+	for i, c := range e.XY {
+		xx, xy0, yy := c[0], c[1], c[2]
+		for _, v := range c {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("ellipses: vertex %d has a non-finite covariance", i)
+			}
+		}
+		if xx < 0 || yy < 0 || xy0*xy0 > xx*yy*(1+1e-9)+1e-300 {
+			return nil, fmt.Errorf("ellipses: vertex %d's covariance (%g, %g, %g) is not positive semidefinite", i, xx, xy0, yy)
+		}
+		xy = append(xy, xx, xy0, yy)
+	}
+	return &ellData{XY: numbers{xy, 6}, Note: e.Note}, nil
 }
 
 // checkLandmarks checks what the page assumes of g's landmarks and returns

@@ -3,6 +3,7 @@ package plots
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"regexp"
@@ -428,6 +429,42 @@ func TestPagePositionsFarFromOrigin(t *testing.T) {
 			if math.Abs(got-want) > 1e-6 {
 				t.Errorf("pose %d coordinate %d: %.10g on the page, %.10g given", i, a, got, want)
 			}
+		}
+	}
+}
+
+// TestPageRejected: a robust solve's rejected edges are drawn but left out
+// of each estimate's F (a robust solve's F is over the edges it kept), and
+// the page counts them; a list naming a missing edge, or one twice, is an
+// error.
+func TestPageRejected(t *testing.T) {
+	g, truth, guess := helixGraph(2, 30)
+	rejected := []int{3, g.M() - 1}
+	v := Viewer{Graph: g, Rejected: rejected,
+		Estimates: []Trajectory{{Label: "initial", Poses: guess}, {Label: "optimized", Poses: truth}}}
+	_, data := pageJSON(t, v)
+	if data["rejected"].(float64) != 2 || len(data["edges"].([]any)) != 2*g.M() {
+		t.Fatalf("rejected %v, %d edge ends", data["rejected"], len(data["edges"].([]any)))
+	}
+	for k, e := range data["estimates"].([]any) {
+		cost, err := EdgeCosts(nil, g, v.Estimates[k].Poses, posegraph.Poses)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0.0
+		for j, c := range cost {
+			if j != rejected[0] && j != rejected[1] {
+				want += c
+			}
+		}
+		if got := e.(map[string]any)["total"].(float64); math.Abs(got-want) > 1e-12*want || want == g.Cost(v.Estimates[k].Poses, posegraph.Poses) {
+			t.Errorf("estimate %d: F %.15g, want %.15g without the rejected edges", k, got, want)
+		}
+	}
+	for _, bad := range [][]int{{g.M()}, {-1}, {2, 2}} {
+		v.Rejected = bad
+		if err := WriteHTML(io.Discard, v); err == nil {
+			t.Errorf("rejected %v: no error", bad)
 		}
 	}
 }

@@ -26,5 +26,9 @@
 // Validate checks structure (ids, self-loops, finite data, proper rotations,
 // positive precisions) and connectivity: a certified solve needs one
 // connected component, and a disconnected graph is reported with the sizes of
-// its components (Components, Subgraph pick one).
+// its components (Components, Subgraph pick one). It then checks scale
+// (CheckScale): numbers whose products would overflow, and weights whose
+// contrast leaves double precision too few digits to factor or certify the
+// problem, are refused at their record (FILE:LINE, from Edge.Line and
+// VertexLines), with what a user can do about them.
 package posegraph

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/bcmsync/bcmsync/internal/graphs"
 )
 
 // Pose is an element of SE(d) (or SO(d), ignoring T). R is the d x d rotation,
@@ -65,6 +67,11 @@ type Graph struct {
 	Landmark []bool
 	// Source names the file the graph came from, for messages.
 	Source string
+	// VertexLines holds, for a graph read from a file, the line of each
+	// vertex's VERTEX record in Source (0 for a vertex without one); nil
+	// for a graph made in memory. Messages about a vertex (CheckScale)
+	// name it.
+	VertexLines []int
 	// RawRotations says that the edge rotations are SE-Sync's reading of a
 	// 3-D file (g2o.ReadOptions.RawQuaternions): Eigen's toRotationMatrix
 	// of each quaternion as printed, not normalized. A printed quaternion
@@ -112,34 +119,16 @@ func (g *Graph) Anchor() int {
 // indices, largest first (ties by smallest index).
 func (g *Graph) Components() [][]int {
 	n := g.N()
-	parent := make([]int, n)
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
+	u := graphs.NewUnionFind(n)
 	for _, e := range g.Edges {
-		a, b := find(e.I), find(e.J)
-		if a != b {
-			if a < b {
-				parent[b] = a
-			} else {
-				parent[a] = b
-			}
-		}
+		u.Union(e.I, e.J)
 	}
 	// Components in the order of their first pose, each listing its poses
 	// in order: count them, then fill one backing array.
 	comp := make([]int, n) // the component of pose i, by first appearance
 	var sizes []int
 	for i := 0; i < n; i++ {
-		if r := find(i); r == i {
+		if r := u.Find(i); r == i {
 			comp[i] = len(sizes)
 			sizes = append(sizes, 0)
 		} else {
@@ -181,7 +170,9 @@ func (e *DisconnectedError) Error() string {
 // finite precisions, landmark observations that go from a pose to a
 // landmark with Kappa = 0 (landmarks.go), and one connected component (a
 // *DisconnectedError otherwise; landmarks count as vertices, so poses
-// linked only through a common landmark are connected).
+// linked only through a common landmark are connected). A connected graph
+// is then checked for numbers beyond what double precision can solve and
+// certify (CheckScale, scale.go).
 func (g *Graph) Validate() error {
 	if g.D != 2 && g.D != 3 {
 		return fmt.Errorf("%s: dimension %d is not 2 or 3", g.src(), g.D)
@@ -256,7 +247,7 @@ func (g *Graph) Validate() error {
 		}
 		return &DisconnectedError{Source: g.Source, Sizes: sizes}
 	}
-	return nil
+	return g.CheckScale()
 }
 
 // IsDisconnected reports whether err is (or wraps) a *DisconnectedError.
@@ -306,8 +297,9 @@ func Det(r []float64, d int) float64 {
 
 // Subgraph returns the graph induced by the given pose indices (sorted), with
 // poses renumbered in that order and only edges between them kept. IDs,
-// initial estimates, FIX marks, landmark marks and RawRotations carry over
-// (sorted indices keep the landmarks after the poses).
+// initial estimates, FIX marks, landmark marks, vertex lines and
+// RawRotations carry over (sorted indices keep the landmarks after the
+// poses).
 func (g *Graph) Subgraph(poses []int) *Graph {
 	idx := make(map[int]int, len(poses))
 	for k, i := range poses {
@@ -324,6 +316,9 @@ func (g *Graph) Subgraph(poses []int) *Graph {
 		}
 		if len(g.Landmark) > 0 {
 			s.Landmark = append(s.Landmark, g.Landmark[i])
+		}
+		if len(g.VertexLines) > 0 {
+			s.VertexLines = append(s.VertexLines, g.VertexLines[i])
 		}
 	}
 	for _, f := range g.Fixed {

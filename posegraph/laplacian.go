@@ -1,7 +1,7 @@
 package posegraph
 
 import (
-	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // Problem selects what is synchronized.
@@ -42,10 +42,10 @@ func (p Problem) BlockSize(d int) int {
 // A landmark observation is an edge with kappa = 0 and R = I, so the same
 // formulas give its block exactly: a landmark's rotation rows and columns
 // of Q are zero (landmarks.go).
-func (g *Graph) Laplacian(p Problem) *sparse.BlockSym {
+func (g *Graph) Laplacian(p Problem) *blockmat.BlockSym {
 	d := g.D
 	b := p.BlockSize(d)
-	bb := sparse.NewBlockBuilder(g.N(), b)
+	bb := blockmat.NewBlockBuilder(g.N(), b)
 	bb.Grow(len(g.Edges))
 	di := make([]float64, b*b)
 	dj := make([]float64, b*b)
@@ -162,10 +162,10 @@ func (g *Graph) edgeTerms(e *Edge, x []Pose, p Problem, raw bool) (rot, trans fl
 
 // Lift returns the r x (b n) block matrix X with X_i = [R_i t_i] (or R_i for
 // Rotations) in its top d rows and zeros below; r >= d.
-func (g *Graph) Lift(x []Pose, p Problem, r int) *sparse.Blocks {
+func (g *Graph) Lift(x []Pose, p Problem, r int) *blockmat.Blocks {
 	d := g.D
 	b := p.BlockSize(d)
-	out := sparse.NewBlocks(r, b, len(x))
+	out := blockmat.NewBlocks(r, b, len(x))
 	for i := range x {
 		blk := out.Block(i)
 		for a := 0; a < d; a++ {
@@ -182,7 +182,7 @@ func (g *Graph) Lift(x []Pose, p Problem, r int) *sparse.Blocks {
 
 // TraceCost returns tr(X Q X^T) = sum_i <X_i, (X Q)_i>, using work (same
 // shape as x) for X Q.
-func TraceCost(q *sparse.BlockSym, x, work *sparse.Blocks) float64 {
+func TraceCost(q *blockmat.BlockSym, x, work *blockmat.Blocks) float64 {
 	q.MulBlocks(work, x)
 	s := 0.0
 	for k, v := range x.Data {

@@ -424,7 +424,7 @@ func TestGivenOrderIsUsed(t *testing.T) {
 			}
 		}
 		q, _ := chordalSystem(g)
-		a := q.LowerCSC(0, 0)
+		a := sparse.LowerCSC(q, 0, 0)
 		c, err := sparse.AnalyzeBlocks(q, blockPerm(pi, d))
 		if err != nil {
 			t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/bcmsync/bcmsync/internal/smalldense"
-	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // Round maps the Y part of a rank-r lifted solution onto SO(d)^n
@@ -23,7 +23,7 @@ import (
 //
 // Round panics if the shape of x does not fit d; that is a programming error,
 // not bad data.
-func Round(x *sparse.Blocks, d int) []posegraph.Pose {
+func Round(x *blockmat.Blocks, d int) []posegraph.Pose {
 	return RoundMasked(x, d, nil)
 }
 
@@ -31,7 +31,13 @@ func Round(x *sparse.Blocks, d int) []posegraph.Pose {
 // block whose Stiefel part no cost sees (posegraph.Graph.LandmarkMask), so
 // it neither enters Y Y^T nor votes on the reflection, and its pose gets
 // R = I. skip nil means no such block.
-func RoundMasked(x *sparse.Blocks, d int, skip []bool) []posegraph.Pose {
+func RoundMasked(x *blockmat.Blocks, d int, skip []bool) []posegraph.Pose {
+	checkShape(x, d, skip)
+	return roundWith(x, d, topLeftSingular(x, d, skip), skip, false)
+}
+
+// checkShape panics if x, d and skip do not fit together.
+func checkShape(x *blockmat.Blocks, d int, skip []bool) {
 	if d != 2 && d != 3 {
 		panic(fmt.Sprintf("rounding: dimension %d is not 2 or 3", d))
 	}
@@ -44,7 +50,17 @@ func RoundMasked(x *sparse.Blocks, d int, skip []bool) []posegraph.Pose {
 	if skip != nil && len(skip) != x.N {
 		panic(fmt.Sprintf("rounding: mask of %d blocks for %d", len(skip), x.N))
 	}
-	return roundWith(x, d, topLeftSingular(x, d, skip), skip)
+}
+
+// ReadOut is RoundMasked with the point's own translations: each pose's
+// T is its block's translation column p_i expressed in the rounding's
+// frame, U_d^T p_i (with the same reflection), and is not re-optimized.
+// It costs O(n r d) and solves no linear system, for an estimate wanted
+// when there is no time left for RecoverTranslations. For a point without
+// translation columns (rotations) it is RoundMasked.
+func ReadOut(x *blockmat.Blocks, d int, skip []bool) []posegraph.Pose {
+	checkShape(x, d, skip)
+	return roundWith(x, d, topLeftSingular(x, d, skip), skip, true)
 }
 
 // topLeftSingular returns U_d (r x d, row-major): the top d left singular
@@ -52,7 +68,7 @@ func RoundMasked(x *sparse.Blocks, d int, skip []bool) []posegraph.Pose {
 // r x r matrix Y Y^T = sum_i Y_i Y_i^T. Forming Y Y^T squares the condition
 // number, but only the dominant d-dimensional subspace is wanted and at a
 // relaxation optimum it is separated from the rest by a wide gap.
-func topLeftSingular(x *sparse.Blocks, d int, skip []bool) []float64 {
+func topLeftSingular(x *blockmat.Blocks, d int, skip []bool) []float64 {
 	r, b := x.R, x.B
 	g := make([]float64, r*r)
 	for i := 0; i < x.N; i++ {
@@ -102,7 +118,9 @@ func topLeftSingular(x *sparse.Blocks, d int, skip []bool) []float64 {
 
 // roundWith performs steps 2 and 3 of the rounding for a given basis U_d
 // (r x d, row-major, orthonormal columns).
-func roundWith(x *sparse.Blocks, d int, ud []float64, skip []bool) []posegraph.Pose {
+// With translations (and a translation column in x) each pose's T is
+// U_d^T p_i, reflected with the rotations.
+func roundWith(x *blockmat.Blocks, d int, ud []float64, skip []bool, translations bool) []posegraph.Pose {
 	r, b, n := x.R, x.B, x.N
 	out := make([]posegraph.Pose, n)
 	positive, voters := 0, 0
@@ -133,6 +151,20 @@ func roundWith(x *sparse.Blocks, d int, ud []float64, skip []bool) []posegraph.P
 	// the reflection that fixes the majority.
 	flip := 2*positive < voters
 	for i := range out {
+		if translations && b > d {
+			blk := x.Block(i)
+			t := &out[i].T
+			for a := 0; a < d; a++ {
+				s := 0.0
+				for p := 0; p < r; p++ {
+					s += ud[p*d+a] * blk[p*b+d]
+				}
+				t[a] = s
+			}
+			if flip {
+				t[d-1] = -t[d-1]
+			}
+		}
 		if skip != nil && skip[i] {
 			continue
 		}

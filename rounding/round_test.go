@@ -106,7 +106,7 @@ func TestRoundFlipsReflectedBasis(t *testing.T) {
 			reflected[p*d+d-1] = -reflected[p*d+d-1]
 		}
 		for _, ud := range [][]float64{o, reflected} {
-			got := roundWith(x, d, ud, nil)
+			got := roundWith(x, d, ud, nil, false)
 			for i := range got {
 				checkRotation(t, got[i].R, d, 1e-12, "rounded rotation")
 				for k := 0; k < d*d; k++ {

@@ -3,6 +3,7 @@ package rounding
 import (
 	"fmt"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
@@ -371,23 +372,10 @@ func checkGraph(g *posegraph.Graph) error {
 // connected reports whether the graph has one connected component, by
 // union-find over the edges.
 func connected(g *posegraph.Graph) bool {
-	n := g.N()
-	parent := make([]int32, n)
-	for i := range parent {
-		parent[i] = int32(i)
-	}
-	find := func(i int32) int32 {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
-	parts := n
+	parts := g.N()
+	u := graphs.NewUnionFind(parts)
 	for _, e := range g.Edges {
-		a, b := find(int32(e.I)), find(int32(e.J))
-		if a != b {
-			parent[a] = b
+		if u.Union(e.I, e.J) {
 			parts--
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/bcmsync/bcmsync/internal/sparse"
 )
@@ -16,12 +17,18 @@ import (
 type certificate struct {
 	lam      []float64
 	trLambda float64
-	// psd: S + eta D_Y has a Cholesky factor (with the common translation
-	// grounded), so v^T S v >= -eta ||v_Y||^2 for every v. By weak duality
-	// every feasible point then has F >= tr(Lambda) - eta d n, because the
-	// rotation part of the relaxation's Z has trace exactly d n.
+	// psd: S plus a diagonal shift E on rotation coordinates has a
+	// Cholesky factor (scaled, with the common translation grounded; see
+	// check), so v^T S v >= -v^T E v for every v. By weak duality every
+	// feasible point then has F >= tr(Lambda) - tr(E), because the
+	// relaxation's Z is 1 at every rotation coordinate's diagonal.
 	psd bool
-	eta float64 // the shift that passed
+	// eta is the mean of E over the shiftPoses poses' d rotation
+	// coordinates each: tr(E) = eta d shiftPoses. sigma and mu are the
+	// shift that produced it (E = sigma/D_c^2 + mu at each shifted
+	// coordinate c; mu only in a failing point's weak bound), for a proof
+	// and for a weak bound alike.
+	eta, sigma, mu float64
 	// shiftPoses is the number of poses whose rotation coordinates carry
 	// the shift: 1 (the anchor, see check) or n (every pose).
 	shiftPoses int
@@ -38,40 +45,113 @@ type certificate struct {
 	minEig float64
 	vector []float64 // unit eigenvector of S when not psd
 	method string
+	// floorCost is the least any shift the check may try costs the bound
+	// (the anchor's or every pose's at the rounding floor): no tolerance
+	// below it can be proven at this point in double precision.
+	floorCost float64
+	// timedOut: the certifier's deadline passed before the check was
+	// complete (no proof, and no eigenvector even if one was asked for).
+	timedOut bool
 }
 
 // certifier checks points against one Q; it keeps S's storage and the
 // symbolic factorization of its pattern across calls.
 type certifier struct {
-	q, s, sh *sparse.BlockSym // Q; S; S shifted and grounded for the Cholesky test
+	q, s, sh *sparse.BlockSym // Q; S; S scaled, shifted and grounded for the Cholesky test
 	d        int
-	beta     float64 // translation scaling of the Cholesky test
+	// scale holds the diagonal congruence D of the Cholesky test, one power
+	// of two per coordinate (see buildShifted): the test factors D S D.
+	scale []float64
 	// The slack the shift may cost the bound is half the allowed gap,
-	// max(gapTol |F|, gapAbs) / 2, at F = tr(Lambda).
+	// gapAllowed(tr Lambda, gapTol, gapAbs) / 2.
 	gapTol, gapAbs float64
-	etaFloor       float64               // below this the factorization is rounding, not proof
-	anchor         int                   // the pose the factor eliminates last (see check)
-	perm           []int                 // fill-reducing order of Q's pattern (nil: AMD)
-	sym            *sparse.BlockSymbolic // the pattern's block analysis in perm's order (nil: none)
-	chol           *sparse.Cholesky
-	seed           uint64
-	inv            []float64 // inverse-iteration vectors
-	inv2           []float64
-	sMulV          []float64
+	// eigTol is the smallest shift, in the scaled coordinates where every
+	// diagonal entry is about 1: below it the factorization is rounding,
+	// not proof.
+	eigTol float64
+	anchor int                   // the pose the factor eliminates last (see check)
+	perm   []int                 // fill-reducing order of Q's pattern (nil: AMD)
+	sym    *sparse.BlockSymbolic // the pattern's block analysis in perm's order (nil: none)
+	chol   *sparse.Cholesky
+	seed   uint64
+	inv    []float64 // inverse-iteration vectors
+	inv2   []float64
+	sMulV  []float64
 	// free marks landmark blocks (nil: none; see landmarks.go) and nposes
-	// counts the others, whose Y parts the bound's eta d n pays for.
+	// counts the others, whose Y parts the bound pays the shift for.
 	free   []bool
 	nposes int
+	// weightAll is sum over the rotation coordinates c of every pose of
+	// 1/D_c^2, what a unit shift in the scaled coordinates costs the bound
+	// when it is on every pose; weightAnchor the same sum over the anchor's
+	// rotation coordinates.
+	weightAll, weightAnchor float64
+	// deadline, when set, stops a check between its factorizations.
+	deadline time.Time
 }
 
 // newCertifier prepares the checks against q. S's storage is made when S
 // is first built (buildS): until then the trust region holds the most
 // memory, and at a million poses two copies of Q and three vectors would
 // add 0.85 GB to its peak.
-func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, etaFloor float64, perm []int, seed uint64) *certifier {
+func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
 	free := rotationFreeBlocks(q, d)
-	return &certifier{q: q, d: d, beta: translationBalance(q, d, free), gapTol: gapTol, gapAbs: gapAbs, etaFloor: etaFloor,
+	c := &certifier{q: q, d: d, scale: jacobiScale(q), gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
 		perm: perm, seed: seed, free: free, nposes: q.N - countFree(free)}
+	c.weightAll = c.shiftWeight(-1)
+	return c
+}
+
+// jacobiScale returns, for every coordinate c of q, the power of two
+// nearest 1/sqrt(Q_cc) (1 where Q_cc is 0: a landmark's rotation
+// coordinates). D Q D then has every nonzero diagonal entry in [1/2, 2),
+// and D S D, the matrix the certificate factors, has its rotation diagonal
+// near 1 wherever Lambda is small next to Q. Powers of two make the
+// scaling exact in floating point: the factor is of D S D itself, not of
+// a rounded copy.
+func jacobiScale(q *sparse.BlockSym) []float64 {
+	b := q.B
+	scale := make([]float64, q.Dim())
+	for i := 0; i < q.N; i++ {
+		blk := q.Block(q.Diag[i])
+		for a := 0; a < b; a++ {
+			scale[i*b+a] = 1
+			if v := blk[a*b+a]; v > 0 && !math.IsInf(v, 0) {
+				_, e := math.Frexp(v) // v = f 2^e, f in [1/2, 1)
+				scale[i*b+a] = math.Ldexp(1, -e/2)
+			}
+		}
+	}
+	return scale
+}
+
+// shiftWeight returns sum over the rotation coordinates c of pose i (of
+// every pose when i < 0) of 1/D_c^2: a shift sigma on those coordinates of
+// D S D is a shift sigma/D_c^2 on each of S's, and costs the bound
+// sigma times this sum (see check).
+func (c *certifier) shiftWeight(i int) float64 {
+	if i >= 0 {
+		return c.poseWeight(i)
+	}
+	w := 0.0
+	for k := 0; k < c.q.N; k++ {
+		w += c.poseWeight(k)
+	}
+	return w
+}
+
+// poseWeight is shiftWeight of pose i alone (0 for a landmark).
+func (c *certifier) poseWeight(i int) float64 {
+	if c.free != nil && c.free[i] {
+		return 0
+	}
+	b := c.q.B
+	w := 0.0
+	for a := 0; a < c.d; a++ {
+		s := c.scale[i*b+a]
+		w += 1 / (s * s)
+	}
+	return w
 }
 
 // alloc makes S's storage and the inverse iteration's vectors, once.
@@ -100,33 +180,58 @@ func (c *certifier) buildS(lam []float64, d int) {
 	}
 }
 
-// buildShifted sets c.sh = S + eta D_Y + etaA D_Y,a + mu E_a: eta on every
-// rotation coordinate's diagonal, etaA more on the anchor pose's rotation
-// coordinates, and mu on the anchor's translation diagonal. The common
+// shift is what buildShifted adds to the rotation diagonal of D S D:
+// sigma on the anchor's coordinates only (anchor) or on every pose's, plus
+// mu D_c^2 at every pose's coordinate c, which is a shift mu on S itself
+// (a failing point's weak bound, from S's own eigenvalue).
+type shift struct {
+	anchor    bool
+	sigma, mu float64
+}
+
+// cost is what the shift costs the dual bound: sum over the shifted
+// coordinates c of the shift on S there, sigma/D_c^2 + mu, times the
+// trace 1 the relaxation's Z has at every rotation coordinate.
+func (c *certifier) cost(sh shift) float64 {
+	w := c.weightAll
+	if sh.anchor {
+		w = c.weightAnchor
+	}
+	return sh.sigma*w + sh.mu*float64(c.d*c.nposes)
+}
+
+// buildShifted sets c.sh = D (S + mu E_a) D + the shift: D S D with D the
+// diagonal congruence c.scale, the shift sh on its rotation diagonal, and
+// mu E_a, mu > 0 on the anchor's translation diagonal. The common
 // translation shift is an exact null vector of S with a nonzero component
 // there, so S + mu E_a is positive semidefinite exactly when S is (write
 // any v as w plus a shift with w zero at the anchor): adding mu grounds the
 // gauge without dropping rows, and keeps one pattern for every call.
 //
-// The translation coordinates are also scaled by beta (a congruence
-// D (.) D with D = diag(I, beta), which preserves positive definiteness and
-// leaves the shift on the rotation coordinates alone). The factorization's
-// pivot test is relative to the largest diagonal entry, and S's near-null
-// vectors (the rows of X) are mostly translation when the map is large;
-// beta^2 = mean rotation diagonal / mean translation diagonal balances the
-// two and makes the smallest shift that factors up to hundreds of times
-// smaller (kitti_00: translations over kilometres, weights 1e5 apart).
-func (c *certifier) buildShifted(eta, etaA float64) {
+// The congruence preserves positive definiteness, and D S D + Sigma
+// (Sigma diagonal, nonzero on rotation coordinates) has a factor exactly
+// when S + D^-1 Sigma D^-1 has: the shift on S is Sigma_c / D_c^2, what
+// cost adds up. The factorization's pivot test is relative to the largest
+// diagonal entry, and the rounding it guards against is relative to each
+// pivot's own row: with every diagonal entry near 1, one relative floor
+// (eigTol) fits every coordinate, where weights spanning six decades made
+// a floor relative to the largest entry of Q cost the light poses a shift
+// a million times their own scale. The translation coordinates are scaled
+// the same way, which balances them against the rotations (S's near-null
+// vectors, the rows of X, are mostly translation when the map is large:
+// kitti_00, translations over kilometres).
+func (c *certifier) buildShifted(sh shift) {
 	copy(c.sh.Val, c.s.Val)
 	b, d := c.q.B, c.d
-	beta := c.beta
+	scale := c.scale
 	for i := 0; i < c.q.N; i++ {
-		if b > d && beta != 1 {
-			for k := c.sh.RowPtr[i]; k < c.sh.RowPtr[i+1]; k++ {
-				blk := c.sh.Block(k)
-				for a := 0; a < b; a++ {
-					blk[a*b+d] *= beta
-					blk[d*b+a] *= beta
+		for k := c.sh.RowPtr[i]; k < c.sh.RowPtr[i+1]; k++ {
+			blk := c.sh.Block(k)
+			j := c.sh.ColIdx[k]
+			si, sj := scale[i*b:(i+1)*b], scale[j*b:(j+1)*b]
+			for a := 0; a < b; a++ {
+				for e := 0; e < b; e++ {
+					blk[a*b+e] *= si[a] * sj[e]
 				}
 			}
 		}
@@ -140,65 +245,48 @@ func (c *certifier) buildShifted(eta, etaA float64) {
 			}
 			continue
 		}
-		for a := 0; a < d; a++ {
-			blk[a*b+a] += eta
-		}
-		if i == c.anchor {
+		if !sh.anchor || i == c.anchor {
 			for a := 0; a < d; a++ {
-				blk[a*b+a] += etaA
-			}
-			if b > d {
-				blk[d*b+d] *= 2 // mu = the diagonal itself: any mu > 0 grounds
+				blk[a*b+a] += sh.sigma
 			}
 		}
-	}
-}
-
-// translationBalance returns beta (see buildShifted) for Q.
-// Landmark blocks (free) have no rotation diagonal and are left out.
-func translationBalance(q *sparse.BlockSym, d int, free []bool) float64 {
-	b := q.B
-	if b == d {
-		return 1
-	}
-	y, p := 0.0, 0.0
-	for i := 0; i < q.N; i++ {
-		if free != nil && free[i] {
-			continue
+		if sh.mu != 0 {
+			for a := 0; a < d; a++ {
+				s := scale[i*b+a]
+				blk[a*b+a] += sh.mu * s * s
+			}
 		}
-		blk := q.Block(q.Diag[i])
-		for a := 0; a < d; a++ {
-			y += blk[a*b+a]
+		if i == c.anchor && b > d {
+			blk[d*b+d] *= 2 // mu = the diagonal itself: any mu > 0 grounds
 		}
-		p += blk[d*b+d]
 	}
-	y /= float64(d)
-	if p <= 0 || y <= 0 {
-		return 1
-	}
-	return math.Sqrt(y / p)
 }
 
 // check certifies x: S plus a shift on rotation coordinates must have a
 // Cholesky factor. Only when that fails is the smallest eigenpair computed,
 // because then the staircase needs its eigenvector.
 //
+// The test factors D S D plus a shift sigma on rotation coordinates, D the
+// power-of-two Jacobi scaling of buildShifted; that proves S plus the
+// diagonal shift sigma/D_c^2 at each of those coordinates c positive
+// semidefinite. Every feasible Z of the relaxation has Z_cc = 1 at every
+// rotation coordinate (its diagonal blocks are I_d there), so
+// tr(S Z) >= -sum_c sigma/D_c^2 and F* >= tr(Lambda) - cost (see cost and
+// docs/certificate.md).
+//
 // Two shifts are tried, each first at a size costing the bound at most
-// half the allowed gap (never below the rounding floor); their retries
-// cost more, and a bound they prove is reported as it is (settle then
-// demotes the status if it exceeds the allowance). First the anchor shift: etaA on
-// the rotation coordinates of one pose only, the one the factor eliminates
-// last. If S + etaA D_Y,a factors, then v^T S v >= -etaA ||v_Y,a||^2 for
-// every v, and every feasible Z of the relaxation (whose diagonal blocks
-// are I_d on the rotation coordinates) has tr(S Z) >= -etaA d, so
-// F* >= tr(Lambda) - etaA d: the slack does not grow with n. At a minimum
+// half the allowed gap (never below the rounding floor eigTol); their
+// retries cost more, and a bound they prove is reported as it is (settle
+// then demotes the status if it exceeds the allowance). First the anchor
+// shift: sigma on the rotation coordinates of one pose only, the one the
+// factor eliminates last, which costs sigma times that pose's weight
+// (about d, in units of its own diagonal) whatever n is. At a minimum
 // whose null space S X^T = 0 is no more than a pose block (rank d, the
 // common case) the anchor's pivots are the Schur complement of everything
-// else, zero up to rounding, so etaA only has to clear the pivot test. At
+// else, zero up to rounding, so sigma only has to clear the pivot test. At
 // a higher rank, or where S has a negative eigenvalue that the anchor
 // cannot absorb, it fails, and the shift on every pose's rotation
-// coordinates is tried as before: S + eta D_Y, F* >= tr(Lambda) - eta d n,
-// eta raised tenfold at most twice if the factorization refuses.
+// coordinates is tried: sigma times the weight of all of them.
 func (c *certifier) check(m *manifold, x *sparse.Blocks) (certificate, error) {
 	return c.certify(m, x, true)
 }
@@ -209,37 +297,45 @@ func (c *certifier) checkOnly(m *manifold, x *sparse.Blocks) (certificate, error
 	return c.certify(m, x, false)
 }
 
+// pastDeadline reports whether the certifier's deadline (zero: none) has
+// passed: between its factorizations, and before the eigensolver, the
+// check stops there (the factorization running may finish).
+func (c *certifier) pastDeadline() bool {
+	return !c.deadline.IsZero() && time.Now().After(c.deadline)
+}
+
 func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (certificate, error) {
 	nq := m.newBlocks()
 	m.mulQ(nq, x)
-	d, n := m.d, float64(c.nposes)
+	d := m.d
 	cert := certificate{lam: make([]float64, m.n*d*d)}
 	m.lambda(cert.lam, x, nq)
 	cert.trLambda = m.traceLambda(cert.lam)
 	c.buildS(cert.lam, d)
 	if c.chol == nil {
-		chol, err := analyzeWith(c.sym, c.s, c.perm)
-		if err != nil {
-			return cert, fmt.Errorf("certificate: analysing S: %w", err)
+		if err := c.analyze(); err != nil {
+			return cert, err
 		}
-		c.chol, c.anchor = chol, c.lastPose(chol)
 	}
-	slack := math.Max(c.gapTol*math.Abs(cert.trLambda), c.gapAbs) / 2
-	etaA := math.Max(slack/float64(d), 10*c.etaFloor)
-	eta := math.Max(slack/(float64(d)*n), c.etaFloor)
-	for _, t := range c.tries(etaA, eta, c.nposes) {
-		if t.anchor {
-			c.buildShifted(0, t.eta)
-		} else {
-			c.buildShifted(t.eta, 0)
+	slack := gapAllowed(cert.trLambda, c.gapTol, c.gapAbs) / 2
+	sigmaA := math.Max(slack/c.weightAnchor, 10*c.eigTol)
+	sigma := math.Max(slack/c.weightAll, c.eigTol)
+	cert.floorCost = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
+	for k, t := range c.tries(sigmaA, sigma) {
+		if k > 0 && c.pastDeadline() {
+			cert.timedOut = true
+			break
 		}
+		c.buildShifted(t)
 		err := c.chol.FactorizeBlocks(c.sh, 0)
 		if err == nil {
-			cert.psd, cert.eta, cert.shiftPoses = true, t.eta, c.nposes
+			cost := c.cost(t)
+			cert.psd, cert.shiftPoses = true, c.nposes
 			if t.anchor {
 				cert.shiftPoses = 1
 			}
-			cert.dualBound = cert.trLambda - t.cost
+			cert.eta, cert.sigma = cost/float64(d*cert.shiftPoses), t.sigma
+			cert.dualBound = cert.trLambda - cost
 			cert.lowerBound, cert.hasLower = cert.dualBound, true
 			cert.minEig = c.inverseIteration(c.chol, cert.eta)
 			cert.method = "cholesky"
@@ -250,55 +346,147 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			return cert, fmt.Errorf("certificate: factoring S + eta I: %w", err)
 		}
 	}
-	eta *= 1000 // as the uniform tries left it before
 	cert.dualBound = cert.trLambda
-	if !wantVector {
+	if !wantVector || cert.timedOut || c.pastDeadline() {
+		cert.timedOut = cert.timedOut || wantVector
 		cert.minEig = math.NaN()
 		return cert, nil
 	}
-	// No factor: lambda_min(S) is (numerically) below -eta. A factor of
-	// S + tau I with tau just above |lambda_min| preconditions LOBPCG well
-	// (the factor of Q is poor when Lambda is large on Q's low modes).
-	var pre sparse.Preconditioner
-	if sh, _, err := sparse.FactorShifted(c.s, math.Max(eta, 1e-12*c.s.MaxDiag()), 14); err == nil {
-		pre = sh
-	}
-	res, err := sparse.SmallestEig(c.s, sparse.EigOptions{
-		Tol: 1e-6, MaxIter: 2000, BlockSize: 4, Seed: c.seed, Precond: pre,
-	})
+	// No factor: S has a direction of negative curvature, which the
+	// staircase needs. A factor of S + tau I with tau just above
+	// |lambda_min| preconditions LOBPCG well (the factor of Q is poor when
+	// Lambda is large on Q's low modes).
+	tau0 := math.Max(1000*sigma*c.weightAll/float64(d*c.nposes), 1e-12*c.s.MaxDiag())
+	v, val, err := c.smallestEig(c.s, tau0)
 	if err != nil {
-		return cert, fmt.Errorf("certificate: smallest eigenpair of S: %w", err)
+		return cert, err
 	}
-	cert.minEig = res.Value
-	cert.vector = res.Vector
+	scaled := false
+	if !(val < 0) {
+		// The eigensolver's residual test is relative to ||S||: with one
+		// weight 1e8 among 1s (||S|| ~ 1e9) it accepted a positive value
+		// at a saddle of curvature -0.27. The scaled D S D (grounded) has
+		// a spectrum the weights' spread does not stretch: a unit
+		// eigenvector u of it with eigenvalue mu < 0 gives the direction
+		// D u, along which (D u)^T S (D u) = mu < 0.
+		c.buildShifted(shift{})
+		u, mu, err := c.smallestEig(c.sh, math.Max(1000*sigma, 1e-12*c.sh.MaxDiag()))
+		if err != nil {
+			return cert, err
+		}
+		for k := range u {
+			u[k] *= c.scale[k]
+		}
+		normalize(u)
+		if mu < 0 {
+			v, val, scaled = u, mu, true
+		}
+	}
+	// The reported value is S's Rayleigh quotient at the unit direction v
+	// (an upper bound on lambda_min(S); its eigenvalue when v came from S).
+	c.s.MulVec(c.sMulV, v)
+	cert.minEig = 0
+	for k, x := range v {
+		cert.minEig += x * c.sMulV[k]
+	}
+	cert.vector = v
 	cert.method = "eigensolver"
-	c.weakBound(&cert)
+	if scaled {
+		c.weakBound(&cert, shift{sigma: -val})
+	} else {
+		c.weakBound(&cert, shift{mu: -val})
+	}
 	return cert, nil
 }
 
+// smallestEig returns a unit eigenvector of a's smallest eigenvalue and
+// the eigenvalue, by LOBPCG preconditioned by a factor of a + tau I with
+// tau found from tau0 up (sparse.FactorShifted), or by Lanczos when no
+// such factor is found.
+func (c *certifier) smallestEig(a *sparse.BlockSym, tau0 float64) ([]float64, float64, error) {
+	var pre sparse.Preconditioner
+	if sh, _, err := sparse.FactorShifted(a, tau0, 14); err == nil {
+		pre = sh
+	}
+	res, err := sparse.SmallestEig(a, sparse.EigOptions{
+		Tol: 1e-6, MaxIter: 2000, BlockSize: 4, Seed: c.seed, Precond: pre,
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("certificate: smallest eigenpair of S: %w", err)
+	}
+	return res.Vector, res.Value, nil
+}
+
 // weakBound gives a point that failed the certificate a proven lower bound
-// on the optimum all the same: if S + mu D_Y factors, the argument of
-// check gives F* >= tr(Lambda) - mu d n for any mu. With mu a little
-// above |lambda_min(S)| (twice it, then twenty times: the negative
-// eigenvector may be mostly translation, which the shift does not touch)
-// the bound is usually far below F but not useless: on intel with 5% wrong
-// loop closures the rank-4 point (lambda_min -4.6) proves F* >= 7.3e4,
+// on the optimum all the same: if D S D plus a shift on the rotation
+// coordinates factors, the argument of check gives F* >= tr(Lambda) -
+// cost(shift) for any shift. The shift is a multiple of unit, the negative
+// curvature found (mu on S itself, the eigenvalue of S, or sigma on D S D,
+// that of the scaled matrix): a little above it (1.25 times, then up to
+// twenty times: the negative eigenvector may be mostly translation, which
+// the shift does not touch), on top of the rounding floor. The bound is
+// usually far below F but not useless: on intel with 5% wrong loop
+// closures the rank-4 point (lambda_min -4.6) proves F* >= 7.3e4,
 // hundreds of standard deviations above what consistent data give (see
 // Result.ExpectedObjective). One or two factorizations, against the
 // eigensolver's dozens of solves.
-func (c *certifier) weakBound(cert *certificate) {
-	if !(cert.minEig < 0) || math.IsInf(cert.minEig, 0) {
+func (c *certifier) weakBound(cert *certificate, unit shift) {
+	if !(unit.sigma >= 0 && unit.mu >= 0) || math.IsInf(unit.sigma+unit.mu, 0) || unit.sigma+unit.mu == 0 {
 		return
 	}
-	n := float64(c.nposes)
 	for _, f := range []float64{1.25, 2, 5, 20} {
-		mu := math.Max(-f*cert.minEig, c.etaFloor)
-		c.buildShifted(mu, 0)
+		if c.pastDeadline() {
+			return
+		}
+		sh := shift{sigma: c.eigTol + f*unit.sigma, mu: f * unit.mu}
+		c.buildShifted(sh)
 		if c.chol.FactorizeBlocks(c.sh, 0) == nil {
-			cert.hasLower, cert.lowerBound = true, cert.trLambda-mu*float64(c.d)*n
+			cert.hasLower, cert.lowerBound, cert.sigma, cert.mu = true, cert.trLambda-c.cost(sh), sh.sigma, sh.mu
 			return
 		}
 	}
+}
+
+// analyze makes the symbolic factorization of S and chooses the anchor:
+// the pose the factor eliminates last, which must be the last pivot, but
+// among the poses of the factor's trailing clique (whose order does not
+// change the fill) the lightest one, whose shift costs the bound least
+// (poseWeight): with weights spanning six decades the pose an ordering
+// happens to put last can cost the rounding floor a hundred times more
+// than its lightest neighbour in the top separator.
+func (c *certifier) analyze() error {
+	chol, err := analyzeWith(c.sym, c.s, c.perm)
+	if err != nil {
+		return fmt.Errorf("certificate: analysing S: %w", err)
+	}
+	c.chol, c.anchor = chol, c.lastPose(chol)
+	b, n := c.q.B, c.q.Dim()
+	best, bestW := c.anchor, c.poseWeight(c.anchor)
+	for k := n - chol.TrailingClique(); k < n; k++ {
+		i := chol.Pivot(k) / b
+		if (c.free != nil && c.free[i]) || chol.Pivot(k)%b != 0 || k+b > n {
+			continue // a landmark, or not the start of a block wholly inside
+		}
+		if w := c.poseWeight(i); w < bestW {
+			best, bestW = i, w
+		}
+	}
+	if best != c.anchor {
+		perm := make([]int, 0, n)
+		for _, p := range chol.Perm() {
+			if p/b != best {
+				perm = append(perm, p)
+			}
+		}
+		for a := 0; a < b; a++ {
+			perm = append(perm, best*b+a)
+		}
+		if moved, err := sparse.AnalyzeBlocks(c.s, perm); err == nil && c.lastPose(moved) == best {
+			c.chol, c.anchor = moved, best
+		}
+	}
+	c.weightAnchor = c.poseWeight(c.anchor)
+	return nil
 }
 
 // lastPose returns the pose block that chol eliminates last: the anchor,
@@ -316,38 +504,33 @@ func (c *certifier) lastPose(chol *sparse.Cholesky) int {
 	return 0
 }
 
-// shiftTry is one shift the certificate tries: eta on the anchor's rotation
-// coordinates or on every pose's, and what it costs the dual bound
-// (eta d or eta d n).
-type shiftTry struct {
-	anchor    bool
-	eta, cost float64
-}
-
 // tries lists the shifts check tries, cheapest first (the anchor first on
-// a tie): the anchor shift at etaA and 100 etaA, the uniform one at eta,
-// 10 eta and 100 eta. etaA is at least ten times the rounding floor: the
-// anchor's pivots come out near etaA/2 at an exact minimum (noise-free
-// rotation graphs), and the pivot test rejects anything below the floor.
-// A point converged only to the trust region's tolerance leaves a small negative Schur complement at the anchor
-// (parking-garage: -4e-9 where etaA was 2e-10), which the larger anchor
-// shift absorbs at a cost still far below the uniform shift's when the
-// rounding floor sets eta.
-func (c *certifier) tries(etaA, eta float64, n int) []shiftTry {
-	d := float64(c.d)
-	t := []shiftTry{
-		{true, etaA, etaA * d}, {true, 100 * etaA, 100 * etaA * d},
-		{false, eta, eta * d * float64(n)}, {false, 10 * eta, 10 * eta * d * float64(n)}, {false, 100 * eta, 100 * eta * d * float64(n)},
+// a tie): the anchor shift at sigmaA, 10 sigmaA and 100 sigmaA, the
+// uniform one at sigma, 10 sigma and 100 sigma. sigmaA is at least ten
+// times the rounding floor: the anchor's pivots come out near sigmaA/2 at
+// an exact minimum (noise-free rotation graphs), and the pivot test
+// rejects anything below the floor. A point converged only to the trust
+// region's tolerance leaves a small negative Schur complement at the
+// anchor (parking-garage: -4e-9 where the shift was 2e-10), which a larger
+// anchor shift absorbs at a cost still far below the uniform shift's when
+// the rounding floor sets sigma; the middle rung proves a bound ten times
+// tighter than the last where it is enough.
+func (c *certifier) tries(sigmaA, sigma float64) []shift {
+	t := []shift{
+		{anchor: true, sigma: sigmaA}, {anchor: true, sigma: 10 * sigmaA}, {anchor: true, sigma: 100 * sigmaA},
+		{sigma: sigma}, {sigma: 10 * sigma}, {sigma: 100 * sigma},
 	}
-	sort.SliceStable(t, func(i, j int) bool { return t[i].cost < t[j].cost })
+	// Costs equal but for rounding (both first tries at half the
+	// allowance) count as a tie, which the anchor wins.
+	sort.SliceStable(t, func(i, j int) bool { return c.cost(t[i]) < c.cost(t[j])*(1-1e-12) })
 	return t
 }
 
-// inverseIteration estimates lambda_min(S) from the factor of S + eta I:
-// inverse iteration from a fixed start converges to the bottom of the
-// spectrum (the null space of S, eigenvalue ~0, at a certified point), and
-// the Rayleigh quotient there is the reported value. It stops once the
-// quotient moves by less than eta/10 between two steps (at most
+// inverseIteration estimates lambda_min(S) from the factor of the scaled,
+// shifted S: inverse iteration from a fixed start converges to the bottom
+// of the spectrum (the null space of S, eigenvalue ~0, at a certified
+// point), and S's Rayleigh quotient there is the reported value. It stops
+// once the quotient moves by less than eta/10 between two steps (at most
 // maxInverseSteps): at a certified point the shift puts the null space
 // orders of magnitude below the next eigenvalue, and on the benchmark
 // graphs the quotient is at its rounding level (1e-17 to 1e-13 of the
@@ -381,14 +564,10 @@ const maxInverseSteps = 8
 // coordinates of the test matrix: it is mapped back (D v) into scratch
 // first.
 func (c *certifier) rayleigh(v, scratch []float64) float64 {
-	copy(scratch, v)
-	b := c.q.B
-	if b > c.d && c.beta != 1 {
-		for k := c.d; k < len(scratch); k += b {
-			scratch[k] *= c.beta
-		}
-		normalize(scratch)
+	for k, x := range v {
+		scratch[k] = x * c.scale[k]
 	}
+	normalize(scratch)
 	c.s.MulVec(c.sMulV, scratch)
 	rq := 0.0
 	for k, x := range scratch {

@@ -86,8 +86,12 @@ func (m *manifold) maskFree(v *sparse.Blocks) {
 }
 
 // gaugePoint returns x for the gauge projection: x itself without
-// landmarks, else a copy (kept in m.xg) with the landmarks' Y parts zeroed.
+// landmarks, else a copy (kept in m.xg) with the landmarks' Y parts zeroed;
+// nil when fixed neighbours leave no gauge (a linear term).
 func (m *manifold) gaugePoint(x *sparse.Blocks) *sparse.Blocks {
+	if m.lin != nil {
+		return nil
+	}
 	if m.free == nil {
 		return x
 	}

@@ -298,7 +298,7 @@ func TestLandmarkCertificateMatchesDense(t *testing.T) {
 			if countFree(m.free) != g.NumLandmarks() {
 				t.Fatalf("%d free blocks, %d landmarks", countFree(m.free), g.NumLandmarks())
 			}
-			c, err := newCertifier(q, d, 1e-6, 0, 1e-13*q.MaxDiag(), nil, 3).check(m, x)
+			c, err := newCertifier(q, d, 1e-6, 0, 1e-13, nil, 3).check(m, x)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -463,7 +463,7 @@ func TestCertificateAnchorIsPose(t *testing.T) {
 			q := g.Laplacian(posegraph.Poses)
 			x := sparse.NewBlocks(d, q.B, q.N)
 			bcm.RandomStiefel(x, d, seed)
-			c := newCertifier(q, d, 1e-6, 0, 1e-13*q.MaxDiag(), sparse.BlockOrder(q, 0), seed)
+			c := newCertifier(q, d, 1e-6, 0, 1e-13, sparse.BlockOrder(q, 0), seed)
 			if _, err := c.checkOnly(newManifold(q, d, d, 1), x); err != nil {
 				t.Fatal(err)
 			}

@@ -15,8 +15,16 @@ import (
 // rows and blocks of size b (= d+1 for poses, d for rotations): columns
 // 0..d-1 of a block are the Stiefel part Y_i, column d (poses only) the free
 // translation p_i.
+//
+// With a linear term lin (a BlockProblem's: the poses of one block, the
+// rest held fixed) the objective is tr(X Q X^T) + 2 <X, lin>: mulQ adds
+// lin to X Q, so that N = X Q + lin is half the Euclidean gradient as
+// before, and the Hessian, linear in V, uses V Q alone. Fixed neighbours
+// break the gauge symmetries (X -> O X, a common translation shift), so
+// there is then no gauge to project out.
 type manifold struct {
 	q          *sparse.BlockSym
+	lin        *sparse.Blocks // nil: none
 	d, r, b, n int
 	threads    int
 
@@ -36,8 +44,15 @@ func newManifold(q *sparse.BlockSym, d, r, threads int) *manifold {
 
 func (m *manifold) newBlocks() *sparse.Blocks { return sparse.NewBlocks(m.r, m.b, m.n) }
 
-// mulQ sets dst = X Q.
-func (m *manifold) mulQ(dst, x *sparse.Blocks) { m.q.MulBlocksParallel(dst, x, m.threads) }
+// mulQ sets dst = X Q (+ lin, when the manifold has a linear term).
+func (m *manifold) mulQ(dst, x *sparse.Blocks) {
+	m.q.MulBlocksParallel(dst, x, m.threads)
+	if m.lin != nil {
+		for k, v := range m.lin.Data {
+			dst.Data[k] += v
+		}
+	}
+}
 
 // lambda sets lam[i] (d x d, row-major, at lam[i*d*d:]) = sym(Y_i^T N_Y,i)
 // from N = X Q. These are the Lagrange multipliers of the Stiefel
@@ -122,7 +137,7 @@ func (m *manifold) gradient(g, x, nq *sparse.Blocks) (norm, euclid float64) {
 // hess sets dst = Hess F(X)[V] = 2 proj(V Q - [V_Y Lambda_i, 0]) = 2 proj(V S),
 // using work for V Q.
 func (m *manifold) hess(dst, x, v *sparse.Blocks, lam []float64, work *sparse.Blocks) {
-	m.mulQ(work, v)
+	m.q.MulBlocksParallel(work, v, m.threads)
 	if c := poseChunks(m.n, m.threads); c == 1 {
 		m.subLambda(v, work, lam, 0, m.n)
 	} else {
@@ -221,7 +236,7 @@ func zeroBlocks(x *sparse.Blocks) {
 // null direction costs nothing in the trust-region model, so left in, it
 // would swallow the step.
 func (m *manifold) removeShift(v *sparse.Blocks) {
-	if m.b == m.d {
+	if m.b == m.d || m.lin != nil {
 		return
 	}
 	r := m.r
@@ -294,10 +309,14 @@ func newGauge(r int) *gauge {
 	return &gauge{r: r, u: make([]float64, r*r), ev: make([]float64, r), b: make([]float64, r*r), w: make([]float64, r*r)}
 }
 
-// setPoint prepares the projection at x.
+// setPoint prepares the projection at x (nil: there is no gauge, and
+// remove leaves vectors as they are).
 func (gg *gauge) setPoint(x *sparse.Blocks) {
 	r := gg.r
 	gg.x = x
+	if x == nil {
+		return
+	}
 	g := mat.NewSymDense(r, nil)
 	xxT(gg.w, x, x, gg.threads, &gg.parts)
 	for a := 0; a < r; a++ {
@@ -368,6 +387,9 @@ func xxTRange(out []float64, a, b *sparse.Blocks, lo, hi int) {
 // ||v - Omega X||: the normal equations are Omega G + G Omega = 2 skew(v X^T),
 // diagonal in G's eigenbasis.
 func (gg *gauge) remove(v *sparse.Blocks) {
+	if gg.x == nil {
+		return
+	}
 	r := gg.r
 	xxT(gg.w, v, gg.x, gg.threads, &gg.parts) // v X^T
 	for a := 0; a < r; a++ {

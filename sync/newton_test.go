@@ -489,7 +489,7 @@ func BenchmarkHessianPrecond(b *testing.B) {
 	q := g.Laplacian(posegraph.Poses)
 	perm := sparse.BlockAMD(q, 0)
 	scale := q.MaxDiag()
-	pchol, err := sparse.NewCholeskyPerm(q.LowerCSC(1e-9*scale, 0), perm)
+	pchol, err := sparse.NewCholeskyPerm(sparse.LowerCSC(q, 1e-9*scale, 0), perm)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,12 +3,14 @@ package sync
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/bcmsync/bcmsync/bcm"
 	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
@@ -81,11 +83,19 @@ func TestNotTightReturnsBestEstimate(t *testing.T) {
 
 // Every bound the certificate proves is checked against a dense
 // eigen-decomposition: at the not-tight graph's rank-d critical point
-// (a saddle of the relaxation: the weak bound, S + mu D_Y), at its rank-3
-// minimum (the anchor or the uniform shift), and at critical points of
-// tight graphs, S plus the shift the certificate claims is positive
-// semidefinite to rounding, and the bound is tr(Lambda) minus the shift
-// times the trace the relaxation fixes.
+// (a saddle of the relaxation: the weak bound), at its rank-3 minimum (the
+// anchor or the uniform shift), at critical points of tight graphs, and at
+// minima of graphs whose weights span five decades (the random consistent
+// population), where the Jacobi scaling and the choice of a light anchor
+// matter. For each, S plus the diagonal shift the certificate claims,
+// sigma/D_c^2 + mu at each shifted rotation coordinate c (D the
+// power-of-two scaling; mu only in a weak bound), is positive
+// semidefinite to rounding; the bound is tr(Lambda)
+// minus that shift's trace (the relaxation's Z is 1 on every rotation
+// diagonal entry), which Eta d EtaPoses reports; the scaled matrix the
+// factorization saw, D (S + shift) D, is positive semidefinite too; and
+// every bound lies below F at a feasible point. At a failing point the
+// escape direction has negative curvature, v^T S v = minEig < 0.
 func TestCertificateBoundsDense(t *testing.T) {
 	type point struct {
 		name string
@@ -111,7 +121,22 @@ func TestCertificateBoundsDense(t *testing.T) {
 		tg, truth := noisyGraph(dd, 25, 10, 0.05, 0.05, uint64(30+dd))
 		pts = append(pts, point{"tight", tg, tg.Lift(centered(truth, dd), posegraph.Poses, dd), dd})
 	}
-	weak, anchor, uniform := 0, 0, 0
+	// One weight 1e8 among 1s: the rank-2 critical point is a saddle of
+	// curvature -0.27 that S's own eigensolver missed (||S|| ~ 1e9); the
+	// scaled one finds it, and the weak bound is a shift on D S D.
+	stiff, err := g2o.Read(strings.NewReader(stiffG2O), "stiff.g2o", g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts = append(pts, point{"one weight 1e8", stiff, stiff.Lift(centered(stiff.Initial, 2), posegraph.Poses, 2), 2})
+	for _, seed := range []uint64{70, 572, 8, 61} {
+		mg, truth, err := datasets.Mixed(datasets.RandomConsistent(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts = append(pts, point{"weights 10..1e6", mg, mg.Lift(centered(truth, mg.D), posegraph.Poses, mg.D), mg.D})
+	}
+	weak, scaledWeak, anchor, uniform, moved := 0, 0, 0, 0, 0
 	for _, p := range pts {
 		dd := p.g.D
 		q := p.g.Laplacian(posegraph.Poses)
@@ -120,33 +145,57 @@ func TestCertificateBoundsDense(t *testing.T) {
 		if _, err := rtr(context.Background(), m, p.x, nil, hp, rtrOptions{GradTol: 1e-12, MaxIter: 300}); err != nil {
 			t.Fatal(err)
 		}
-		c := newCertifier(q, dd, 1e-6, 0, 1e-13*q.MaxDiag(), nil, 1)
+		perm := sparse.BlockOrder(q, 0)
+		c := newCertifier(q, dd, 1e-6, 0, 1e-13, perm, 1)
 		cert, err := c.check(m, p.x)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if c.anchor != c.lastPose(c.chol) {
+			t.Fatalf("%s: anchor %d is not the last pose %d the factor eliminates", p.name, c.anchor, c.lastPose(c.chol))
+		}
+		if first, err := sparse.AnalyzeBlocks(c.s, perm); err == nil && c.lastPose(first) != c.anchor {
+			moved++
+		}
 		f := inner(p.x, mulQ(m, p.x))
-		var shift float64
 		var on func(i int) bool
 		switch {
 		case cert.psd && cert.shiftPoses == 1:
 			anchor++
-			shift, on = cert.eta, func(i int) bool { return i == c.anchor }
+			on = func(i int) bool { return i == c.anchor }
 		case cert.psd:
 			uniform++
-			shift, on = cert.eta, func(int) bool { return true }
+			on = func(int) bool { return true }
 		case cert.hasLower:
 			weak++
-			mu := (cert.trLambda - cert.lowerBound) / float64(dd*q.N)
-			shift, on = mu, func(int) bool { return true }
+			if cert.mu == 0 {
+				scaledWeak++
+			}
+			on = func(int) bool { return true }
 		default:
 			t.Logf("%s rank %d: no bound (lambda_min %g)", p.name, p.r, cert.minEig)
+		}
+		if !cert.psd {
+			// The escape direction: a unit vector of negative curvature.
+			sv := make([]float64, len(cert.vector))
+			c.s.MulVec(sv, cert.vector)
+			vv, vsv := 0.0, 0.0
+			for k, v := range cert.vector {
+				vv += v * v
+				vsv += v * sv[k]
+			}
+			if math.Abs(vv-1) > 1e-9 || !(vsv < 0) || math.Abs(vsv-cert.minEig) > 1e-9*q.MaxDiag() {
+				t.Errorf("%s rank %d: escape direction of norm %g has v^T S v = %g, reported %g", p.name, p.r, vv, vsv, cert.minEig)
+			}
+		}
+		if on == nil {
 			continue
 		}
-		// Dense S + shift on the rotation coordinates of the poses "on".
+		// Dense S + sigma/D_c^2 on the rotation coordinates of the poses
+		// "on", and its scaled form D (S + shift) D.
 		dim := q.Dim()
 		s := mat.NewSymDense(dim, c.s.Dense())
-		poses := 0
+		poses, trace := 0, 0.0
 		for i := 0; i < q.N; i++ {
 			if !on(i) {
 				continue
@@ -154,7 +203,15 @@ func TestCertificateBoundsDense(t *testing.T) {
 			poses++
 			for a := 0; a < dd; a++ {
 				k := i*q.B + a
-				s.SetSym(k, k, s.At(k, k)+shift)
+				e := cert.sigma/(c.scale[k]*c.scale[k]) + cert.mu
+				s.SetSym(k, k, s.At(k, k)+e)
+				trace += e
+			}
+		}
+		scaled := mat.NewSymDense(dim, nil)
+		for i := 0; i < dim; i++ {
+			for j := i; j < dim; j++ {
+				scaled.SetSym(i, j, c.scale[i]*s.At(i, j)*c.scale[j])
 			}
 		}
 		var es mat.EigenSym
@@ -162,22 +219,42 @@ func TestCertificateBoundsDense(t *testing.T) {
 			t.Fatal("EigenSym failed")
 		}
 		lmin := es.Values(nil)[0]
-		t.Logf("%s rank %d: shift %.3g on %d poses, lambda_min %.3g (max diag %.3g)", p.name, p.r, shift, poses, lmin, q.MaxDiag())
-		if lmin < -1e-13*q.MaxDiag() {
-			t.Errorf("%s rank %d: S + %g on %d poses has lambda_min %g: the claimed bound is not proven", p.name, p.r, shift, poses, lmin)
+		if !es.Factorize(scaled, false) {
+			t.Fatal("EigenSym failed")
+		}
+		lminScaled := es.Values(nil)[0]
+		t.Logf("%s rank %d: sigma %.3g, mu %.3g on %d poses (trace %.3g), lambda_min %.3g, scaled %.3g (max diag %.3g)",
+			p.name, p.r, cert.sigma, cert.mu, poses, trace, lmin, lminScaled, q.MaxDiag())
+		if lmin < -1e-13*q.MaxDiag() || lminScaled < -1e-12 {
+			t.Errorf("%s rank %d: S + shift has lambda_min %g (scaled %g): the claimed bound is not proven", p.name, p.r, lmin, lminScaled)
 		}
 		lb := cert.lowerBound
-		if want := cert.trLambda - shift*float64(dd*poses); math.Abs(lb-want) > 1e-9*math.Abs(want) {
-			t.Errorf("%s rank %d: lower bound %.12g, want tr(Lambda) - shift d poses = %.12g", p.name, p.r, lb, want)
+		if want := cert.trLambda - trace; math.Abs(lb-want) > 1e-9*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s rank %d: lower bound %.12g, want tr(Lambda) - trace(shift) = %.12g", p.name, p.r, lb, want)
+		}
+		if cert.psd && math.Abs(cert.eta*float64(dd*cert.shiftPoses)-trace) > 1e-9*trace {
+			t.Errorf("%s rank %d: eta %g d %d poses is not the shift's trace %g", p.name, p.r, cert.eta, cert.shiftPoses, trace)
 		}
 		if lb > f*(1+1e-12) {
 			t.Errorf("%s rank %d: lower bound %.12g above F %.12g at a feasible point", p.name, p.r, lb, f)
 		}
 	}
-	if weak == 0 || anchor == 0 || uniform+anchor < 3 {
-		t.Errorf("the points should cover the weak bound (%d) and the anchor shift (%d); uniform %d", weak, anchor, uniform)
+	if weak == 0 || scaledWeak == 0 || anchor == 0 || uniform+anchor < 3 || moved == 0 {
+		t.Errorf("the points should cover the weak bound (%d, %d from the scaled eigenproblem), the anchor shift (%d) and an anchor moved to a lighter pose (%d); uniform %d",
+			weak, scaledWeak, anchor, moved, uniform)
 	}
 }
+
+// stiffG2O is a 5-pose graph with one edge weighted 1e8 among weights 1
+// and rotation noise of about 0.5 rad.
+const stiffG2O = `EDGE_SE2 0 1 1.0473540191436521 0.6250121905417751 -0.4656891838603535 1 0 0 1 0 1
+EDGE_SE2 1 2 1.49618864025962 -0.12957726884671703 -0.13075549199058698 1 0 0 1 0 1
+EDGE_SE2 2 3 1.9498626392323786 0.0787685358168596 -0.021462126896122157 1e8 0 0 1e8 0 1e8
+EDGE_SE2 3 4 1.3647492432178046 0.5634269811919276 -0.015421637517465104 1 0 0 1 0 1
+EDGE_SE2 4 0 1.2939968725901823 -0.4868621787328488 -0.1833952349902646 1 0 0 1 0 1
+EDGE_SE2 0 2 0.7809374827986091 -0.6661415822955742 -0.7542570635805361 1 0 0 1 0 1
+EDGE_SE2 1 3 0.18654363502148585 -0.11932642772190176 -0.08621272392605564 1 0 0 1 0 1
+`
 
 // mulQ returns X Q.
 func mulQ(m *manifold, x *sparse.Blocks) *sparse.Blocks {

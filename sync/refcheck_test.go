@@ -22,7 +22,8 @@ package sync_test
 // never below the proven lower bound. Normalizing the quaternion, or keeping
 // it raw but using the edge formula ||R_j - R_i R_e||_F^2 (whose extra
 // kappa (||R_e||_F^2 - 3) cancels the effect to first order), gives the
-// deviations the README records. The weights are docs/design.md's.
+// deviations docs/performance.md records (Results against the reference
+// optima). The weights are docs/design.md's.
 //
 // That reading is now g2o.ReadOptions.RawQuaternions (posegraph's
 // Graph.RawRotations), and TestReferenceOptima is its regression test. The

@@ -6,9 +6,24 @@ import (
 	"math"
 )
 
+// ReportSchema names the format of the JSON Report, its "schema" key:
+// "bcmsync.report/" and a version, raised whenever a key is removed or
+// changes its meaning (adding a key does not raise it). Version 2 is the
+// first that carries the key; a report without it is version 1, whose keys
+// version 2 keeps. Version 3 records only the options that ran: the BCM
+// and trust-region options (rule, bcm_tol, bcm_sweeps, bcm_decrease_tol,
+// max_iterations) only when options.method is bcm+rtr, and a distributed
+// run's rounds in levels[].rounds, where version 2 put them in
+// bcm_sweeps; a solve's keys are otherwise version 2's. A reader that
+// depends on a key's meaning should check the version it knows.
+const ReportSchema = "bcmsync.report/3"
+
 // Report is the machine-readable form of a Result, written by `bcmsync
-// solve --report`. Its keys are stable; see README.md.
+// solve --report`. Its keys are stable (see ReportSchema and docs/cli.md).
 type Report struct {
+	// Schema is ReportSchema in a report NewReport made; ReadReport leaves
+	// it as read ("" for a version 1 report).
+	Schema  string `json:"schema"`
 	File    string `json:"file"`
 	Problem string `json:"problem"` // "SE(d)" or "SO(d)"
 	D       int    `json:"d"`
@@ -36,32 +51,73 @@ type Report struct {
 	SuboptimalityBound *float64 `json:"suboptimality_bound"`
 	RelativeGap        *float64 `json:"relative_suboptimality_bound"`
 	GapAllowed         float64  `json:"gap_allowed"`
-	Certified          bool     `json:"certified"`
-	Status             string   `json:"status"`
-	Rank               int      `json:"rank"`
-	MinEigenvalue      float64  `json:"min_eigenvalue"`
-	Eta                float64  `json:"eta"`
+	// GapAllowedBy names the term of max(gap_tol max(1, |F|), gap_abs)
+	// that set GapAllowed: "gap_tol*|F|", "gap_tol*1" (|F| < 1) or
+	// "gap_abs" (Result.GapAllowedBy).
+	GapAllowedBy string `json:"gap_allowed_by"`
+	// ShiftFloor is the least the certificate's shift could cost the bound
+	// at the rounding floor eig_tol (Result.ShiftFloor): a gap_allowed
+	// below it cannot be proven in double precision.
+	ShiftFloor    float64 `json:"shift_floor"`
+	Certified     bool    `json:"certified"`
+	Status        string  `json:"status"`
+	Rank          int     `json:"rank"`
+	MinEigenvalue float64 `json:"min_eigenvalue"`
+	Eta           float64 `json:"eta"`
 	// EtaPoses is the number of poses the shift eta is on (Result.EtaPoses).
 	EtaPoses int `json:"eta_poses,omitempty"`
 	// Estimate says where the returned poses came from (Result.Estimate).
 	Estimate string `json:"estimate"`
+	// WeightSpread is the largest edge weight over the smallest
+	// (Result.WeightSpread).
+	WeightSpread float64 `json:"weight_spread"`
 	// ExpectedObjective and its standard deviation: F at the truth for
 	// measurements as precise as their weights claim (Result.ExpectedObjective).
-	ExpectedObjective   float64    `json:"expected_objective"`
-	ExpectedObjectiveSD float64    `json:"expected_objective_sd"`
-	Timings             Timings    `json:"timings"`
-	PeakRSSBytes        int64      `json:"peak_rss_bytes,omitempty"`
-	Levels              []Level    `json:"levels"`
-	History             []Record   `json:"history"`
-	Options             ReportOpts `json:"options"`
+	ExpectedObjective   float64 `json:"expected_objective"`
+	ExpectedObjectiveSD float64 `json:"expected_objective_sd"`
+	Timings             Timings `json:"timings"`
+	PeakRSSBytes        int64   `json:"peak_rss_bytes,omitempty"`
+	Levels              []Level `json:"levels"`
+	// Stages lists the stages that ran, with their start times
+	// (Result.Stages): none starts after time_limit_seconds.
+	Stages  []Stage    `json:"stages"`
+	History []Record   `json:"history"`
+	Options ReportOpts `json:"options"`
 	// Robust is the outlier rejection's account (robust mode only); N, M
 	// and the objectives are then of the final weighted graph.
 	Robust *RobustReport `json:"robust,omitempty"`
+	// Distributed is a distributed solve's account (bcmsync distributed);
+	// absent otherwise.
+	Distributed *DistributedReport `json:"distributed,omitempty"`
 }
 
-// ReportOpts records the options that shaped the result.
+// DistributedReport is the account of a distributed solve.
+type DistributedReport struct {
+	// Authenticated is true when every message carried a MAC under the
+	// run's key; Rejected then counts the messages that failed
+	// authentication, which were dropped, never applied.
+	Authenticated bool           `json:"authenticated"`
+	Rejected      AuthRejections `json:"rejected"`
+}
+
+// AuthRejections counts rejected messages by cause: forged (no valid MAC,
+// or from a sender that may not send it), replayed (a sequence number
+// already seen or too old), foreign (of another run).
+type AuthRejections struct {
+	Forged   int64 `json:"forged"`
+	Replayed int64 `json:"replayed"`
+	Foreign  int64 `json:"foreign"`
+}
+
+// ReportOpts records the options the solve ran with (Result.Options),
+// defaults filled in. Method names the level optimizer (Result.Method):
+// the BCM and trust-region options (rule, bcm_tol, bcm_sweeps,
+// bcm_decrease_tol, max_iterations) are recorded only for MethodBCMRTR,
+// the one that runs them, and MethodOptions holds another method's own
+// (Result.MethodOptions).
 type ReportOpts struct {
-	Rule    string  `json:"rule"`
+	Method  string  `json:"method"`
+	Rule    string  `json:"rule,omitempty"`
 	Threads int     `json:"threads"`
 	Seed    uint64  `json:"seed"`
 	Rank0   int     `json:"rank0"`
@@ -70,16 +126,37 @@ type ReportOpts struct {
 	EigTol  float64 `json:"eig_tol"`
 	GapTol  float64 `json:"gap_tol"`
 	GapAbs  float64 `json:"gap_abs"`
-	BCMTol  float64 `json:"bcm_tol"`
-	BCMMax  int     `json:"bcm_sweeps"`
-	Limit   float64 `json:"time_limit_seconds"`
+	BCMTol  float64 `json:"bcm_tol,omitempty"`
+	BCMMax  int     `json:"bcm_sweeps,omitempty"`
+	// BCMDecreaseTol is Options.BCMDecreaseTol.
+	BCMDecreaseTol float64 `json:"bcm_decrease_tol,omitempty"`
+	Limit          float64 `json:"time_limit_seconds"`
+	// MaxIterations is the trust region's step limit per run
+	// (Options.MaxIterations).
+	MaxIterations int `json:"max_iterations,omitempty"`
+	// LargestComponent is Options.LargestComponent.
+	LargestComponent bool `json:"largest_component,omitempty"`
+	MethodOptions    any  `json:"method_options,omitempty"`
 }
 
-// NewReport builds the report of res, solved from file with opts (defaults
-// filled in as Solve used them).
-func NewReport(file string, res *Result, opts Options) *Report {
+// reportOpts returns res's options for the report.
+func reportOpts(res *Result) ReportOpts {
+	o := res.Options
+	ro := ReportOpts{Method: res.Method, Threads: o.Threads, Seed: o.Seed, Rank0: o.Rank0, MaxRank: o.MaxRank,
+		GradTol: o.GradTol, EigTol: o.EigTol, GapTol: o.GapTol, GapAbs: o.GapAbs, Limit: o.TimeLimit.Seconds(),
+		LargestComponent: o.LargestComponent, MethodOptions: res.MethodOptions}
+	if res.Method == MethodBCMRTR {
+		ro.Rule, ro.BCMTol, ro.BCMMax, ro.BCMDecreaseTol = o.Rule.String(), o.BCMTol, o.BCMMaxSweeps, o.BCMDecreaseTol
+		ro.MaxIterations = o.MaxIterations
+	}
+	return ro
+}
+
+// NewReport builds the report of res, solved from file, with the options
+// it ran with (Result.Options).
+func NewReport(file string, res *Result) *Report {
 	g := res.Graph
-	opts.setDefaults(g.D)
+	opts := res.Options
 	var dual, gap, rel *float64
 	if res.HasBound {
 		dual, gap = &res.DualBound, &res.SuboptimalityBound
@@ -91,26 +168,31 @@ func NewReport(file string, res *Result, opts Options) *Report {
 	if hist == nil {
 		hist = []Record{}
 	}
+	stages := res.Stages
+	if stages == nil {
+		stages = []Stage{}
+	}
 	return &Report{
-		File: file, Problem: res.Problem.String(), D: g.D, N: g.NumPoses(), M: g.M(), RawQuaternions: g.RawRotations,
+		Schema: ReportSchema,
+		File:   file, Problem: res.Problem.String(), D: g.D, N: g.NumPoses(), M: g.M(), RawQuaternions: g.RawRotations,
 		Landmarks: g.NumLandmarks(), Observations: observations(g),
 		Init: string(opts.Init), InitialObjective: res.InitialObjective,
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
-		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed,
-		Certified: res.Certified, Status: string(res.Status), Rank: res.Rank,
+		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed, GapAllowedBy: res.GapAllowedBy,
+		ShiftFloor: res.ShiftFloor,
+		Certified:  res.Certified, Status: string(res.Status), Rank: res.Rank,
 		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate),
-		ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
-		Levels: res.Levels, History: hist,
-		Options: ReportOpts{Rule: opts.Rule.String(), Threads: opts.Threads, Seed: opts.Seed,
-			Rank0: opts.Rank0, MaxRank: opts.MaxRank, GradTol: opts.GradTol, EigTol: opts.EigTol,
-			GapTol: opts.GapTol, GapAbs: opts.GapAbs, BCMTol: opts.BCMTol, BCMMax: opts.BCMMaxSweeps, Limit: opts.TimeLimit.Seconds()},
-		Robust: newRobustReport(res.Robust),
+		WeightSpread: res.WeightSpread, ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
+		Levels: res.Levels, Stages: stages, History: hist,
+		Options: reportOpts(res),
+		Robust:  newRobustReport(res.Robust),
 	}
 }
 
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // a file named "<stdin>" stays readable
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }

@@ -27,7 +27,7 @@ func TestReportRelativeGapFinite(t *testing.T) {
 	} {
 		res := &Result{Graph: g, Objective: c.f, HasBound: true, DualBound: c.f - c.bound, SuboptimalityBound: c.bound}
 		var buf bytes.Buffer
-		if err := NewReport("x.g2o", res, Options{}).WriteJSON(&buf); err != nil {
+		if err := NewReport("x.g2o", res).WriteJSON(&buf); err != nil {
 			t.Errorf("F = %g, bound %g: WriteJSON: %v", c.f, c.bound, err)
 			continue
 		}

@@ -20,10 +20,20 @@ const (
 	// SuboptimalityBound of the optimum.
 	CertifiedRelaxation Status = "relaxation certified, rounding not tight"
 	// Bounded: S is proven positive semidefinite up to the certificate's
-	// shift, but the resulting bound on F - F* is above the gap tolerance
-	// (the point is not converged enough, or the shift's rounding floor is
-	// large next to F). The estimate is within SuboptimalityBound of F*.
+	// shift, but the resulting bound on F - F* is above the allowance
+	// (Result.GapAllowed) although the certificate's rounding floor is
+	// below it: the point was not converged enough (the trust region
+	// stalled, or its proof refinements ran out). The estimate is within
+	// SuboptimalityBound of F*.
 	Bounded Status = "certified only to the reported suboptimality bound"
+	// BelowPrecision: as Bounded, but the allowance is below what double
+	// precision can prove at this point: the certificate's smallest shift,
+	// at the rounding floor Options.EigTol, alone costs the bound more
+	// than the allowance (Result.ShiftFloor > Result.GapAllowed), so no
+	// further convergence could certify it. The data are legal; the
+	// tolerance asks for more digits than the weights' spread leaves. A
+	// looser GapTol or a GapAbs of at least ShiftFloor certifies it.
+	BelowPrecision Status = "certified only to the reported suboptimality bound: the tolerance is below the certificate's rounding floor"
 	// NotCertified: the certificate still failed at the maximum rank.
 	// Result.HasBound may still hold: a failing level can prove a weaker
 	// lower bound on F* (Result.DualBound).
@@ -37,8 +47,15 @@ const (
 	// meaningful estimate, and a robust cost is the remedy. The estimate
 	// is the best the solver held, within SuboptimalityBound of F*.
 	Inconsistent Status = "not certified: the measurements contradict their weights"
-	// TimeLimit: stopped by the time limit before a certificate.
+	// TimeLimit: stopped by Options.TimeLimit before a certificate met the
+	// allowance; the estimate is the best held then (see
+	// Options.TimeLimit), with a bound when one was proven.
 	TimeLimit Status = "stopped by time limit"
+	// IterationLimit: a trust-region run reached Options.MaxIterations
+	// steps before converging, and no certificate met the allowance; the
+	// staircase stopped there. The estimate is the best held then, with a
+	// bound when one was proven.
+	IterationLimit Status = "stopped by the iteration limit"
 	// Cancelled: the context was cancelled.
 	Cancelled Status = "cancelled"
 )
@@ -117,6 +134,33 @@ type Level struct {
 	// direction into the next rank (0 when the level certified).
 	EscapeDecrease float64 `json:"escape_decrease,omitempty"`
 	CertifySeconds float64 `json:"certify_seconds"`
+	// ProofRefinements counts the extra trust-region runs the level made,
+	// each at a hundredth of the previous gradient tolerance, because its
+	// certificate held but its bound missed the allowance (see
+	// Options.GradTol); their steps are in the history with phase "rtr",
+	// their time in RTRSeconds and CertifySeconds.
+	ProofRefinements int `json:"proof_refinements,omitempty"`
+	// Rounds, RoundStop and RoundSeconds are a distributed level's rounds
+	// of agent updates (sync/distributed), which take the place of BCM's
+	// sweeps and the trust region's steps there; RoundStop says why they
+	// stopped ("gradient", "decrease" or "rounds").
+	Rounds       int     `json:"rounds,omitempty"`
+	RoundStop    string  `json:"round_stop,omitempty"`
+	RoundSeconds float64 `json:"round_seconds,omitempty"`
+}
+
+// Stage is one stage of a solve, recorded when it starts: Name is
+// "init", "bcm", "rtr", "certificate", "escape", "round", "refine" (the
+// rank-d trust region from a rounding) or "certify estimate" (the
+// estimate's own certificate), Rank the staircase's rank (0 for init and
+// round), Start the seconds since Solve began, Seconds its duration. No
+// stage starts after Options.TimeLimit: a stage whose Start would be
+// later is not run, and not recorded.
+type Stage struct {
+	Name    string  `json:"name"`
+	Rank    int     `json:"rank,omitempty"`
+	Start   float64 `json:"start"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Timings are wall-clock seconds per stage. Init includes building Q and
@@ -155,22 +199,35 @@ type Result struct {
 	// Inconsistent, TimeLimit).
 	HasBound bool
 	// DualBound is tr(Lambda) - Eta d EtaPoses, a rigorous lower bound on
-	// the optimum: S + Eta D was proven positive definite (D the identity
-	// on the rotation coordinates of EtaPoses poses). It is the bound of
+	// the optimum: S + E was proven positive semidefinite, E a diagonal
+	// shift on the rotation coordinates of EtaPoses poses whose trace is
+	// Eta d EtaPoses (or, from a level that failed the certificate, a
+	// weaker bound of the same form). It is the bound of
 	// the certified relaxation (or of the estimate itself, when that is
 	// higher), and bounds every estimate, whatever its rank.
 	DualBound float64
 	// SuboptimalityBound is Objective - DualBound >= Objective - F*.
 	SuboptimalityBound float64
 	// GapAllowed is what Certified allows of SuboptimalityBound:
-	// max(Options.GapTol |Objective|, Options.GapAbs), nothing more.
-	GapAllowed float64
+	// max(Options.GapTol max(1, |Objective|), Options.GapAbs), nothing
+	// more. GapAllowedBy names the term that set it: "gap_tol*|F|",
+	// "gap_tol*1" (|F| < 1) or "gap_abs".
+	GapAllowed   float64
+	GapAllowedBy string
+	// ShiftFloor is the least the certificate's shift could cost the bound
+	// at the point whose proof is reported, at the rounding floor
+	// Options.EigTol (0 when no proof was attempted): no bound below it can
+	// be proven there in double precision (see BelowPrecision).
+	ShiftFloor float64
 	// MinEigenvalue estimates lambda_min(S) at the certified point (an
 	// upper estimate from inverse iteration), or at the last point tried.
 	MinEigenvalue float64
 	// Eta is the certificate's shift on the rotation coordinates of
-	// EtaPoses poses: 1 (the anchor pose the factor eliminates last) or
-	// all n. The dual bound pays Eta d EtaPoses for it.
+	// EtaPoses poses, 1 (the anchor pose the factor eliminates last) or
+	// all n, as its mean over those coordinates: the shift is sigma/D_c^2
+	// at coordinate c, D the certificate's power-of-two Jacobi scaling
+	// (docs/certificate.md), so each coordinate pays in its own scale. The
+	// dual bound pays Eta d EtaPoses for it.
 	Eta      float64
 	EtaPoses int
 	// Estimate says where Poses came from (see the Estimate constants):
@@ -182,6 +239,14 @@ type Result struct {
 	// (nil otherwise); its steps are in History with phase "refine".
 	Refine *Level
 	Rank   int
+	// WeightSpread is the ratio of the largest to the smallest edge weight
+	// (kappa, and tau for poses; a landmark observation's kappa 0 left
+	// out). Rounding in double precision is about 1.1e-16 of the heaviest
+	// terms, so a spread above GradTol / 1.1e-16 (1e7 at the default)
+	// leaves the light edges' gradient below the rounding of the heavy
+	// ones: such a solve may not converge, or certify, however long it
+	// runs.
+	WeightSpread float64
 	// ExpectedObjective and ExpectedObjectiveSD are the mean and standard
 	// deviation of F at the true poses for measurements whose errors have
 	// the covariances their weights claim: F is then a chi-squared sum
@@ -196,11 +261,21 @@ type Result struct {
 	InitialPoses     []posegraph.Pose
 	Levels           []Level
 	History          []Record
-	Timings          Timings
+	// Stages lists the stages that ran, in order, with their start times
+	// (see Stage and Options.TimeLimit).
+	Stages  []Stage
+	Timings Timings
+	// Options are the options the solve ran with, defaults filled in
+	// (Init, for a solve that did not run Solve's initializations, names
+	// the one it ran). Method names the level optimizer (MethodBCMRTR for
+	// Solve; see SolveWith), MethodOptions its own options as they ran.
+	Options       Options
+	Method        string
+	MethodOptions any
 
 	final *sparse.Blocks // the staircase's last point (tests check its certificate)
-	// Robust is the outlier rejection's account (nil without
-	// Options.Robust): each edge's weight, the rejected edges, the outer
+	// Robust is the outlier rejection's account (SolveRobust's; nil for
+	// a plain solve): each edge's weight, the rejected edges, the outer
 	// iterations. With it, Graph is the final weighted graph, the one the
 	// certificate is of.
 	Robust *RobustResult

@@ -22,7 +22,7 @@ func ExampleSolveRobust() {
 		fmt.Println(err)
 		return
 	}
-	res, err := bsync.Solve(context.Background(), bad, bsync.Options{Robust: bsync.RobustOptions{Loss: bsync.RobustGNCTLS}})
+	res, err := bsync.SolveRobust(context.Background(), bad, bsync.Options{}, bsync.RobustOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

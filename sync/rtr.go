@@ -32,6 +32,9 @@ type rtrOptions struct {
 	// Translations, if not nil, replaces the translations of every trial
 	// point by their exact minimizer given its rotations (varpro.go).
 	Translations *translationProjector
+	// Radius is the first trust-region radius (0: a default from the size
+	// of x); rtrResult.Radius is the last, which the next rank starts from.
+	Radius float64
 }
 
 type rtrResult struct {
@@ -39,6 +42,7 @@ type rtrResult struct {
 	Iterations           int
 	InnerIterations      int
 	Stop                 string
+	Radius               float64
 }
 
 // tcgConverged reports whether truncated CG may stop with residual norm
@@ -242,6 +246,9 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	dim := float64(len(x.Data))
 	maxRadius := math.Sqrt(dim) * math.Max(1, math.Sqrt(inner(x, x)/dim)) * 10
 	radius := maxRadius / 80
+	if opts.Radius > 0 {
+		radius = math.Min(opts.Radius, maxRadius)
+	}
 	if opts.MaxInner <= 0 {
 		opts.MaxInner = 1000
 	}
@@ -257,7 +264,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	}
 	stall := 0
 	for it := 0; ; it++ {
-		out = rtrResult{F: f, GradNorm: gnorm, RelGrad: rel(), Iterations: it, InnerIterations: out.InnerIterations}
+		out = rtrResult{F: f, GradNorm: gnorm, RelGrad: rel(), Iterations: it, InnerIterations: out.InnerIterations, Radius: radius}
 		if opts.OnRecord != nil {
 			step.F, step.GradNorm, step.RelGrad = f, gnorm, rel()
 			n, secs := factorTotals()

@@ -215,7 +215,7 @@ func samePattern(a []int, i int, b []int, j int) bool {
 }
 
 // BlockAMD orders the block graph of q (with its first drop block rows and
-// columns removed, as in q.LowerCSC(shift, drop)) and expands the block
+// columns removed, as in LowerCSC(q, shift, drop)) and expands the block
 // order to a scalar permutation for that CSC matrix. Ordering pose blocks
 // rather than scalars is cheaper and keeps every block contiguous, which the
 // supernodal factorization exploits.

@@ -6,7 +6,7 @@ import (
 	"sort"
 )
 
-// AnalyzeBlocks is Analyze(m.LowerCSC(0, 0), perm) computed on m's block
+// AnalyzeBlocks is Analyze(LowerCSC(m, 0, 0), perm) computed on m's block
 // graph: the same factor, supernode for supernode and bit for bit once
 // factored (FactorizeBlocks), without forming the scalar matrix. A
 // supernodal analysis works on every scalar entry of A and of L's
@@ -38,7 +38,7 @@ func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 		return nil, fmt.Errorf("sparse: AnalyzeBlocks: %w", err)
 	}
 	if perm == nil || !blockSymOK(m) || !blockPermOK(perm, m.B, m.N) {
-		return Analyze(m.LowerCSC(0, 0), perm)
+		return Analyze(LowerCSC(m, 0, 0), perm)
 	}
 	return analyzePattern(m, perm).cholesky(m), nil
 }
@@ -284,7 +284,7 @@ func blockEtree(xadj, adj, order, pos []int) []int {
 	return parent
 }
 
-// lowerBlockHash returns the number of entries of m.LowerCSC(., 0) and
+// lowerBlockHash returns the number of entries of LowerCSC(m, ., 0) and
 // the hash of their pattern (patternHash of that CSC), visiting the
 // entries in LowerCSC's order without forming it.
 func lowerBlockHash(m *BlockSym) (nnz int, h uint64) {
@@ -327,7 +327,7 @@ func blockSignature(m *BlockSym) uint64 {
 	return h
 }
 
-// lowerCSCEntries is the number of entries of m.LowerCSC(shift, drop).
+// lowerCSCEntries is the number of entries of LowerCSC(m, shift, drop).
 func lowerCSCEntries(m *BlockSym, drop int) int {
 	b, nnz := m.B, 0
 	for j := drop; j < m.N; j++ {

@@ -100,7 +100,7 @@ func TestAnalyzeBlocks(t *testing.T) {
 					t.Fatal("the solves differ")
 				}
 				// And the scalar matrix's Factorize accepts the block analysis.
-				if err := got.Factorize(q.LowerCSC(0.5, 0)); err != nil {
+				if err := got.Factorize(LowerCSC(q, 0.5, 0)); err != nil {
 					t.Fatalf("Factorize(LowerCSC) on the block analysis: %v", err)
 				}
 				got.Solve(x2, rhs)
@@ -120,7 +120,7 @@ func TestAnalyzeBlocks(t *testing.T) {
 // checks that they agree (sameSymbolic).
 func analyzeBoth(t *testing.T, q *BlockSym, perm []int) (got, want *Cholesky) {
 	t.Helper()
-	want, err := Analyze(q.LowerCSC(0, 0), perm)
+	want, err := Analyze(LowerCSC(q, 0, 0), perm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestAnalyzeBlocksFallback(t *testing.T) {
 			t.Errorf("pattern %v accepted", m.ColIdx)
 		}
 		perm := []int{1, 0}
-		want, errWant := Analyze(m.LowerCSC(0, 0), perm)
+		want, errWant := Analyze(LowerCSC(m, 0, 0), perm)
 		got, err := AnalyzeBlocks(m, perm)
 		if (err == nil) != (errWant == nil) {
 			t.Fatalf("pattern %v: AnalyzeBlocks %v, Analyze %v", m.ColIdx, err, errWant)
@@ -307,7 +307,7 @@ func BenchmarkAnalyzeBlocks(b *testing.B) {
 		perm := BlockOrder(q, 0)
 		b.Run(fmt.Sprintf("grid%d^3/b=6/scalar", side), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := Analyze(q.LowerCSC(0, 0), perm); err != nil {
+				if _, err := Analyze(LowerCSC(q, 0, 0), perm); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -372,7 +372,7 @@ func TestFactorizeBlocksPattern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scalar, err := Analyze(q.LowerCSC(0, 0), perm)
+	scalar, err := Analyze(LowerCSC(q, 0, 0), perm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,5 +508,89 @@ func TestBlockSymbolic(t *testing.T) {
 				t.Error("Analyze took a matrix of another pattern")
 			}
 		}
+	}
+}
+
+// TestTrailingClique checks TrailingClique against the pattern of L worked
+// out by dense symbolic elimination, and that reordering a trailing clique
+// leaves the factor's size unchanged (what the certificate relies on when
+// it moves a light pose to the end).
+func TestTrailingClique(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	moves := 0
+	for trial := 0; trial < 40; trial++ {
+		nb, b := 3+rng.IntN(12), 1+rng.IntN(3)
+		m := randomBlockSym(rng, nb, b, 0.15+0.5*rng.Float64(), 1)
+		perm := BlockOrder(m, 0)
+		c, err := AnalyzeBlocks(m, perm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := m.Dim()
+		// Dense symbolic elimination in the factor's pivot order, on the
+		// block pattern (the factor stores whole blocks).
+		nz := make([][]bool, n)
+		for i := range nz {
+			nz[i] = make([]bool, n)
+		}
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if m.Find(c.Pivot(i)/b, c.Pivot(j)/b) >= 0 || i == j { // blocks are stored dense
+					nz[i][j] = true
+				}
+			}
+		}
+		for k := 0; k < n; k++ {
+			for i := k + 1; i < n; i++ {
+				for j := k + 1; j < n; j++ {
+					if nz[i][k] && nz[j][k] {
+						nz[i][j] = true
+					}
+				}
+			}
+		}
+		want := 0
+		for j := n - 1; j >= 0; j-- {
+			dense := true
+			for i := j + 1; i < n; i++ {
+				dense = dense && nz[i][j]
+			}
+			if !dense {
+				break
+			}
+			want++
+		}
+		if got := c.TrailingClique(); got != want {
+			t.Fatalf("trial %d (%d blocks of %d): TrailingClique %d, dense elimination %d", trial, nb, b, got, want)
+		}
+		// Move the first whole block of the clique to the end.
+		for k := n - want; k+b <= n; k++ {
+			if c.Pivot(k)%b != 0 || k == n-b {
+				continue
+			}
+			blk := c.Pivot(k) / b
+			var moved []int
+			for _, p := range c.Perm() {
+				if p/b != blk {
+					moved = append(moved, p)
+				}
+			}
+			for a := 0; a < b; a++ {
+				moved = append(moved, blk*b+a)
+			}
+			c2, err := AnalyzeBlocks(m, moved)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c2.NNZ() != c.NNZ() || c2.LastPivot()/b != blk {
+				t.Errorf("trial %d: moving block %d of the trailing clique last: nnz %d -> %d, last pivot in block %d",
+					trial, blk, c.NNZ(), c2.NNZ(), c2.LastPivot()/b)
+			}
+			moves++
+			break
+		}
+	}
+	if moves == 0 {
+		t.Error("no trial had a trailing clique of two blocks or more to reorder")
 	}
 }

@@ -436,7 +436,7 @@ func (c *Cholesky) Factorize(a *CSC) error {
 	return nil
 }
 
-// FactorizeBlocks is Factorize(m.LowerCSC(shift, 0)) without building that
+// FactorizeBlocks is Factorize(LowerCSC(m, shift, 0)) without building that
 // CSC: the factor must have been analysed on a matrix with m's block
 // structure (LowerCSC(anything, 0) of m or of a matrix with the same
 // pattern). A caller that refactors one block structure with new values
@@ -500,7 +500,7 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 		return fmt.Errorf("sparse: FactorizeBlocks: matrix of order %d does not match the analysed order %d", m.N*b, c.n)
 	}
 	if c.simplicial {
-		return c.Factorize(m.LowerCSC(shift, 0))
+		return c.Factorize(LowerCSC(m, shift, 0))
 	}
 	if !c.bsigOK || blockSignature(m) != c.bsig {
 		if nnz, h := lowerBlockHash(m); nnz != c.aNNZ || h != c.hash() {
@@ -755,6 +755,19 @@ func (c *Cholesky) MinPivot() (col int, pivot float64) {
 // coordinate's Schur complement, everything else eliminated first, shifts
 // there (sync's certificate grounds its gauge at the last pivot's pose).
 func (c *Cholesky) LastPivot() int { return c.perm[c.n-1] }
+
+// TrailingClique returns how many of the last pivots have columns of L
+// that are dense to the end: the trailing block of L is a full triangle,
+// so any order of those pivots among themselves gives L the same pattern
+// (their rows are all coupled already). With a block ordering, a pose
+// block wholly inside it can be made the last pivot at no cost in fill.
+func (c *Cholesky) TrailingClique() int {
+	k := 0
+	for j := c.n - 1; j >= 0 && c.colCnt[j] == c.n-j; j-- {
+		k++
+	}
+	return k
+}
 
 // Pivot returns the original index of the factor's k-th pivot (0 <= k < n,
 // in elimination order): LastPivot is Pivot(n-1). A caller that must

@@ -17,7 +17,7 @@ import (
 // factorer builds a Cholesky factor; the suite runs once per ordering.
 type factorer struct {
 	name string
-	// q is the block matrix a came from (a = q.LowerCSC(shift, 0)).
+	// q is the block matrix a came from (a = sparse.LowerCSC(q, shift, 0)).
 	factor func(a *sparse.CSC, q *sparse.BlockSym) (*sparse.Cholesky, error)
 }
 
@@ -37,7 +37,7 @@ var factorers = []factorer{
 	// Analysed on q's unshifted pattern, factored straight from the blocks
 	// with the shift that a carries.
 	{"BlockAMD-FactorizeBlocks", func(a *sparse.CSC, q *sparse.BlockSym) (*sparse.Cholesky, error) {
-		c, err := sparse.Analyze(q.LowerCSC(0, 0), sparse.BlockAMD(q, 0))
+		c, err := sparse.Analyze(sparse.LowerCSC(q, 0, 0), sparse.BlockAMD(q, 0))
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +106,7 @@ func TestCholeskySolve(t *testing.T) {
 		for ci, c := range cholCases {
 			t.Run(fmt.Sprintf("%s/%d", f.name, ci), func(t *testing.T) {
 				q, shift, _ := shiftedPD(t, rng, c, 1e-3)
-				a := q.LowerCSC(shift, 0)
+				a := sparse.LowerCSC(q, shift, 0)
 				ch, err := f.factor(a, q)
 				if err != nil {
 					t.Fatalf("factor: %v", err)
@@ -172,7 +172,7 @@ func TestCholeskySolve(t *testing.T) {
 					t.Errorf("NNZ %d below nnz(A) %d", ch.NNZ(), a.ColPtr[n])
 				}
 				// Refactorization with new values on the same pattern.
-				a2 := q.LowerCSC(2*shift+1, 0)
+				a2 := sparse.LowerCSC(q, 2*shift+1, 0)
 				if err := ch.Factorize(a2); err != nil {
 					t.Fatalf("Factorize: %v", err)
 				}
@@ -192,7 +192,7 @@ func TestCholeskyNotPositiveDefinite(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", f.name, ci), func(t *testing.T) {
 				// Indefinite by a tiny margin: lambda_min = -1e-9 ||A||.
 				q, shift, _ := shiftedPD(t, rng, c, -1e-9)
-				a := q.LowerCSC(shift, 0)
+				a := sparse.LowerCSC(q, shift, 0)
 				_, err := f.factor(a, q)
 				var npd *sparse.NotPositiveDefiniteError
 				if !errors.As(err, &npd) {
@@ -202,13 +202,13 @@ func TestCholeskyNotPositiveDefinite(t *testing.T) {
 					t.Errorf("bad error contents %+v", npd)
 				}
 				// Strongly indefinite too.
-				_, err = f.factor(q.LowerCSC(shift-1, 0), q)
+				_, err = f.factor(sparse.LowerCSC(q, shift-1, 0), q)
 				if !sparse.IsNotPositiveDefinite(err) {
 					t.Fatalf("want NotPositiveDefiniteError, got %v", err)
 				}
 				// A failed refactorization leaves no usable factor, and
 				// a good one afterwards restores it.
-				good := q.LowerCSC(shift+1, 0)
+				good := sparse.LowerCSC(q, shift+1, 0)
 				ch, err := f.factor(good, q)
 				if err != nil {
 					t.Fatal(err)
@@ -309,17 +309,17 @@ func TestFactorizeBlocks(t *testing.T) {
 		b := randVec(rng, n)
 		for _, analyze := range []func(*sparse.CSC, []int) (*sparse.Cholesky, error){sparse.Analyze, sparse.AnalyzeSimplicial} {
 			perm := sparse.BlockAMD(q, 0)
-			viaCSC, err := analyze(q.LowerCSC(0, 0), perm)
+			viaCSC, err := analyze(sparse.LowerCSC(q, 0, 0), perm)
 			if err != nil {
 				t.Fatal(err)
 			}
-			viaBlocks, err := analyze(q.LowerCSC(0, 0), perm)
+			viaBlocks, err := analyze(sparse.LowerCSC(q, 0, 0), perm)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Twice, so the second factorization reuses the first's storage.
 			for _, s := range []float64{shift, 2 * shift} {
-				if err := viaCSC.Factorize(q.LowerCSC(s, 0)); err != nil {
+				if err := viaCSC.Factorize(sparse.LowerCSC(q, s, 0)); err != nil {
 					t.Fatal(err)
 				}
 				if err := viaBlocks.FactorizeBlocks(q, s); err != nil {
@@ -366,7 +366,7 @@ func TestFactorizeBlocks(t *testing.T) {
 	// Another block structure of the same order is refused.
 	q1 := randBlockSym(rng, 20, 3, 0.2, 1)
 	q2 := randBlockSym(rng, 20, 3, 0.3, 1)
-	c, err := sparse.Analyze(q1.LowerCSC(0, 0), nil)
+	c, err := sparse.Analyze(sparse.LowerCSC(q1, 0, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +413,7 @@ func TestBlockAMDStar(t *testing.T) {
 		if got := perm[len(perm)-1] / b; got != hub {
 			t.Errorf("%s: last block %d, want the hub %d", name, got, hub)
 		}
-		a := q.LowerCSC(0, 0)
+		a := sparse.LowerCSC(q, 0, 0)
 		if nnz, _ := sparse.BlockFactorCost(q, 0, perm); nnz != a.NNZ() {
 			t.Errorf("%s: factor has %d nonzeros, the lower triangle %d: fill on a star", name, nnz, a.NNZ())
 		}
@@ -438,7 +438,7 @@ func TestAMD(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, c := range cholCases {
 		q := randBlockSym(rng, c.nb, c.b, c.dens, c.ncomp)
-		a := q.LowerCSC(0, 0)
+		a := sparse.LowerCSC(q, 0, 0)
 		if p := sparse.AMD(a); !isPerm(p, a.N) {
 			t.Errorf("AMD of %+v is not a permutation", c)
 		}
@@ -455,7 +455,7 @@ func TestAMD(t *testing.T) {
 	// block graph, exactly as BlockAMD does.
 	g, _ := noiseFreeGraph(rng, 200, 3, 60, 1e2, 1)
 	q := g.Laplacian(posegraph.Poses)
-	p1, p2 := sparse.AMD(q.LowerCSC(1, 0)), sparse.BlockAMD(q, 0)
+	p1, p2 := sparse.AMD(sparse.LowerCSC(q, 1, 0)), sparse.BlockAMD(q, 0)
 	for k := range p1 {
 		if p1[k] != p2[k] {
 			t.Fatalf("AMD and BlockAMD differ on Q at %d", k)
@@ -487,7 +487,7 @@ func TestAMD(t *testing.T) {
 			}
 		}
 		q := bb.Build()
-		a := q.LowerCSC(0, 0)
+		a := sparse.LowerCSC(q, 0, 0)
 		nd := sparse.NestedDissection(q, 0)
 		if !isPerm(nd, a.N) || !isPerm(sparse.NestedDissection(q, 5), a.N-5*b) {
 			t.Fatal("NestedDissection is not a permutation")
@@ -652,7 +652,7 @@ func TestCholeskySingular(t *testing.T) {
 		for _, p := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
 			q := g.Laplacian(p)
 			for _, f := range factorers {
-				_, err := f.factor(q.LowerCSC(0, 0), q)
+				_, err := f.factor(sparse.LowerCSC(q, 0, 0), q)
 				if !sparse.IsNotPositiveDefinite(err) {
 					t.Errorf("d=%d %v %s: singular Q accepted (%v)", d, p, f.name, err)
 				}
@@ -661,7 +661,7 @@ func TestCholeskySingular(t *testing.T) {
 			for i := 0; i < q.N; i++ {
 				m = max(m, q.Block(q.Diag[i])[0])
 			}
-			ch, err := sparse.NewCholesky(q.LowerCSC(1e-11*m, 0))
+			ch, err := sparse.NewCholesky(sparse.LowerCSC(q, 1e-11*m, 0))
 			if err != nil {
 				t.Fatalf("d=%d %v: Q + 1e-11 max diag I refused: %v", d, p, err)
 			}
@@ -711,7 +711,7 @@ func TestCholeskyThreadsSameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	g, _ := noiseFreeGraph(rng, 2000, 3, 1500, 1e3, 10)
 	cases := map[string]*sparse.CSC{
-		"posegraph": g.Laplacian(posegraph.Poses).LowerCSC(1, 0),
+		"posegraph": sparse.LowerCSC(g.Laplacian(posegraph.Poses), 1, 0),
 		"grid60^2":  gridCSC(60, 2),
 		"grid14^3":  gridCSC(14, 3),
 	}
@@ -774,11 +774,11 @@ func TestFactorizeBlocksModified(t *testing.T) {
 		b := randVec(rng, n)
 		for ai, analyze := range []func(*sparse.CSC, []int) (*sparse.Cholesky, error){sparse.Analyze, sparse.AnalyzeSimplicial} {
 			perm := sparse.BlockAMD(q, 0)
-			plain, err := analyze(q.LowerCSC(0, 0), perm)
+			plain, err := analyze(sparse.LowerCSC(q, 0, 0), perm)
 			if err != nil {
 				t.Fatal(err)
 			}
-			mod, err := analyze(q.LowerCSC(0, 0), perm)
+			mod, err := analyze(sparse.LowerCSC(q, 0, 0), perm)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -856,7 +856,7 @@ func TestFactorizeBlocksModified(t *testing.T) {
 	}
 	// A non-positive floor is refused; NaN still fails.
 	q := randBlockSym(rng, 10, 2, 0.3, 1)
-	c, err := sparse.Analyze(q.LowerCSC(0, 0), nil)
+	c, err := sparse.Analyze(sparse.LowerCSC(q, 0, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -884,7 +884,7 @@ func TestFactorizeBlocksModified(t *testing.T) {
 	// factorizations.
 	for _, analyze := range []func(*sparse.CSC, []int) (*sparse.Cholesky, error){sparse.Analyze, sparse.AnalyzeSimplicial} {
 		qi := randBlockSym(rng, 10, 2, 0.3, 1)
-		ci, err := analyze(qi.LowerCSC(0, 0), nil)
+		ci, err := analyze(sparse.LowerCSC(qi, 0, 0), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -918,7 +918,7 @@ func TestFactorizeBlocksModifiedCount(t *testing.T) {
 	bb.AddDiag(1, []float64{1e-14}) // below PivotTol * 1
 	q := bb.Build()
 	for _, analyze := range []func(*sparse.CSC, []int) (*sparse.Cholesky, error){sparse.Analyze, sparse.AnalyzeSimplicial} {
-		c, err := analyze(q.LowerCSC(0, 0), []int{0, 1})
+		c, err := analyze(sparse.LowerCSC(q, 0, 0), []int{0, 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ type CSC struct {
 // drop block rows and columns removed; every entry of every stored block is
 // kept, so the pattern is that of the block structure (drop > 0 anchors those blocks, as
 // the chordal initialization and translation recovery do).
-func (m *BlockSym) LowerCSC(shift float64, drop int) *CSC {
+func LowerCSC(m *BlockSym, shift float64, drop int) *CSC {
 	b := m.B
 	n := (m.N - drop) * b
 	// Sized exactly first: at a million poses the Hessian's CSC has 10^8

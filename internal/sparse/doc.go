@@ -9,8 +9,9 @@
 // BlockSym holds a symmetric matrix of B x B blocks with both triangles in
 // block compressed-row form; it is what the block-coordinate solver and the
 // products X*Q (MulBlocks, on the block-by-block layout Blocks of the lifted
-// variable) use. CSC holds the scalar lower triangle in compressed-column
-// form; BlockSym.LowerCSC(shift, drop) converts, adding shift*I and
+// variable) use. Both are package blockmat's, public because users pass
+// them (this package names them by aliases). CSC holds the scalar lower triangle in compressed-column
+// form; LowerCSC(BlockSym, shift, drop) converts, adding shift*I and
 // optionally dropping anchored blocks. Both satisfy Operator, the
 // matrix-free interface of PCG and the eigensolvers.
 //
@@ -73,6 +74,10 @@
 // pivot below -limit (strong indefiniteness, or the growth that follows an
 // accepted tiny pivot) still fails. AnalyzeSimplicial gives the plain
 // up-looking factorization, the reference the tests compare with.
+// SelectedInverse computes the entries of A^{-1} on the pattern of a
+// supernodal factor (Takahashi's recurrences, swept from the last
+// supernode to the first), the diagonal blocks among them: marginal
+// covariances without a dense inverse.
 //
 // # Iterative solvers
 //

@@ -118,7 +118,7 @@ func eigCases(t *testing.T) []eigCase {
 		d := denseOf(q)
 		ev, _ := eigenvalues(t, d, false)
 		shift := -ev[0] + 0.5*(ev[len(ev)-1]-ev[0]) + 1
-		ch, err := sparse.NewCholesky(q.LowerCSC(shift, 0))
+		ch, err := sparse.NewCholesky(sparse.LowerCSC(q, shift, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func eigCases(t *testing.T) []eigCase {
 		// magnitude of the eigenvalue sought: much smaller, and the
 		// negative direction is amplified into a stiff preconditioned
 		// problem; much larger, and the small eigenvalues are not resolved.
-		ch, err := sparse.NewCholesky(q.LowerCSC(max(1e-10, pc.delta)*qn, 0))
+		ch, err := sparse.NewCholesky(sparse.LowerCSC(q, max(1e-10, pc.delta)*qn, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +309,7 @@ func TestSmallestEigShiftedPreconditioner(t *testing.T) {
 		}
 		checkEigPair(t, a, res, ev[0], anorm, 1e-10)
 		// For comparison only: the factor of Q + sigma I.
-		qpre, err := sparse.NewCholesky(q.LowerCSC(1e-9*qn, 0))
+		qpre, err := sparse.NewCholesky(sparse.LowerCSC(q, 1e-9*qn, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +323,7 @@ func TestSmallestEigShiftedPreconditioner(t *testing.T) {
 
 func TestSmallestEigBadPreconditioner(t *testing.T) {
 	q := randBlockSym(rand.New(rand.NewPCG(25, 26)), 30, 2, 0.2, 1)
-	a := q.LowerCSC(1e3, 0)
+	a := sparse.LowerCSC(q, 1e3, 0)
 	ch, err := sparse.NewCholesky(a)
 	if err != nil {
 		t.Fatal(err)

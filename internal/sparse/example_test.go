@@ -23,11 +23,11 @@ func pathLaplacian(n int) *sparse.BlockSym {
 func ExampleNewCholesky() {
 	q := pathLaplacian(5)
 	// Q is singular: its factorization fails with a typed error.
-	if _, err := sparse.NewCholesky(q.LowerCSC(0, 0)); sparse.IsNotPositiveDefinite(err) {
+	if _, err := sparse.NewCholesky(sparse.LowerCSC(q, 0, 0)); sparse.IsNotPositiveDefinite(err) {
 		fmt.Println("Q is not positive definite")
 	}
 	// Anchoring the first node (dropping its row and column) fixes that.
-	a := q.LowerCSC(0, 1)
+	a := sparse.LowerCSC(q, 0, 1)
 	ch, err := sparse.NewCholeskyPerm(a, sparse.BlockAMD(q, 1))
 	if err != nil {
 		fmt.Println(err)
@@ -43,7 +43,7 @@ func ExampleNewCholesky() {
 
 func ExamplePCG() {
 	q := pathLaplacian(100)
-	a := q.LowerCSC(1e-2, 0) // Q + 0.01 I
+	a := sparse.LowerCSC(q, 1e-2, 0) // Q + 0.01 I
 	b := make([]float64, a.N)
 	b[0] = 1
 	x := make([]float64, a.N) // initial guess 0
@@ -58,7 +58,7 @@ func ExampleSmallestEig() {
 	q := pathLaplacian(50)
 	// The smallest eigenvalue of a connected graph's Laplacian is 0, with
 	// the constant vector; preconditioning with (Q + sigma I)^{-1}.
-	pre, _ := sparse.NewCholesky(q.LowerCSC(1e-3, 0))
+	pre, _ := sparse.NewCholesky(sparse.LowerCSC(q, 1e-3, 0))
 	res, err := sparse.SmallestEig(q, sparse.EigOptions{Tol: 1e-10, Precond: pre})
 	if err != nil {
 		fmt.Println(err)

@@ -10,11 +10,3 @@ var BlockOrderFrom = blockOrder
 
 // NDWorthCost is BlockOrder's gate.
 const NDWorthCost = ndWorthCost
-
-// SetMulParallelMin sets the row count from which MulBlocksParallel splits
-// (tests split small matrices) and returns a function that restores it.
-func SetMulParallelMin(n int) func() {
-	old := mulParallelMin
-	mulParallelMin = n
-	return func() { mulParallelMin = old }
-}

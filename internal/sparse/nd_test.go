@@ -101,7 +101,7 @@ func TestNestedDissectionSolves(t *testing.T) {
 			q := g.Laplacian(posegraph.Poses)
 			for _, drop := range []int{0, 1} {
 				for _, leaf := range []int{4, 16} {
-					a := q.LowerCSC(1, drop)
+					a := sparse.LowerCSC(q, 1, drop)
 					perm := sparse.NestedDissectionLeaf(q, drop, leaf)
 					ch, err := sparse.NewCholeskyPerm(a, perm)
 					if err != nil {
@@ -154,7 +154,7 @@ func TestBlockFactorCost(t *testing.T) {
 				}
 			}
 			for _, perm := range [][]int{sparse.BlockAMD(q, drop), sparse.NestedDissectionLeaf(q, drop, 8), revPerm} {
-				a := q.LowerCSC(1, drop)
+				a := sparse.LowerCSC(q, 1, drop)
 				ch, err := sparse.Analyze(a, perm)
 				if err != nil {
 					t.Fatal(err)

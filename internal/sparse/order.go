@@ -76,9 +76,9 @@ func blockOrder(q *BlockSym, drop int, worth float64) []int {
 const ndNNZFlops = 100
 
 // BlockFactorCost returns the number of nonzeros and the flops of the
-// Cholesky factor of q.LowerCSC(shift, drop) under the scalar permutation
+// Cholesky factor of LowerCSC(q, shift, drop) under the scalar permutation
 // perm, which must keep blocks contiguous (as BlockAMD's and
-// NestedDissection's do): NNZ and Flops of Analyze(q.LowerCSC(shift,
+// NestedDissection's do): NNZ and Flops of Analyze(LowerCSC(q, shift,
 // drop), perm). It works on the block graph, computing the elimination
 // tree and column counts of the block factor in nearly linear time
 // (Gilbert, Ng and Peyton's algorithm), and never forms the factor's

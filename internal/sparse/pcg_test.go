@@ -27,7 +27,7 @@ func TestPCG(t *testing.T) {
 	}
 	for ci, c := range cholCases {
 		q, shift, _ := shiftedPD(t, rng, c, 0.05)
-		a := q.LowerCSC(shift, 0)
+		a := sparse.LowerCSC(q, shift, 0)
 		n := a.N
 		ad := denseOf(a)
 		var dc mat.Cholesky
@@ -73,7 +73,7 @@ func TestPCG(t *testing.T) {
 func TestPCGIndefinite(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	q, shift, _ := shiftedPD(t, rng, cholCase{30, 3, 1, 0.1}, -0.2)
-	a := q.LowerCSC(shift, 0)
+	a := sparse.LowerCSC(q, shift, 0)
 	x := make([]float64, a.N)
 	_, err := sparse.PCG(a, x, randVec(rng, a.N), nil, sparse.PCGOptions{MaxIter: 10 * a.N}, nil)
 	if !errors.Is(err, sparse.ErrNotPositiveDefinite) {
@@ -90,7 +90,7 @@ func TestPCGIndefinite(t *testing.T) {
 func TestNoAllocation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	q, shift, _ := shiftedPD(t, rng, cholCase{40, 3, 1, 0.1}, 0.1)
-	a := q.LowerCSC(shift, 0)
+	a := sparse.LowerCSC(q, shift, 0)
 	ch, err := sparse.NewCholesky(a)
 	if err != nil {
 		t.Fatal(err)

@@ -92,11 +92,11 @@ func psolveCases() []psolveCase {
 	r3 := randomBlocks(rng, 750, 3, 0.03, 3, 24)
 	g2 := gridCSCInternal(45)
 	return []psolveCase{
-		{"grid8^3x4", g8.LowerCSC(0, 0), BlockOrder(g8, 0), true, false, false},
+		{"grid8^3x4", LowerCSC(g8, 0, 0), BlockOrder(g8, 0), true, false, false},
 		{"grid45^2", g2, nil, true, false, false},
-		{"random450x4", rd.LowerCSC(0, 0), BlockAMD(rd, 0), true, false, true},
-		{"random750x3-3groups-hubs", r3.LowerCSC(0, 0), BlockAMD(r3, 0), true, false, false},
-		{"grid3^3x2", g3.LowerCSC(0, 0), nil, false, false, false},
+		{"random450x4", LowerCSC(rd, 0, 0), BlockAMD(rd, 0), true, false, true},
+		{"random750x3-3groups-hubs", LowerCSC(r3, 0, 0), BlockAMD(r3, 0), true, false, false},
+		{"grid3^3x2", LowerCSC(g3, 0, 0), nil, false, false, false},
 	}
 }
 
@@ -278,7 +278,7 @@ func TestSolveParallel(t *testing.T) {
 func TestSolveLarge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	q := gridBlocks(rng, 14, 4)
-	a := q.LowerCSC(0, 0)
+	a := LowerCSC(q, 0, 0)
 	c := psolveCase{name: "grid14^3x4", a: a, perm: BlockOrder(q, 0), wantTasks: true, wantChunked: true}
 	ch, err := NewCholeskyPerm(c.a, c.perm)
 	if err != nil {
@@ -418,7 +418,7 @@ func BenchmarkSolveGrid(b *testing.B) {
 	for _, k := range []int{14, 22} {
 		rng := rand.New(rand.NewPCG(uint64(k), 7))
 		q := gridBlocks(rng, k, 4)
-		a := q.LowerCSC(0, 0)
+		a := LowerCSC(q, 0, 0)
 		ch, err := NewCholeskyPerm(a, BlockOrder(q, 0))
 		if err != nil {
 			b.Fatal(err)

@@ -65,6 +65,124 @@ type Association struct {
 	EstOnly, RefOnly int
 }
 
+// AssociateNearest matches each stamp of the estimate with the nearest
+// stamp of the reference when they are at most maxDiff apart (to
+// rounding: maxDiff plus a few units in the last place of the stamps), as
+// evo associates time stamps (its --t_max_diff, default 0.01 s). Each pose
+// is matched at most once: when several poses of the estimate have the
+// same nearest reference pose, the nearest of them keeps it (ties: the
+// earlier stamp) and the others count as unmatched. Pairs come in
+// ascending order of the estimate's stamps; Stamps holds those. Each list
+// must not repeat a stamp, and no stamp may be NaN.
+func AssociateNearest(est, ref []float64, maxDiff float64) (Association, error) {
+	if !(maxDiff >= 0) || math.IsInf(maxDiff, 0) {
+		return Association{}, fmt.Errorf("trajeval: the stamp tolerance %g must be finite and >= 0", maxDiff)
+	}
+	sortedIdx := func(s []float64, what string) ([]int, error) {
+		idx := make([]int, len(s))
+		for k := range idx {
+			if math.IsNaN(s[k]) {
+				return nil, fmt.Errorf("trajeval: %s stamp %d is NaN", what, k)
+			}
+			idx[k] = k
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(s[a], s[b]) })
+		for k := 1; k < len(idx); k++ {
+			if s[idx[k]] == s[idx[k-1]] {
+				return nil, fmt.Errorf("trajeval: %s stamp %v appears twice", what, s[idx[k]])
+			}
+		}
+		return idx, nil
+	}
+	ei, err := sortedIdx(est, "estimate")
+	if err != nil {
+		return Association{}, err
+	}
+	ri, err := sortedIdx(ref, "reference")
+	if err != nil {
+		return Association{}, err
+	}
+	type cand struct {
+		e, r int
+		diff float64
+	}
+	var cands []cand
+	rs := make([]float64, len(ri))
+	for k, j := range ri {
+		rs[k] = ref[j]
+	}
+	for _, k := range ei {
+		s := est[k]
+		p, _ := slices.BinarySearch(rs, s)
+		best, bd := -1, math.Inf(1)
+		for _, q := range []int{p - 1, p} {
+			if q >= 0 && q < len(rs) {
+				if d := math.Abs(rs[q] - s); d < bd {
+					best, bd = q, d
+				}
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		// Rounding: 0.02 - 0.01 is not 0.01 in floating point.
+		mag := math.Max(math.Abs(s), math.Abs(rs[best]))
+		if bd <= maxDiff*(1+1e-12)+4*(math.Nextafter(mag, math.Inf(1))-mag) {
+			cands = append(cands, cand{k, ri[best], bd})
+		}
+	}
+	// The nearest pairs first; each reference pose goes to the first
+	// that claims it.
+	order := make([]int, len(cands))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(cands[a].diff, cands[b].diff) })
+	used := make(map[int]bool, len(cands))
+	keep := make([]bool, len(cands))
+	for _, k := range order {
+		if c := cands[k]; !used[c.r] {
+			used[c.r] = true
+			keep[k] = true
+		}
+	}
+	var a Association
+	for k, c := range cands { // in ascending estimate stamp
+		if keep[k] {
+			a.Est = append(a.Est, c.e)
+			a.Ref = append(a.Ref, c.r)
+			a.Stamps = append(a.Stamps, est[c.e])
+		}
+	}
+	a.EstOnly = len(est) - len(a.Est)
+	a.RefOnly = len(ref) - len(a.Ref)
+	return a, nil
+}
+
+// AssociateByOrder pairs pose k of the estimate with pose k of the
+// reference, for trajectories without time stamps (KITTI pose files),
+// which must then have as many poses. Stamps holds the pose numbers.
+func AssociateByOrder(nEst, nRef int) (Association, error) {
+	if nEst != nRef {
+		return Association{}, fmt.Errorf("trajeval: poses matched by order need as many in both trajectories, not %d and %d", nEst, nRef)
+	}
+	a := Association{Est: make([]int, nEst), Ref: make([]int, nEst), Stamps: make([]float64, nEst)}
+	for k := range a.Est {
+		a.Est[k], a.Ref[k], a.Stamps[k] = k, k, float64(k)
+	}
+	return a, nil
+}
+
+func cmpFloat(x, y float64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
 // Associate matches the stamps of an estimate and a reference exactly
 // (vertex ids and TUM time stamps written from them are integers, so no
 // tolerance is needed). Each list must not repeat a stamp; the readers

@@ -145,3 +145,56 @@ func TestAssociate(t *testing.T) {
 		t.Error("repeated reference stamp: no error")
 	}
 }
+
+// TestAssociateNearest: each estimate stamp takes the nearest reference
+// stamp within the tolerance, floating-point stamps 1e-4 apart match,
+// 0.01 apart match to rounding (0.02 - 0.01 is not 0.01 in binary), a
+// reference pose claimed twice goes to the nearer, and the pairs come in
+// the estimate's stamp order.
+func TestAssociateNearest(t *testing.T) {
+	est := []float64{1.0001, 0.5, 2.02, 3.3, 3.305, 9}
+	ref := []float64{3.3049, 1, 0.49995, 2.01, 7}
+	a, err := AssociateNearest(est, ref, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.5-0.49995, 1.0001-1, 2.02-2.01 (0.01 to rounding), 3.305-3.3049
+	// (nearer than 3.3, which then has no partner left); 9 has none.
+	if !slices.Equal(a.Est, []int{1, 0, 2, 4}) || !slices.Equal(a.Ref, []int{2, 1, 3, 0}) ||
+		!slices.Equal(a.Stamps, []float64{0.5, 1.0001, 2.02, 3.305}) || a.EstOnly != 2 || a.RefOnly != 1 {
+		t.Errorf("got %+v", a)
+	}
+	// Tolerance 0: exact matches only, as Associate.
+	a, err = AssociateNearest([]float64{5, 1, 2, 9}, []float64{0, 1, 2, 3, 5}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Associate([]float64{5, 1, 2, 9}, []float64{0, 1, 2, 3, 5})
+	if !slices.Equal(a.Est, b.Est) || !slices.Equal(a.Ref, b.Ref) || a.EstOnly != b.EstOnly || a.RefOnly != b.RefOnly {
+		t.Errorf("tolerance 0: %+v, exact %+v", a, b)
+	}
+	// Just beyond the tolerance.
+	if a, _ := AssociateNearest([]float64{1}, []float64{1.0101}, 0.01); len(a.Est) != 0 {
+		t.Errorf("1 and 1.0101 matched within 0.01")
+	}
+	for _, c := range []struct {
+		est, ref []float64
+		tol      float64
+	}{
+		{[]float64{1, 1}, []float64{1}, 0.01},
+		{[]float64{1}, []float64{2, 2}, 0.01},
+		{[]float64{math.NaN()}, []float64{1}, 0.01},
+		{[]float64{1}, []float64{1}, -1},
+		{[]float64{1}, []float64{1}, math.Inf(1)},
+	} {
+		if _, err := AssociateNearest(c.est, c.ref, c.tol); err == nil {
+			t.Errorf("%v %v tolerance %g: no error", c.est, c.ref, c.tol)
+		}
+	}
+	if a, err := AssociateByOrder(3, 3); err != nil || !slices.Equal(a.Est, []int{0, 1, 2}) || !slices.Equal(a.Ref, []int{0, 1, 2}) {
+		t.Errorf("by order: %+v, %v", a, err)
+	}
+	if _, err := AssociateByOrder(3, 4); err == nil {
+		t.Error("by order with 3 and 4 poses: no error")
+	}
+}

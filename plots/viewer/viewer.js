@@ -44,6 +44,32 @@
     return e === last ? EST_COLOURS[0] : EST_COLOURS[1 + (e % (EST_COLOURS.length - 1))];
   }
   var LOOP_PLAIN = 'rgba(200, 40, 40, 0.45)';
+
+  // Position covariances of the last estimate's vertices (D.ellipses:
+  // xx, xy, yy per vertex), drawn as the ellipses holding 95% of a
+  // Gaussian's mass: semi-axes sqrt(5.991 lambda) along the eigenvectors,
+  // magnified by ellScale. ellAx holds each vertex's semi-axes and the
+  // major axis's angle; zero for the gauge, which has no ellipse.
+  var ELL_K = Math.sqrt(5.991464547107979);
+  var ELL_COLOUR = 'rgba(142, 68, 173, 0.85)';
+  var ELL_SCALES = [1, 3, 10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000];
+  var ELL_SEG = 32;
+  // At most about ELL_MAX ellipses are drawn (every ellStride-th pose,
+  // and every landmark up to as many): thousands overlap into a blot.
+  var ELL_MAX = 250;
+  var ellXY = D.ellipses ? Float64Array.from(D.ellipses.xy) : null;
+  var ellAx = ellXY ? ellipseAxes(ellXY) : null;
+  function ellipseAxes(c) {
+    var ax = new Float64Array(3 * n);
+    for (var v = 0; v < n; v++) {
+      var xx = c[3 * v], xy = c[3 * v + 1], yy = c[3 * v + 2];
+      var mid = (xx + yy) / 2, rad = Math.sqrt((xx - yy) * (xx - yy) / 4 + xy * xy);
+      ax[3 * v] = ELL_K * Math.sqrt(Math.max(mid + rad, 0));
+      ax[3 * v + 1] = ELL_K * Math.sqrt(Math.max(mid - rad, 0));
+      ax[3 * v + 2] = 0.5 * Math.atan2(2 * xy, xx - yy);
+    }
+    return ax;
+  }
   var OBS_PLAIN = 'rgba(0, 140, 110, 0.35)';
 
   var ests = D.estimates.map(function (e, idx) {
@@ -176,7 +202,8 @@
     // OBS_SHOWN of them. Landmark markers are always shown at first.
     obs: nObs > 0 && nObs <= OBS_SHOWN, lms: nLm > 0,
     colour: ests.some(function (e) { return !e.scale.empty; }) ? 'cost' : 'plain',
-    xaxis: 'iter'
+    xaxis: 'iter',
+    ell: false, ellScale: 1, ellScaleSet: false
   };
   var choice = el('est-choice');
   ests.forEach(function (e, idx) {
@@ -185,7 +212,8 @@
     inp.addEventListener('change', function () { state.est = idx; state.overlay = false; redraw(); });
     lab.appendChild(inp);
     lab.appendChild(document.createTextNode(' ' + e.label));
-    var sw = document.createElement('span'); sw.className = 'count'; sw.textContent = '  F = ' + fmt(e.total, 6);
+    var sw = document.createElement('span'); sw.className = 'count'; sw.textContent = '  F = ' + fmt(e.total, 6) +
+      (D.rejected > 0 ? ' (without the ' + D.rejected + ' rejected edges)' : '');
     lab.appendChild(sw);
     choice.appendChild(lab);
   });
@@ -203,6 +231,32 @@
   bindCheck('show-odom', 'odom'); bindCheck('show-loops', 'loops');
   bindCheck('show-poses', 'poses'); bindCheck('show-heads', 'heads');
   bindCheck('show-obs', 'obs'); bindCheck('show-lms', 'lms');
+  bindCheck('show-ell', 'ell');
+  if (ellAx) {
+    el('ell-box').hidden = false; el('ell-scale-box').hidden = false; el('ell-note').hidden = false;
+    el('ell-note').textContent = (D.ellipses.note || '') + (dim === 3 ?
+      ' Each ellipse is the x–y marginal (the projection of the covariance on the horizontal plane), drawn at the vertex’s height.' : '');
+    ELL_SCALES.forEach(function (f) {
+      var o = document.createElement('option');
+      o.value = String(f); o.textContent = '×' + f.toLocaleString('en-US');
+      el('ell-scale').appendChild(o);
+    });
+    el('ell-scale').addEventListener('change', function () {
+      state.ellScale = +el('ell-scale').value; state.ellScaleSet = true; redraw();
+    });
+  }
+  // autoEllScale is the smallest magnification in ELL_SCALES at which the
+  // median ellipse's major semi-axis spans 0.4% of the scene: covariances
+  // of a well-measured map are millimetres on a map of kilometres.
+  function autoEllScale() {
+    var a = [];
+    for (var i = 0; i < n; i++) if (ellAx[3 * i] > 0) a.push(ellAx[3 * i]);
+    if (a.length === 0) return 1;
+    a.sort(function (p, q) { return p - q; });
+    var med = a[Math.floor(a.length / 2)], want = 0.004 * (bounds ? bounds.ext : 1);
+    for (var k = 0; k < ELL_SCALES.length; k++) if (ELL_SCALES[k] * med >= want) return ELL_SCALES[k];
+    return ELL_SCALES[ELL_SCALES.length - 1];
+  }
   el('n-odom').textContent = '(' + nOdom.toLocaleString('en-US') + ')';
   el('n-loops').textContent = '(' + nLoops.toLocaleString('en-US') + ')';
   el('n-poses').textContent = '(' + np.toLocaleString('en-US') + ')';
@@ -437,6 +491,38 @@
     for (var j = np; j < n; j++) if (vis[j]) triangle(sx[j], sy[j], r);
     ctx.strokeStyle = e.colour; ctx.stroke();
   }
+  // drawEllipses strokes the 95% ellipse of each vertex's position, at
+  // the magnification state.ellScale: in 2-D with the canvas's own
+  // ellipse, in 3-D as a polygon in the horizontal plane through the
+  // vertex, projected by the camera.
+  function ellStride(count) { return Math.max(1, Math.ceil(count / ELL_MAX)); }
+  function drawEllipses(e, stride) {
+    var f = state.ellScale, p = [0, 0, 0];
+    var sp = stride * ellStride(np), sl = stride * ellStride(nLm);
+    ctx.beginPath();
+    for (var i = 0; i < n; i += i < np ? sp : sl) {
+      if (i >= np && !state.lms) break;
+      var a = f * ellAx[3 * i], b = f * ellAx[3 * i + 1], ph = ellAx[3 * i + 2];
+      if (!(a > 0) || !vis[i]) continue;
+      if (dim === 2) {
+        var rx = a * cam.scale, ry = b * cam.scale;
+        if (rx < 0.5) continue; // below a pixel
+        ctx.moveTo(sx[i] + rx * Math.cos(ph), sy[i] - rx * Math.sin(ph));
+        ctx.ellipse(sx[i], sy[i], rx, Math.max(ry, 0.05), -ph, 0, 2 * Math.PI);
+        continue;
+      }
+      var c = Math.cos(ph), s = Math.sin(ph), started = false;
+      for (var k = 0; k <= ELL_SEG; k++) {
+        var t = 2 * Math.PI * k / ELL_SEG, u = a * Math.cos(t), w = b * Math.sin(t);
+        p[0] = e.pos[3 * i] + c * u - s * w; p[1] = e.pos[3 * i + 1] + s * u + c * w; p[2] = e.pos[3 * i + 2];
+        var q = projectPoint(p);
+        if (!q[2]) { started = false; continue; }
+        if (started) ctx.lineTo(q[0], q[1]); else { ctx.moveTo(q[0], q[1]); started = true; }
+      }
+    }
+    ctx.strokeStyle = ELL_COLOUR; ctx.lineWidth = 1; ctx.stroke();
+  }
+
   // drawHeadings draws each pose's R e_1 as a short tick of fixed length
   // on screen.
   function drawHeadings(e, stride) {
@@ -573,6 +659,7 @@
       if (state.poses) drawPoses(est, top && state.colour === 'cost', stride);
       if (state.lms && nLm > 0) drawLandmarks(est, top && state.colour === 'cost');
       if (state.heads && top) drawHeadings(est, stride);
+      if (state.ell && ellAx && top && idx === ests.length - 1) drawEllipses(est, stride);
     });
     ctx.globalAlpha = 1;
     if (dim === 2) drawAxes2(gridStep);
@@ -614,6 +701,11 @@
     if (state.loops && nLoops > 0) rows.push(['loop closures', coloured ? rampCSS(0.6) : LOOP_PLAIN, true]);
     if (state.obs && nObs > 0) rows.push(['landmark observations', coloured ? rampCSS(0.4) : OBS_PLAIN, true]);
     if (state.lms && nLm > 0) rows.push(['landmarks', coloured ? rampCSS(0.85) : e.colour, 'tri']);
+    if (state.ell && ellAx && state.est === ests.length - 1) {
+      var every = ellStride(np);
+      rows.push(['95% position ellipses' + (state.ellScale !== 1 ? ', magnified ×' + state.ellScale.toLocaleString('en-US') : '') +
+        (every > 1 ? ', every ' + every + (every === 2 ? 'nd' : every === 3 ? 'rd' : 'th') + ' pose' : ''), ELL_COLOUR, true]);
+    }
     rows.forEach(function (r) {
       var div = document.createElement('div'); div.className = 'row';
       var sw = document.createElement('span'); sw.className = 'swatch' + (r[2] === 'tri' ? ' tri' : r[2] ? ' thin' : '');
@@ -656,6 +748,14 @@
     c2.fillText('max ' + fmt(Math.pow(10, sc.hi), 3), x0, 26 + bar);
   }
 
+  // sdText gives a vertex's position standard deviations, when the page
+  // has covariances and the last estimate is shown.
+  function sdText(i) {
+    if (!ellXY || state.est !== ests.length - 1) return '';
+    var xx = ellXY[3 * i], yy = ellXY[3 * i + 2];
+    if (!(xx > 0) && !(yy > 0)) return '\nsd x, y: 0 (the gauge, held fixed)';
+    return '\nsd x ' + fmt(Math.sqrt(xx), 3) + ', y ' + fmt(Math.sqrt(yy), 3);
+  }
   function showInfo(i) {
     var info = el('info');
     if (i < 0) { info.textContent = nLm > 0 ? 'Hover over a pose or landmark.' : 'Hover over a pose for details.'; return; }
@@ -666,11 +766,11 @@
     var p = [e.pos[3 * i], e.pos[3 * i + 1], e.pos[3 * i + 2]].slice(0, dim).map(function (v) { return fmt(v, 6); });
     if (i >= np) {
       info.textContent = 'landmark ' + D.ids[i] + '  (index ' + i + ')\n' + 'position (' + p.join(', ') + ')\n' +
-        'seen by ' + deg + (deg === 1 ? ' pose' : ' poses') + ', largest cost ' + fmt(mi[i], 4);
+        'seen by ' + deg + (deg === 1 ? ' pose' : ' poses') + ', largest cost ' + fmt(mi[i], 4) + sdText(i);
       return;
     }
     info.textContent = 'pose ' + D.ids[i] + '  (index ' + i + ')\n' + 'position (' + p.join(', ') + ')\n' +
-      deg + ' edges' + (obs > 0 ? ' (' + obs + ' observations)' : '') + ', largest cost ' + fmt(mi[i], 4);
+      deg + ' edges' + (obs > 0 ? ' (' + obs + ' observations)' : '') + ', largest cost ' + fmt(mi[i], 4) + sdText(i);
   }
 
   // ---- interaction ---------------------------------------------------------------------
@@ -890,7 +990,8 @@
   el('conv-body').addEventListener('mouseleave', function () { drawChartCursor(-1); });
 
   // ---- options in the address ----------------------------------------------------------------
-  // FILE.html#est=0&overlay=1&colour=plain&loops=0&observations=1&landmarks=0&poses=1&heads=1&view=top&ortho=1&x=time opens
+  // FILE.html#est=0&overlay=1&colour=plain&loops=0&observations=1&landmarks=0&poses=1&heads=1&view=top&ortho=1&x=time
+  // (and, on a page with covariances, ellipses=1&ellipse-scale=100) opens
   // the page in that state, so a view can be shared or bookmarked.
   function applyHash() {
     var h = (location.hash || '').replace(/^#/, '');
@@ -912,6 +1013,8 @@
         case 'ortho': cam.ortho = on; break;
         case 'grid': cam.grid = on; break;
         case 'x': if (val === 'time' || val === 'iter') state.xaxis = val; break;
+        case 'ellipses': state.ell = on && !!ellAx; break;
+        case 'ellipse-scale': { var f = +val; if (ELL_SCALES.indexOf(f) >= 0) { state.ellScale = f; state.ellScaleSet = true; } break; }
       }
     });
     // Make the controls agree.
@@ -919,7 +1022,7 @@
       r.checked = state.overlay ? r.value === 'overlay' : r.value === String(state.est);
     });
     [['show-odom', 'odom'], ['show-loops', 'loops'], ['show-poses', 'poses'], ['show-heads', 'heads'],
-      ['show-obs', 'obs'], ['show-lms', 'lms']].forEach(function (c) {
+      ['show-obs', 'obs'], ['show-lms', 'lms'], ['show-ell', 'ell']].forEach(function (c) {
       el(c[0]).checked = state[c[1]];
     });
     el('colour-cost').checked = state.colour === 'cost';
@@ -949,6 +1052,11 @@
       if (inp.type === 'checkbox') step(function () { inp.click(); });
     });
     Array.prototype.forEach.call(document.querySelectorAll('aside button'), function (b) { step(function () { b.click(); }); });
+    if (ellAx) step(function () {
+      var sel = el('ell-scale');
+      sel.value = String(ELL_SCALES[Math.min(ELL_SCALES.length - 1, ELL_SCALES.indexOf(state.ellScale) + 1)]);
+      sel.dispatchEvent(new Event('change'));
+    });
     step(function () {
       var cr = el('conv-body').getBoundingClientRect();
       mouse(el('conv-body'), 'mousemove', cr.left + cr.width * 0.3, cr.top + cr.height / 2);
@@ -980,6 +1088,8 @@
   setupHistory();
   resize();
   fit();
+  if (ellAx && !state.ellScaleSet) state.ellScale = autoEllScale();
+  if (ellAx) el('ell-scale').value = String(state.ellScale);
   draw();
   legend();
   drawChart();

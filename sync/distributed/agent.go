@@ -26,12 +26,12 @@ type AgentOptions struct {
 	// of the agent's block of Q, converge where pose passes only diffuse
 	// (long chains, intel.g2o).
 	Sweeps, NewtonSteps int
-	// MaxInner bounds the conjugate-gradient iterations of one Newton
-	// step (default 20). Light local steps do better with the rounds'
-	// momentum than exact ones: on a 1728-pose lattice in 4 parts, 2 steps
-	// of up to 200 iterations took 520 rounds and 15.8 s, 1 step of up to
-	// 20 took 404 rounds and 10.4 s (intel: 714 against 844 rounds,
-	// sphere2500: 81 against 73).
+	// MaxInner bounds the truncated-CG iterations of one trust-region
+	// step (default 2). Light local steps do better with the rounds'
+	// momentum than near-exact ones: a round changes the neighbours'
+	// poses, and so the agent's problem, before a precise step pays off,
+	// and a step of 20 iterations took about as many rounds at several
+	// times the cost (docs/performance.md).
 	MaxInner int
 	// Wait bounds how long an agent waits for the public poses a command
 	// needs before it answers "stale" and leaves its block unchanged
@@ -39,6 +39,9 @@ type AgentOptions struct {
 	Wait time.Duration
 	// Logger receives rejected messages and lifecycle events (nil: silent).
 	Logger *slog.Logger
+	// Key authenticates every message, as Options.Key; it must be the
+	// coordinator's.
+	Key []byte
 }
 
 func (o *AgentOptions) defaults() {
@@ -52,7 +55,7 @@ func (o *AgentOptions) defaults() {
 		o.NewtonSteps = 1
 	}
 	if o.MaxInner == 0 {
-		o.MaxInner = 20
+		o.MaxInner = 2
 	}
 	if o.Wait == 0 {
 		o.Wait = 2 * time.Second
@@ -92,6 +95,7 @@ type agent struct {
 // published. It computes its chordal estimate before it starts serving.
 func RunAgent(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOptions) error {
 	opts.defaults()
+	bus, _ = secure(bus, opts.Key, opts.Subject, k, opts.Logger)
 	a, err := newAgent(bus, g, p, k, opts)
 	if err != nil {
 		return err

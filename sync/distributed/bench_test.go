@@ -22,6 +22,9 @@ var benchSide = flag.Int("bcmsync.dist.side", 22, "lattice side of BenchmarkDist
 // benchAgents lists the numbers of agents of BenchmarkDistributedGrid.
 var benchAgents = flag.String("bcmsync.dist.k", "1,2,4,8", "comma-separated numbers of agents of BenchmarkDistributedGrid")
 
+// benchKey authenticates BenchmarkDistributedGrid's messages (Options.Key).
+var benchKey = flag.Bool("bcmsync.dist.key", false, "authenticate the messages of BenchmarkDistributedGrid (HMAC-SHA256)")
+
 // BenchmarkDistributedGrid solves the 3-D lattice of the scaling benchmark
 // (datasets.Cube, loop closures 0.05, kappa 200, tau 100) centrally and
 // with K = 1, 2, 4, 8 agents over an in-process bus, to a certificate. Per
@@ -68,7 +71,11 @@ func BenchmarkDistributedGrid(b *testing.B) {
 			var bus *Counter
 			for b.Loop() {
 				bus = &Counter{Bus: NewMemBus()}
-				res, s, err := SolveOn(context.Background(), bus, g, p, Options{Timeout: time.Minute}, AgentOptions{})
+				opts := Options{Timeout: time.Minute}
+				if *benchKey {
+					opts.Key = testKey
+				}
+				res, s, err := SolveOn(context.Background(), bus, g, p, opts, AgentOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -9,7 +9,8 @@ import (
 )
 
 // Bus is the transport between the coordinator and the agents: NATS in a
-// deployment (NewNATSBus), channels in one process (NewMemBus). Its
+// deployment (package sync/distributed/natsbus), channels in one process
+// (NewMemBus). Its
 // semantics are NATS core's: publish-subscribe with no delivery guarantee,
 // each subscription's messages handled in order on its own goroutine, and
 // request-reply on a subject one handler serves.
@@ -153,7 +154,7 @@ func (b *MemBus) Serve(subject string, h func([]byte) []byte) (func(), error) {
 }
 
 // ErrNoResponders is wrapped in the error of a Request that nobody serves
-// (MemBus, and NATSBus for NATS's own "no responders"): the coordinator
+// (MemBus, and natsbus.NATSBus for NATS's own "no responders"): the coordinator
 // then waits and resends, since an agent may be starting or restarting.
 var ErrNoResponders = errors.New("no responders")
 

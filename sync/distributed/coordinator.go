@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	stdsync "sync"
 	"time"
 
+	"github.com/bcmsync/bcmsync/bcm"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
@@ -17,26 +18,28 @@ import (
 
 // Options control the coordinator.
 type Options struct {
-	// Sync carries the certificate's and the staircase's settings
-	// (Problem, GapTol, EigTol, MaxRank, Seed, Threads, TimeLimit,
-	// Logger, Progress); its BCM and trust-region settings are not used.
+	// Sync carries the staircase's and the certificate's options (Problem,
+	// Rank0, MaxRank, GradTol, GapTol, GapAbs, EigTol, Seed, Threads,
+	// TimeLimit, Logger, Progress; LargestComponent is refused, since the
+	// partition is of the whole graph). Its GradTol is the relative
+	// gradient norm ||grad F|| / ||2 X Q|| down to which a level's rounds
+	// are refined before a failed certificate is taken for a saddle. Its
+	// BCM and trust-region options do not apply: the rounds take their
+	// place, and the report leaves them out.
 	Sync bsync.Options
 	// Subject prefixes every subject (default "bcmsync"); it must match the
 	// agents'.
 	Subject string
-	// GradTol is the relative gradient norm ||grad F|| / ||2 X Q|| at which
-	// the rounds of a level stop and the point is certified (default 1e-9,
-	// Solve's). DecreaseTol also stops them when a round lowers F by less
-	// than this fraction (default 1e-13). MaxRounds bounds the rounds of
-	// one level (default 5000).
-	GradTol, DecreaseTol float64
-	MaxRounds            int
-	// CheckTol is the relative gradient norm at which the certificate is
-	// first tried (default 1e-6): a point that close to critical usually
-	// certifies once its translations are made exact, and when it does
-	// not, the rounds go on to a hundredfold smaller norm, down to
-	// GradTol, before a failure is taken for a saddle.
-	CheckTol float64
+	// CheckTol is the relative gradient norm at which a level's rounds
+	// first stop and the point is certified (default 1e-6): a point that
+	// close to critical usually certifies once its translations are made
+	// exact, and when it does not, the staircase's proof refinement sends
+	// the rounds on to a hundredfold smaller norm, down to Sync.GradTol.
+	// DecreaseTol also stops them when a round lowers F by less than this
+	// fraction (default 1e-13). MaxRounds bounds the rounds of one
+	// optimization (default 5000).
+	CheckTol, DecreaseTol float64
+	MaxRounds             int
 	// NoMomentum turns off the rounds' acceleration. By default each
 	// round starts with a momentum step of every agent's block,
 	// X <- R(X + beta_t (X - X_prev)) with Nesterov's beta_t = (t-1)/(t+2),
@@ -44,9 +47,7 @@ type Options struct {
 	// (DC2-PGO): block Gauss-Seidel between parts is a non-overlapping
 	// domain decomposition whose slow modes (smooth motions of parts against
 	// each other) decay by a fraction of a percent per round, and momentum
-	// turns that rate into about its square root. On a 400-pose 2-D graph
-	// in 2, 4 and 8 parts, the rounds to the first certificate check fell
-	// from 1933, 2800 and 4140 to 55, 102 and 145.
+	// turns that rate into about its square root (docs/distributed.md).
 	NoMomentum bool
 	// Timeout ends the run with an error when an agent has not answered
 	// for this long (default 30 s). Requests are retried meanwhile, so an
@@ -57,14 +58,18 @@ type Options struct {
 	// step or idempotent) but repeats the work, so Try should exceed one
 	// local update's time, and Timeout with it.
 	Try time.Duration
+	// Key, if set, authenticates every message of the run with
+	// HMAC-SHA256, bound to the run, the subject, the sender and a sequence
+	// number (auth.go); forged, replayed and foreign messages are
+	// rejected, logged and counted in Stats.Rejected. The coordinator and
+	// every agent need the same key (ReadKey); nil: messages are only
+	// checksummed.
+	Key []byte
 }
 
 func (o *Options) defaults() {
 	if o.Subject == "" {
 		o.Subject = "bcmsync"
-	}
-	if o.GradTol == 0 {
-		o.GradTol = 1e-9
 	}
 	if o.DecreaseTol == 0 {
 		o.DecreaseTol = 1e-13
@@ -80,15 +85,6 @@ func (o *Options) defaults() {
 	}
 	if o.Try == 0 {
 		o.Try = o.Timeout / 3
-	}
-	if o.Sync.GapTol == 0 {
-		o.Sync.GapTol = 1e-6
-	}
-	if o.Sync.MaxRank == 0 {
-		o.Sync.MaxRank = 10
-	}
-	if o.Sync.Logger == nil {
-		o.Sync.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 
@@ -110,198 +106,240 @@ type Stats struct {
 	// accepted update and initialization, as the sequence numbers show).
 	Requests, RequestBytes int64
 	Publications           int64
+	// Authenticated is true when the run's messages carried a MAC
+	// (Options.Key); Rejected then counts the messages that failed
+	// authentication at the coordinator and, as their replies report
+	// them, at the agents.
+	Authenticated bool
+	Rejected      Rejections
 }
 
 // coordinator drives the rounds.
 type coordinator struct {
-	opts  Options
-	bus   Bus
-	g     *posegraph.Graph
-	p     *Partition
-	nb    [][]int
-	seq   []uint64 // the latest sequence number each part reported
-	run   uint64
-	rank  int
-	b     int
-	stats Stats
-	mu    stdsync.Mutex
-	whole *local // all poses as one part, for exactTranslations
+	opts    Options
+	bus     Bus
+	g       *posegraph.Graph
+	p       *Partition
+	nb      [][]int
+	seq     []uint64 // the latest sequence number each part reported
+	run     uint64
+	rank    int
+	b       int
+	stats   Stats
+	mu      stdsync.Mutex
+	classes [][]int  // the agent graph's colour classes
+	auth    *authBus // nil without a key; its rejections go to stats at the end
+
+	// held is the point the agents hold, as last set or gathered (nil:
+	// their initial estimates); trans and n make exact translations.
+	held  *sparse.Blocks
+	trans *bcm.Solver
+	n     *sparse.Blocks
 
 	// fingerprint identifies the problem and partition; an agent holding
 	// another refuses to join.
 	fingerprint string
 }
 
+// MethodRBCD names the distributed level optimizer (Result.Method): rounds
+// of agent-level Riemannian block-coordinate descent.
+const MethodRBCD = "rbcd"
+
 // Solve coordinates K agents (RunAgent, one per part of p, on the same
-// bus) to a certified solution of g: a distributed initialization (each
-// agent's chordal estimate, aligned through the shared edges along a
-// breadth-first order of the agent graph), then at each rank of the
-// staircase rounds of agent-level block-coordinate descent, the agents of
+// bus) to a certified solution of g through sync's one staircase
+// (bsync.SolveWith), whose levels the agents optimize: a distributed
+// initialization (each agent's chordal estimate, aligned through the
+// shared edges along a breadth-first order of the agent graph), then at
+// each rank rounds of agent-level block-coordinate descent, the agents of
 // one colour class of the agent graph updating at the same time, until
-// the relative gradient norm reaches GradTol; then the certificate, a
-// saddle escape when it fails, and rounding with exact translation
-// recovery, all by the coordinator from the gathered point (see doc.go for
-// why these are central). The Result is filled like sync.Solve's.
+// the relative gradient norm reaches CheckTol (the staircase's proof
+// refinements go on down to Sync.GradTol). The certificate, the saddle
+// escape, the rounding with its rank-d fallback (rounds at rank d from the
+// rounding) and the status are the staircase's, from the point gathered
+// (see doc.go for why these are central), so the Result means what
+// sync.Solve's means.
 func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*bsync.Result, *Stats, error) {
-	start := time.Now()
-	opts.defaults()
-	if err := g.Validate(); err != nil {
-		return nil, nil, err
-	}
-	if err := p.Validate(g.N()); err != nil {
-		return nil, nil, err
-	}
-	if opts.Sync.TimeLimit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Sync.TimeLimit)
-		defer cancel()
-	}
-	kind := opts.Sync.Problem
-	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.AgentGraph(g), seq: make([]uint64, p.K),
-		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D)}
-	c.fingerprint = fingerprint(g, p, kind)
-
-	classes := Colors(c.nb)
-	c.stats.Agents, c.stats.Colors = p.K, len(classes)
-	log := opts.Sync.Logger
-	res := &bsync.Result{}
-
-	t0 := time.Now()
-	if err := c.initialize(ctx); err != nil {
-		return nil, nil, err
-	}
-	x, err := c.gather(ctx)
+	c, err := newCoordinator(bus, g, p, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	res.InitialPoses = make([]posegraph.Pose, g.N())
-	for i := range res.InitialPoses {
-		res.InitialPoses[i] = poseOf(x.Block(i), g.D, c.b)
-	}
-	res.InitialObjective = g.Cost(res.InitialPoses, kind)
-	res.Timings.Init = time.Since(t0).Seconds()
-	log.Info("initialized", "agents", p.K, "colors", len(classes), "F", res.InitialObjective)
-
-	cert := bsync.NewCertifier(g, opts.Sync)
-	var last bsync.Check
-	var stopped bsync.Status
-	tol := max(opts.CheckTol, opts.GradTol)
-	var carry bsync.Level // rounds and time of a check that sent the rounds on
-	for {
-		lv := bsync.Level{Rank: c.rank}
-		t0 = time.Now()
-		rounds, stop, f, rel, err := c.level(ctx, classes, res, start, tol)
-		lv.BCMSweeps, lv.BCMStop, lv.F, lv.RelGrad = rounds+carry.BCMSweeps, stop, f, rel
-		lv.BCMSeconds = time.Since(t0).Seconds()
-		res.Timings.Optimize += lv.BCMSeconds
-		lv.BCMSeconds += carry.BCMSeconds
-		lv.CertifySeconds = carry.CertifySeconds
-		carry = bsync.Level{}
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-				stopped = bsync.TimeLimit
-			} else if errors.Is(err, context.Canceled) {
-				stopped = bsync.Cancelled
-			} else {
-				return nil, &c.stats, err
-			}
-		}
-		if stopped == "" {
-			x, err = c.gather(ctx)
-			if err != nil {
-				return nil, &c.stats, err
-			}
-		}
-		t0 = time.Now()
-		if err := c.exactTranslations(x); err != nil {
-			return nil, &c.stats, err
-		}
-		last, err = cert.Check(x)
-		if err != nil {
-			return nil, &c.stats, err
-		}
-		res.Timings.Certify += time.Since(t0).Seconds()
-		lv.CertifySeconds += time.Since(t0).Seconds()
-		lv.MinEigenvalue, lv.EigMethod, lv.Certified = last.MinEigenvalue, last.Method, last.PSD
-		if last.PSD {
-			b := last.DualBound
-			lv.DualBound = &b
-		}
-		res.Levels = append(res.Levels, lv)
-		res.RelaxationObjective = f
-		log.Info("level", "rank", c.rank, "rounds", rounds, "stop", stop, "F", f, "rel_grad", rel, "certified", last.PSD, "min_eig", last.MinEigenvalue)
-		if stopped != "" {
-			break
-		}
-		// A failed test at a loosely converged point may be the point's
-		// inaccuracy, not a saddle, and a passed one may leave a gap above
-		// the tolerance: converge further at the same rank first, down to
-		// GradTol.
-		loose := !last.PSD
-		if last.PSD {
-			fx := posegraph.TraceCost(cert.Q(), x, sparse.NewBlocks(x.R, x.B, x.N))
-			loose = fx-last.DualBound > opts.Sync.GapTol*math.Abs(fx)
-		}
-		if loose && stop == "gradient" && tol > opts.GradTol {
-			// One Level per rank: the next check's entry absorbs this one.
-			tol = max(tol/100, opts.GradTol)
-			carry = res.Levels[len(res.Levels)-1]
-			res.Levels = res.Levels[:len(res.Levels)-1]
-			continue
-		}
-		if last.PSD {
-			break
-		}
-		if c.rank >= opts.Sync.MaxRank || last.Vector == nil {
-			break
-		}
-		xn, dec := cert.Escape(x, last.Vector)
-		res.Levels[len(res.Levels)-1].EscapeDecrease = dec
-		if dec == 0 {
-			break
-		}
-		x = xn
-		c.rank++
-		tol = max(opts.CheckTol, opts.GradTol)
-		if err := c.set(ctx, x); err != nil {
-			return nil, &c.stats, err
-		}
-	}
-	if err := cert.Finish(res, x, last, stopped); err != nil {
+	defer c.auth.report(&c.stats)
+	res, err := bsync.SolveWith(ctx, g, c.opts.Sync, c)
+	if err != nil {
 		return nil, &c.stats, err
 	}
 	c.stopAll()
-	res.Timings.Total = time.Since(start).Seconds()
 	return res, &c.stats, nil
 }
 
-// exactTranslations replaces the translations of x by their exact
-// minimizer given its Stiefel parts (one sparse Cholesky solve of the
-// tau-Laplacian, per row of X). Block-coordinate rounds leave the
-// translations, the slow diffusive modes, least converged, and the
-// certificate's shift acts on the rotation coordinates only: with exact
-// translations the test sees the rotations' accuracy alone, as
-// sync.Solve's test of its rounded estimate does. It is a block step, so
-// F does not increase.
-func (c *coordinator) exactTranslations(x *sparse.Blocks) error {
-	if c.b == c.g.D {
-		return nil
+// newCoordinator checks g, p and opts and returns the coordinator of a
+// run on bus: the staircase's level optimizer (bsync.LevelOptimizer).
+func newCoordinator(bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*coordinator, error) {
+	opts.defaults()
+	if err := g.Validate(); err != nil {
+		return nil, err
 	}
-	if c.whole == nil {
-		one, _ := Contiguous(c.g.N(), 1)
-		l, err := newLocal(c.g, one, 0, c.opts.Sync.Problem, x.R)
-		if err != nil {
-			return err
+	if err := p.Validate(g.N()); err != nil {
+		return nil, err
+	}
+	if opts.Sync.LargestComponent {
+		return nil, errors.New("distributed: LargestComponent is not supported: the partition is of the whole graph (solve the component's file)")
+	}
+	opts.Sync = opts.Sync.WithDefaults(g.D)
+	kind := opts.Sync.Problem
+	bus, auth := secure(bus, opts.Key, opts.Subject, coordinatorPart, opts.Sync.Logger)
+	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.AgentGraph(g), seq: make([]uint64, p.K),
+		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D)}
+	c.fingerprint = fingerprint(g, p, kind)
+	c.auth = auth
+	c.classes = Colors(c.nb)
+	c.stats.Agents, c.stats.Colors = p.K, len(c.classes)
+	return c, nil
+}
+
+// methodOptions are the coordinator's options as the report records them
+// (Result.MethodOptions).
+type methodOptions struct {
+	Agents      int     `json:"agents"`
+	Colours     int     `json:"colours"`
+	CheckTol    float64 `json:"check_tol"`
+	DecreaseTol float64 `json:"decrease_tol"`
+	MaxRounds   int     `json:"max_rounds"`
+	Momentum    bool    `json:"momentum"`
+	Timeout     float64 `json:"timeout_seconds"`
+}
+
+// Method is the coordinator's description as the staircase's level
+// optimizer: a level's rounds first stop at CheckTol, and proof
+// refinements go down to Sync.GradTol.
+func (c *coordinator) Method(r *bsync.Run) bsync.MethodInfo {
+	o := c.opts
+	gradTol := r.Options().GradTol
+	first := max(o.CheckTol, gradTol)
+	n := 0
+	for t := first; t > gradTol; t /= 100 {
+		n++
+	}
+	return bsync.MethodInfo{Name: MethodRBCD, FirstTol: first, MinTol: gradTol, MaxRefinements: n,
+		Options: methodOptions{Agents: c.p.K, Colours: len(c.classes), CheckTol: o.CheckTol, DecreaseTol: o.DecreaseTol,
+			MaxRounds: o.MaxRounds, Momentum: !o.NoMomentum, Timeout: o.Timeout.Seconds()}}
+}
+
+// Init starts the agents and aligns their chordal estimates
+// (initialize), and returns the gathered estimate.
+func (c *coordinator) Init(ctx context.Context, r *bsync.Run) ([]posegraph.Pose, bsync.Init, error) {
+	ctx, cancel := withDeadline(ctx, r)
+	defer cancel()
+	g := c.g
+	if err := c.initialize(ctx); err != nil {
+		return nil, "", err
+	}
+	x, err := c.gather(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	poses := make([]posegraph.Pose, g.N())
+	for i := range poses {
+		poses[i] = poseOf(x.Block(i), g.D, c.b)
+	}
+	r.Options().Logger.Info("agents initialized", "agents", c.p.K, "colors", len(c.classes))
+	return poses, bsync.InitPartitioned, nil
+}
+
+// Optimize runs rounds from x until the relative gradient norm reaches
+// goal.Tol (or a round barely lowers F, or MaxRounds pass), as one stage
+// "rounds", and gathers the point into x with exactly optimal
+// translations. x goes to the agents first unless they hold it already
+// (a new rank after an escape, a rounding to refine, a point whose
+// translations were made exact).
+func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Blocks, goal bsync.Goal, lv *bsync.Level) (bsync.Outcome, error) {
+	var out bsync.Outcome
+	end, ok := r.Stage("rounds", x.R)
+	if !ok {
+		out.Limit = bsync.TimeLimit
+		return out, nil
+	}
+	defer end()
+	out.Started = true
+	t0 := time.Now()
+	defer func() { lv.RoundSeconds += time.Since(t0).Seconds() }()
+	runCtx, cancel := withDeadline(ctx, r)
+	defer cancel()
+	// stopped maps an error to the outcome: the run's own deadline is a
+	// time limit; the caller's context is the caller's; anything else is
+	// a failure of the run.
+	stopped := func(err error) (bsync.Outcome, error) {
+		if ctx.Err() == nil && runCtx.Err() != nil {
+			out.Limit = bsync.TimeLimit
+			return out, nil
 		}
-		c.whole = l
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		return out, err
 	}
-	if c.whole.x.R != x.R {
-		c.whole.setRank(x.R)
+	if c.held == nil || c.held.R != x.R || !slices.Equal(c.held.Data, x.Data) {
+		c.rank = x.R
+		if err := c.set(runCtx, x); err != nil {
+			return stopped(err)
+		}
 	}
-	copy(c.whole.x.Data, x.Data)
-	c.whole.solveTranslations()
-	copy(x.Data, c.whole.x.Data)
-	return nil
+	phase := "rbcd"
+	if goal.Phase == bsync.PhaseRefine {
+		phase = "refine"
+	}
+	rounds, stop, f, rel, gnorm, err := c.level(runCtx, r, phase, lv.Rounds, goal.Tol)
+	lv.Rounds += rounds
+	lv.RoundStop = stop
+	lv.F, lv.GradNorm, lv.RelGrad = f, gnorm, rel
+	out.Steps, out.Converged = rounds, stop == "gradient"
+	if err != nil {
+		return stopped(err)
+	}
+	y, err := c.gather(runCtx)
+	if err != nil {
+		return stopped(err)
+	}
+	copy(x.Data, y.Data)
+	c.held = y
+	dec, err := c.exactTranslations(r, x)
+	if err != nil {
+		return out, err
+	}
+	lv.F -= dec
+	r.Options().Logger.Info("rounds", "rank", x.R, "rounds", rounds, "stop", stop, "F", lv.F, "rel_grad", rel)
+	return out, nil
+}
+
+// withDeadline returns ctx bounded by the run's deadline, if it has one.
+func withDeadline(ctx context.Context, r *bsync.Run) (context.Context, context.CancelFunc) {
+	if d := r.Deadline(); !d.IsZero() {
+		return context.WithDeadline(ctx, d)
+	}
+	return context.WithCancel(ctx)
+}
+
+// exactTranslations replaces the translations of x by their exact
+// minimizer given its Stiefel parts (bcm's translation step: one sparse
+// Cholesky solve of the tau-Laplacian per row of X) and returns F's
+// decrease. Block-coordinate rounds leave the translations, the slow
+// diffusive modes, least converged, and the certificate's shift acts on
+// the rotation coordinates only: with exact translations the test sees
+// the rotations' accuracy alone, as sync.Solve's test of its rounded
+// estimate does. It is a block step, so F does not increase.
+func (c *coordinator) exactTranslations(r *bsync.Run, x *sparse.Blocks) (float64, error) {
+	if c.b == c.g.D {
+		return 0, nil
+	}
+	q := r.Q()
+	if c.trans == nil {
+		c.trans = bcm.New(q, c.g.D, c.opts.Sync.Problem)
+	}
+	if c.n == nil || c.n.R != x.R {
+		c.n = sparse.NewBlocks(x.R, x.B, x.N)
+	}
+	q.MulBlocks(c.n, x)
+	return c.trans.StepTranslations(x, c.n)
 }
 
 // poseOf reads the top d rows of a rank-r block as a pose.
@@ -375,20 +413,22 @@ func (c *coordinator) initialize(ctx context.Context) error {
 	return nil
 }
 
-// level runs rounds at the current rank until a stopping rule fires. It
-// returns the rounds, the rule, and F and the relative gradient norm at
-// the last complete statistics.
-func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Result, start time.Time, tol float64) (int, string, float64, float64, error) {
+// level runs rounds at the current rank until the relative gradient norm
+// reaches tol or another stopping rule fires, with their records (phase
+// phase, numbered from first+1) in r's history. It returns the rounds, the
+// rule, and F, the relative and the absolute gradient norm at the last
+// complete statistics.
+func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, first int, tol float64) (rounds int, stop string, f, rel, gnorm float64, err error) {
 	all := make([]int, c.p.K)
 	for k := range all {
 		all[k] = k
 	}
 	fPrev := math.Inf(1)
-	f, rel := math.NaN(), math.NaN()
+	f, rel, gnorm = math.NaN(), math.NaN(), math.NaN()
 	since := 0 // rounds since the momentum's last restart
 	for round := 1; ; round++ {
 		if round > c.opts.MaxRounds {
-			return round - 1, "rounds", f, rel, nil
+			return round - 1, "rounds", f, rel, gnorm, nil
 		}
 		if !c.opts.NoMomentum {
 			beta := float64(since-1) / float64(since+2)
@@ -411,11 +451,11 @@ func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Res
 				return nil
 			})
 			if err != nil {
-				return round, "error", f, rel, err
+				return round, "error", f, rel, gnorm, err
 			}
 		}
 		staleRound := false
-		for _, cls := range classes {
+		for _, cls := range c.classes {
 			err := parallel(cls, func(k int) error {
 				rep, err := c.requestHealed(ctx, k, func() *message {
 					return &message{Op: opUpdate, Round: uint32(round), Rank: c.rank, Needs: c.needsOf(k, nil)}
@@ -438,7 +478,7 @@ func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Res
 				return nil
 			})
 			if err != nil {
-				return round, "error", f, rel, err
+				return round, "error", f, rel, gnorm, err
 			}
 		}
 		c.stats.Rounds++
@@ -469,7 +509,7 @@ func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Res
 			return nil
 		})
 		if err != nil {
-			return round, "error", f, rel, err
+			return round, "error", f, rel, gnorm, err
 		}
 		if !complete {
 			continue
@@ -482,18 +522,15 @@ func (c *coordinator) level(ctx context.Context, classes [][]int, res *bsync.Res
 		if sn > 0 {
 			rel = math.Sqrt(sg / sn)
 		}
-		rec := bsync.Record{Rank: c.rank, Phase: "rbcd", Iter: round, Seconds: time.Since(start).Seconds(), F: f, GradNorm: math.Sqrt(sg), RelGrad: rel}
-		res.History = append(res.History, rec)
-		if c.opts.Sync.Progress != nil {
-			c.opts.Sync.Progress(rec)
-		}
+		gnorm = math.Sqrt(sg)
+		r.Record(bsync.Record{Rank: c.rank, Phase: phase, Iter: first + round, Seconds: r.Seconds(), F: f, GradNorm: gnorm, RelGrad: rel})
 		if rel <= tol {
-			return round, "gradient", f, rel, nil
+			return round, "gradient", f, rel, gnorm, nil
 		}
 		// A round that raised F restarted the momentum; only a small
 		// decrease is a stall.
 		if dec := fPrev - f; !staleRound && !math.IsInf(fPrev, 1) && dec >= 0 && dec <= c.opts.DecreaseTol*math.Abs(fPrev) {
-			return round, "decrease", f, rel, nil
+			return round, "decrease", f, rel, gnorm, nil
 		}
 		fPrev = f
 	}

@@ -26,23 +26,28 @@
 // time (they share no edge), each lowering F over its own block with the
 // others fixed: an exact joint translation step, a pass of exact single-pose
 // updates (docs/design.md section 4) and trust-region Newton steps
-// preconditioned by a sparse Cholesky factor of its block of Q (newton.go).
+// preconditioned by a sparse Cholesky factor of its block of Q (package
+// sync's trust region on the block: sync.BlockProblem).
 // Every round starts with a Nesterov momentum step of every block,
 // restarted whenever a round raises F, as in DC2-PGO's accelerated RBCD.
 // After each round the agents report their shares of F, of ||grad F||^2 and
 // of ||2XQ||^2, which add up to the global values.
 //
-// When the relative gradient norm reaches Options.CheckTol, the
-// coordinator gathers the point, makes its translations exact (one sparse
-// solve) and certifies it with sync's own test (sync.Certifier: Cholesky of
-// S + eta D_Y). A failed test at a loose tolerance, or a passed test whose
-// gap is above GapTol, sends the rounds on to a hundredfold smaller
-// gradient norm (down to GradTol); a failed test at GradTol is a saddle:
-// the coordinator steps along the eigenvector into rank r+1
-// (sync.Certifier.Escape) and sends every agent its blocks at the new
-// rank. At the end it rounds, recovers translations exactly and
-// certifies the estimate, as sync.Solve does (sync.Certifier.Finish), so
-// the Result and its report mean what they mean for sync.Solve.
+// The coordinator is a level optimizer of sync's one Riemannian staircase
+// (sync.SolveWith): the staircase asks it for the initial estimate and,
+// at each rank, for rounds until the relative gradient norm reaches
+// Options.CheckTol; the coordinator then gathers the point and makes its
+// translations exact (one sparse solve). Everything else is the
+// staircase's, as for sync.Solve: the certificate (Cholesky of the scaled
+// S plus a shift), the proof refinements (a passed test whose gap is
+// above the allowance, or a failed one at a point not converged enough,
+// sends the rounds on to a hundredfold smaller gradient norm, down to
+// Sync.GradTol), the inconsistent-data test, the saddle escape (the next
+// level's rounds start from the escaped point, which every agent
+// receives at the new rank), the rounding with its rank-d fallback (rounds
+// at rank d from the rounding) and the status. So the Result and its
+// report mean what they mean for sync.Solve; the report records the
+// rounds of each level (levels[].rounds) and the coordinator's options.
 //
 // The certificate is central in this version: the coordinator factors S
 // itself. Lambda is block-diagonal, so each agent could compute its own
@@ -57,8 +62,10 @@
 //
 // # Transport
 //
-// Coordinator and agents talk through a Bus: NATS (NATSBus) between
-// processes or machines, channels (MemBus) in one process. Agent k
+// Coordinator and agents talk through a Bus: NATS (package
+// sync/distributed/natsbus) between processes or machines, channels
+// (MemBus) in one process. The NATS transport is a package of its own so
+// that a program which uses another Bus does not link the NATS client. Agent k
 // publishes its public poses on SUBJECT.pose.k after each change and
 // serves the coordinator's commands on SUBJECT.agent.k (request-reply).
 // Every message is a versioned binary record with a CRC-32 (wire.go); a
@@ -79,4 +86,18 @@
 // rejoin: its neighbours publish their poses again, and it starts from its
 // own chordal estimate aligned to them, numbering its messages on from its
 // last sequence number so its neighbours accept them.
+//
+// # Security
+//
+// The CRC catches corruption, not an intruder. With Options.Key and
+// AgentOptions.Key (one secret, ReadKey) every message carries an
+// HMAC-SHA256 bound to the run, the subject, the sender and a sequence
+// number, in a layer around the Bus (auth.go): forged, replayed and
+// foreign messages are dropped, logged and counted (Stats.Rejected), never
+// applied, and restarted agents still rejoin, through a challenge that
+// names their new life. NATSSecurity says how to connect to a NATS server
+// that requires authentication (a credentials file, an nkey, a user and
+// password, a token) and TLS with client certificates; package natsbus
+// applies it (DialSecure). docs/distributed.md has the threat model and a
+// secured set-up on several machines.
 package distributed

@@ -10,7 +10,7 @@ import (
 
 // Four agents, in this process, solve a 2-D graph split into bands of a
 // breadth-first order and certify the result. Between processes or
-// machines, DialNATS gives the bus, and each agent runs RunAgent.
+// machines, natsbus.DialNATS gives the bus, and each agent runs RunAgent.
 func Example() {
 	g, _, err := datasets.Manhattan(200, 10, datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 1})
 	if err != nil {

@@ -11,16 +11,15 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
-// One agent is killed mid-run and a new one started for its part: the
-// coordinator's requests fail over to the new agent, which rejoins from its
-// neighbours' public poses, and the run still ends certified at the
-// central optimum.
-func TestAgentRestart(t *testing.T) {
-	cfg := datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 11}
-	g, _, err := datasets.Manhattan(300, 15, cfg)
+// lattice is a Manhattan graph of n poses, its central solution and a BFS
+// partition into k parts.
+func lattice(t *testing.T, n, side int, seed uint64, k int) (*posegraph.Graph, *bsync.Result, *Partition) {
+	t.Helper()
+	g, _, err := datasets.Manhattan(n, side, datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,10 +27,26 @@ func TestAgentRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := BFS(g, 4)
+	p, err := BFS(g, k)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, central, p
+}
+
+// One agent is killed mid-run and a new one started for its part: the
+// coordinator's requests fail over to the new agent, which rejoins from its
+// neighbours' public poses, and the run still ends certified at the
+// central optimum; with authenticated messages too (the new agent's life
+// is challenged and joins again), where nothing is rejected.
+func TestAgentRestart(t *testing.T) {
+	for _, key := range [][]byte{nil, testKey} {
+		t.Run(map[bool]string{false: "plain", true: "authenticated"}[key != nil], func(t *testing.T) { agentRestart(t, key) })
+	}
+}
+
+func agentRestart(t *testing.T, key []byte) {
+	g, central, p := lattice(t, 300, 15, 11, 4)
 	bus := NewMemBus()
 	ctx := context.Background()
 	var wg stdsync.WaitGroup
@@ -44,7 +59,7 @@ func TestAgentRestart(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer close(done)
-			if err := RunAgent(actx, bus, g, p, k, AgentOptions{}); err != nil && !errors.Is(err, context.Canceled) {
+			if err := RunAgent(actx, bus, g, p, k, AgentOptions{Key: key}); err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("agent %d: %v", k, err)
 			}
 		}()
@@ -54,7 +69,7 @@ func TestAgentRestart(t *testing.T) {
 	}
 	var once stdsync.Once
 	restarted := make(chan struct{})
-	opts := Options{Timeout: 20 * time.Second, Try: 200 * time.Millisecond}
+	opts := Options{Timeout: 20 * time.Second, Try: 200 * time.Millisecond, Key: key}
 	opts.Sync.Progress = func(r bsync.Record) {
 		if r.Iter == 30 {
 			once.Do(func() {
@@ -84,6 +99,9 @@ func TestAgentRestart(t *testing.T) {
 	if rel > 1e-6 || !res.Certified {
 		t.Errorf("after a restart: F %.12g (central %.12g), status %q", res.Objective, central.Objective, res.Status)
 	}
+	if st.Authenticated != (key != nil) || st.Rejected != (Rejections{}) {
+		t.Errorf("authenticated %v, rejected %+v; want %v and none", st.Authenticated, st.Rejected, key != nil)
+	}
 }
 
 // An agent that never answers ends the run with an error naming it once
@@ -112,24 +130,22 @@ func TestAgentGoneTimesOut(t *testing.T) {
 // Lost pose messages: every 7th publication is dropped. An agent that
 // misses a neighbour's poses answers "stale" and leaves its block alone;
 // the coordinator has the neighbour publish again and resends the command,
-// and the run still certifies at the central optimum.
+// and the run still certifies at the central optimum; with authenticated
+// messages too, where a gap in the numbers is no reason to reject.
 func TestDroppedMessages(t *testing.T) {
-	cfg := datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 13}
-	g, _, err := datasets.Manhattan(200, 10, cfg)
-	if err != nil {
-		t.Fatal(err)
+	for _, key := range [][]byte{nil, testKey} {
+		t.Run(map[bool]string{false: "plain", true: "authenticated"}[key != nil], func(t *testing.T) { droppedMessages(t, key) })
 	}
-	central, err := bsync.Solve(context.Background(), g, bsync.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := BFS(g, 4)
+}
+
+func droppedMessages(t *testing.T, key []byte) {
+	g, central, p := lattice(t, 200, 10, 13, 4)
 	bus := NewMemBus()
 	var sent atomic.Int64
 	bus.Drop = func(subject string) bool {
 		return strings.Contains(subject, ".pose.") && sent.Add(1)%7 == 0
 	}
-	res, st, err := SolveOn(context.Background(), bus, g, p, Options{Timeout: 20 * time.Second}, AgentOptions{Wait: 50 * time.Millisecond})
+	res, st, err := SolveOn(context.Background(), bus, g, p, Options{Timeout: 20 * time.Second, Key: key}, AgentOptions{Wait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,5 +156,8 @@ func TestDroppedMessages(t *testing.T) {
 	}
 	if !res.Certified || rel > 1e-6 {
 		t.Errorf("with lost messages: %s, F %.12g, central %.12g", res.Status, res.Objective, central.Objective)
+	}
+	if st.Rejected != (Rejections{}) {
+		t.Errorf("%+v rejected", st.Rejected)
 	}
 }

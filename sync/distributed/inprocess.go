@@ -11,11 +11,11 @@ import (
 
 // SolveOn runs a whole distributed solve on bus from one process: K agents
 // as goroutines and the coordinator. The agents use the coordinator's
-// Problem and Subject. With a MemBus nothing leaves the process; with a
+// Problem, Subject and Key. With a MemBus nothing leaves the process; with a
 // NATS bus every message goes through the server, as between machines.
 func SolveOn(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts Options, aopts AgentOptions) (*bsync.Result, *Stats, error) {
 	opts.defaults()
-	aopts.Problem, aopts.Subject = opts.Sync.Problem, opts.Subject
+	aopts.Problem, aopts.Subject, aopts.Key = opts.Sync.Problem, opts.Subject, opts.Key
 	if err := p.Validate(g.N()); err != nil {
 		return nil, nil, err
 	}

@@ -1,13 +1,16 @@
 package distributed
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
 // local is one agent's share of the problem: its own poses, the rows of Q
@@ -36,15 +39,17 @@ type local struct {
 	// Translation step (Poses): the tau-Laplacian of the own poses, with
 	// the public poses fixed (their edges stay on its diagonal); an own
 	// component without a shared edge has its first pose anchored.
-	chol     *sparse.Cholesky
-	tIndex   []int // own local index -> row of the reduced system, -1 if anchored
-	nFree    int
-	rhs      []float64
-	nrow, h  []float64
-	y        []float64
-	newton   *newton   // the trust-region step, made at the first use
-	maxInner int       // CG iterations per Newton step (0: newton's default)
-	last     []float64 // X at the previous extrapolation (momentum)
+	chol    *sparse.Cholesky
+	tIndex  []int // own local index -> row of the reduced system, -1 if anchored
+	nFree   int
+	rhs     []float64
+	nrow, h []float64
+	y       []float64
+	// block is the own poses' subproblem with the public poses fixed: the
+	// trust-region steps, the statistics and the momentum (package sync's
+	// manifold and trust region).
+	block    *bsync.BlockProblem
+	maxInner int // CG iterations per trust-region step (0: the trust region's default)
 }
 
 // newLocal assembles agent k's rows of Q from the edges incident to its
@@ -83,20 +88,24 @@ func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r
 			l.shared = append(l.shared, li)
 		}
 	}
-	bb := sparse.NewBlockBuilder(nOwn+len(l.pub), b)
-	ii, jj, ij := make([]float64, b*b), make([]float64, b*b), make([]float64, b*b)
+	// The rows of Q at the own poses are those of the Laplacian of the
+	// edges incident to them alone, on the local numbering: the graph of
+	// those edges, assembled as the whole graph's Q is (the same blocks,
+	// summed in the same edge order, so the rows are Q's to the bit).
+	local := &posegraph.Graph{D: d, IDs: make([]int, nOwn+len(l.pub))}
 	for _, e := range g.Edges {
 		if p.Part[e.I] != k && p.Part[e.J] != k {
 			continue
 		}
-		edgeBlocks(ii, jj, ij, &e, d, b)
-		li, lj := l.globalToLocal[e.I], l.globalToLocal[e.J]
-		bb.AddDiag(li, ii)
-		bb.AddDiag(lj, jj)
-		bb.AddOff(li, lj, ij)
+		e.I, e.J = l.globalToLocal[e.I], l.globalToLocal[e.J]
+		local.Edges = append(local.Edges, e)
 	}
-	l.q = bb.Build()
+	l.q = local.Laplacian(kind)
 	l.x = sparse.NewBlocks(r, b, nOwn+len(l.pub))
+	var err error
+	if l.block, err = bsync.NewBlockProblem(l.q, nOwn, d); err != nil {
+		return nil, fmt.Errorf("agent %d: %w", k, err)
+	}
 	if kind == posegraph.Poses {
 		if err := l.factorTranslations(); err != nil {
 			return nil, fmt.Errorf("agent %d: %w", k, err)
@@ -104,37 +113,6 @@ func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r
 	}
 	l.setRank(r)
 	return l, nil
-}
-
-// edgeBlocks writes one edge's contributions to Q_ii, Q_jj and Q_ij
-// (docs/design.md section 3).
-func edgeBlocks(ii, jj, ij []float64, e *posegraph.Edge, d, b int) {
-	clear(ii)
-	clear(jj)
-	clear(ij)
-	k, tau := e.Kappa, e.Tau
-	for a := 0; a < d; a++ {
-		ii[a*b+a] = k
-		jj[a*b+a] = k
-		for c := 0; c < d; c++ {
-			ij[a*b+c] = -k * e.R[a*d+c]
-		}
-	}
-	if b == d {
-		return
-	}
-	t := e.T
-	for a := 0; a < d; a++ {
-		for c := 0; c < d; c++ {
-			ii[a*b+c] += tau * t[a] * t[c]
-		}
-		ii[a*b+d] = tau * t[a]
-		ii[d*b+a] = tau * t[a]
-		ij[a*b+d] = -tau * t[a]
-	}
-	ii[d*b+d] = tau
-	jj[d*b+d] = tau
-	ij[d*b+d] = -tau
 }
 
 // setRank changes the rank of the local variable, keeping the top rows.
@@ -151,27 +129,14 @@ func (l *local) setRank(r int) {
 	l.h = make([]float64, r*l.d)
 	l.y = make([]float64, r*l.d)
 	l.rhs = make([]float64, r*l.nFree)
-	if l.newton != nil {
-		l.newton.radius = math.Inf(1)
-	}
-	l.last = nil
+	l.block.Reset()
 }
 
 // factorTranslations builds and factors the own poses' tau-Laplacian.
 func (l *local) factorTranslations() error {
 	nOwn, b, d := len(l.own), l.b, l.d
 	// Components of the own poses; those without a shared edge are anchored.
-	parent := make([]int, nOwn)
-	for i := range parent {
-		parent[i] = i
-	}
-	find := func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
+	u := graphs.NewUnionFind(nOwn)
 	grounded := make([]bool, nOwn)
 	for i := 0; i < nOwn; i++ {
 		for p := l.q.RowPtr[i]; p < l.q.RowPtr[i+1]; p++ {
@@ -180,21 +145,19 @@ func (l *local) factorTranslations() error {
 				grounded[i] = true
 				continue
 			}
-			if ri, rj := find(i), find(j); ri != rj {
-				parent[max(ri, rj)] = min(ri, rj)
-			}
+			u.Union(i, j)
 		}
 	}
 	rootGrounded := make([]bool, nOwn)
 	for i := 0; i < nOwn; i++ {
 		if grounded[i] {
-			rootGrounded[find(i)] = true
+			rootGrounded[u.Find(i)] = true
 		}
 	}
 	l.tIndex = make([]int, nOwn)
 	l.nFree = 0
 	for i := 0; i < nOwn; i++ {
-		if find(i) == i && !rootGrounded[i] {
+		if u.Find(i) == i && !rootGrounded[i] {
 			l.tIndex[i] = -1
 			continue
 		}
@@ -312,8 +275,9 @@ func (l *local) updatePose(i int) {
 // improve lowers F over the own poses, the public poses fixed: sweeps
 // cyclic passes, each an exact translation step (Poses) and one exact
 // update of every own pose, then a last translation step, then up to
-// newtonSteps trust-region steps (newton.go). Every step is an exact block
-// minimization or an accepted trust-region step, so F never increases.
+// newtonSteps steps of the trust region (package sync's, on the own block:
+// bsync.BlockProblem). Every step is an exact block minimization or an
+// accepted trust-region step, so F never increases.
 func (l *local) improve(sweeps, newtonSteps int) error {
 	for s := 0; s < sweeps; s++ {
 		l.solveTranslations()
@@ -322,54 +286,15 @@ func (l *local) improve(sweeps, newtonSteps int) error {
 		}
 	}
 	l.solveTranslations()
-	if newtonSteps > 0 && l.newton == nil {
-		nt, err := newNewton(l)
-		if err != nil {
-			return fmt.Errorf("agent %d: factoring its block of Q: %w", l.part, err)
-		}
-		l.newton = nt
-	}
-	if l.newton != nil && l.maxInner > 0 {
-		l.newton.maxInner = l.maxInner
-	}
-	for s := 0; s < newtonSteps; s++ {
-		if !l.newton.step() {
-			break
-		}
+	if _, err := l.block.TrustRegion(context.Background(), l.x, newtonSteps, l.maxInner); err != nil {
+		return fmt.Errorf("agent %d: %w", l.part, err)
 	}
 	return nil
 }
 
 // stats returns the own poses' share of F, sum_i <X_i, (XQ)_i> (the
 // shares of all agents add up to F), of ||grad F||^2 and of ||2 X Q||^2.
-func (l *local) stats() (f, grad2, n2 float64) {
-	r, b, d := l.x.R, l.b, l.d
-	n := l.nrow
-	for i := range l.own {
-		l.q.MulBlockRow(n, l.x, i)
-		xi := l.x.Block(i)
-		for k := range n {
-			f += xi[k] * n[k]
-			n2 += 4 * n[k] * n[k]
-		}
-		// grad_Y = N_Y - Y sym(Y^T N_Y); grad_p = N_p.
-		var m [9]float64
-		symYtW(m[:], xi, n, r, b, d)
-		for k := 0; k < r; k++ {
-			for c := 0; c < d; c++ {
-				g := n[k*b+c]
-				for a := 0; a < d; a++ {
-					g -= xi[k*b+a] * m[a*d+c]
-				}
-				grad2 += 4 * g * g
-			}
-			if b > d {
-				grad2 += 4 * n[k*b+d] * n[k*b+d]
-			}
-		}
-	}
-	return f, grad2, n2
-}
+func (l *local) stats() (f, grad2, n2 float64) { return l.block.Stats(l.x) }
 
 // setPose writes pose p into local block li (top d rows; the rest zero).
 func (l *local) setPose(li int, p posegraph.Pose) {
@@ -397,34 +322,7 @@ func finite(v []float64) bool {
 }
 
 // extrapolate is the momentum step of accelerated block-coordinate
-// descent: with X_last the own blocks at the previous extrapolation,
-// X <- R(X + beta (X - X_last)), then X_last <- X as it was. beta = 0 only
-// records X (a restart).
-func (l *local) extrapolate(beta float64) {
-	n := len(l.own) * l.x.R * l.b
-	if len(l.last) != n {
-		l.last = make([]float64, n)
-		copy(l.last, l.x.Data[:n])
-		return
-	}
-	if beta == 0 {
-		copy(l.last, l.x.Data[:n])
-		return
-	}
-	r, b, d := l.x.R, l.b, l.d
-	for k := 0; k < n; k++ {
-		x := l.x.Data[k]
-		l.x.Data[k] = x + beta*(x-l.last[k])
-		l.last[k] = x
-	}
-	for i := range l.own {
-		x := l.x.Block(i)
-		for k := 0; k < r; k++ {
-			copy(l.h[k*d:(k+1)*d], x[k*b:k*b+d])
-		}
-		smalldense.Polar(l.y, l.h, r, d)
-		for k := 0; k < r; k++ {
-			copy(x[k*b:k*b+d], l.y[k*d:(k+1)*d])
-		}
-	}
-}
+// descent on the own poses (bsync.BlockProblem.Momentum): X <- R(X +
+// beta (X - X_last)), X_last the own blocks at the previous
+// extrapolation; beta = 0 only records X (a restart).
+func (l *local) extrapolate(beta float64) { l.block.Momentum(l.x, beta) }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -240,29 +241,7 @@ func (p *Partition) AgentGraph(g *posegraph.Graph) [][]int {
 // colour): agents of one colour share no edge, so they can update at the
 // same time without changing each other's data. It returns the classes.
 func Colors(nb [][]int) [][]int {
-	color := make([]int, len(nb))
-	for k := range color {
-		color[k] = -1
-	}
-	var classes [][]int
-	for k := range nb {
-		used := map[int]bool{}
-		for _, q := range nb[k] {
-			if color[q] >= 0 {
-				used[color[q]] = true
-			}
-		}
-		c := 0
-		for used[c] {
-			c++
-		}
-		color[k] = c
-		if c == len(classes) {
-			classes = append(classes, nil)
-		}
-		classes[c] = append(classes[c], k)
-	}
-	return classes
+	return graphs.GreedyColouring(len(nb), func(k int) []int { return nb[k] })
 }
 
 // fingerprint hashes what the coordinator and every agent must agree on:

@@ -54,7 +54,7 @@ func BenchmarkEig(b *testing.B) {
 			b.ReportMetric(res.Value/m, "lambda/maxdiag")
 		})
 		b.Run(name+"/PCG-BlockJacobi", func(b *testing.B) {
-			a := q.LowerCSC(1e-6*m, 0)
+			a := sparse.LowerCSC(q, 1e-6*m, 0)
 			jac, err := sparse.NewBlockJacobi(q, 1e-6*m)
 			if err != nil {
 				b.Fatal(err)

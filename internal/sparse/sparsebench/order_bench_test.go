@@ -70,7 +70,7 @@ func benchOrder(b *testing.B, name string, g *posegraph.Graph) {
 		pr   posegraph.Problem
 	}{{"Q", posegraph.Poses}, {"rot", posegraph.Rotations}} {
 		q := g.Laplacian(p.pr)
-		a := q.LowerCSC(1, 0)
+		a := sparse.LowerCSC(q, 1, 0)
 		// The symbolic count BlockOrder compares orderings by.
 		b.Run(name+"/"+p.name+"/BlockFactorCost", func(b *testing.B) {
 			perm := sparse.BlockAMD(q, 0)
@@ -133,7 +133,7 @@ func BenchmarkOrderFactor(b *testing.B) {
 	}
 	for _, name := range names {
 		q := graphs[name].Laplacian(posegraph.Poses)
-		a := q.LowerCSC(1, 0)
+		a := sparse.LowerCSC(q, 1, 0)
 		for _, o := range orderings[:2] {
 			b.Run(name+"/"+o.name, func(b *testing.B) {
 				ch, err := sparse.Analyze(a, o.order(q, 0))

@@ -1,0 +1,161 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
+)
+
+// BlockProblem is F seen from one block of poses while every other pose
+// is held fixed:
+//
+//	F_B(X_B) = tr(X_B Q_BB X_B^T) + 2 <X_B, G_B> + const,   G_B = sum_{j not in B} X_j Q_jB,
+//
+// the subproblem that each agent of a distributed solve lowers in its
+// update (sync/distributed), or any block-coordinate scheme over parts of
+// a graph. It runs the same manifold operations and the same Riemannian
+// trust region as Solve (manifold.go, rtr.go), preconditioned by a sparse
+// Cholesky factor of Q_BB, so a part's step is a Newton step of its own
+// block.
+//
+// Its point is the first n blocks of an r x b N Blocks whose other blocks
+// are the fixed neighbours (the caller updates them as they change); Q is
+// given by its rows at the block, which must be complete there (every
+// block of Q's rows 0..n-1; the neighbours' rows are not read). A
+// BlockProblem is not safe for concurrent use.
+type BlockProblem struct {
+	q    *sparse.BlockSym // the block's rows of Q, on its numbering
+	qbb  *sparse.BlockSym // Q_BB
+	n, d int
+	pre  *lazyFactor // of Q_BB + sigma I
+	// At the current rank: the manifold of the block with its linear
+	// term, the products' scratch, the trust region's last radius and the
+	// momentum's previous point.
+	m      *manifold
+	nq, g  *sparse.Blocks
+	radius float64
+	last   []float64
+}
+
+// NewBlockProblem prepares the block of the first n of q's blocks in
+// dimension d (q's blocks are d+1 wide for poses, d for rotations).
+func NewBlockProblem(q *blockmat.BlockSym, n, d int) (*BlockProblem, error) {
+	if n < 1 || n > q.N {
+		return nil, fmt.Errorf("sync: a block of %d of %d poses", n, q.N)
+	}
+	if q.B != d && q.B != d+1 {
+		return nil, fmt.Errorf("sync: blocks of size %d in dimension %d", q.B, d)
+	}
+	bb := sparse.NewBlockBuilder(n, q.B)
+	for i := 0; i < n; i++ {
+		for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
+			switch j := q.ColIdx[k]; {
+			case j == i:
+				bb.AddDiag(i, q.Block(k))
+			case j > i && j < n:
+				bb.AddOff(i, j, q.Block(k))
+			}
+		}
+	}
+	qbb := bb.Build()
+	return &BlockProblem{q: q, qbb: qbb, n: n, d: d, pre: qFactor(qbb, sparse.BlockOrder(qbb, 0), nil)}, nil
+}
+
+// Reset forgets the trust region's radius and the momentum's previous
+// point: the next step starts afresh (a new rank, a point set from
+// outside).
+func (p *BlockProblem) Reset() {
+	p.radius, p.last = 0, nil
+}
+
+// at returns the block's part of x (aliasing x's first n blocks) and
+// prepares the manifold at x's rank with the linear term of x's fixed
+// blocks.
+func (p *BlockProblem) at(x *blockmat.Blocks) *sparse.Blocks {
+	r, b := x.R, x.B
+	xb := &sparse.Blocks{R: r, B: b, N: p.n, Data: x.Data[:p.n*r*b]}
+	if p.m == nil || p.m.r != r {
+		p.m = newManifold(p.qbb, p.d, r, 1)
+		p.m.lin = sparse.NewBlocks(r, b, p.n)
+		p.nq, p.g = sparse.NewBlocks(r, b, p.n), sparse.NewBlocks(r, b, p.n)
+		p.Reset()
+	}
+	// G_i = sum_j X_j Q_ji over the fixed blocks j of row i (Q_ji is the
+	// transpose of the stored Q_ij).
+	q, lin := p.q, p.m.lin
+	clear(lin.Data)
+	for i := 0; i < p.n; i++ {
+		gi := lin.Block(i)
+		for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
+			j := q.ColIdx[k]
+			if j < p.n {
+				continue
+			}
+			xj, qij := x.Block(j), q.Block(k)
+			for a := 0; a < r; a++ {
+				for c := 0; c < b; c++ {
+					s := 0.0
+					for e := 0; e < b; e++ {
+						s += xj[a*b+e] * qij[c*b+e]
+					}
+					gi[a*b+c] += s
+				}
+			}
+		}
+	}
+	return xb
+}
+
+// TrustRegion takes up to steps steps of Solve's trust region on x's
+// block, the other blocks of x fixed, each solving its model by at most
+// maxInner truncated-CG iterations (0: the trust region's default), and
+// returns the steps taken. The radius carries over from one call to the
+// next until Reset. F does not increase.
+func (p *BlockProblem) TrustRegion(ctx context.Context, x *blockmat.Blocks, steps, maxInner int) (int, error) {
+	if steps <= 0 {
+		return 0, nil
+	}
+	xb := p.at(x)
+	rr, err := rtr(ctx, p.m, xb, newRowSolver(p.pre), nil, rtrOptions{MaxIter: steps, MaxInner: maxInner, Radius: p.radius})
+	p.radius = rr.Radius
+	return rr.Iterations, err
+}
+
+// Stats returns the block's shares of F, sum_{i in B} <X_i, (X Q)_i>, of
+// ||grad F||^2 and of ||2 X Q||^2: over the blocks of a partition of the
+// poses the shares add up to F and to the squared norms.
+func (p *BlockProblem) Stats(x *blockmat.Blocks) (f, grad2, norm2 float64) {
+	xb := p.at(x)
+	p.m.mulQ(p.nq, xb)
+	g, e := p.m.gradient(p.g, xb, p.nq)
+	return inner(xb, p.nq), g * g, e * e
+}
+
+// Cost returns F_B at x: F less tr(X_F Q_FF X_F^T), F's part in the fixed
+// poses alone, which the block's steps do not change (so F_B may be
+// negative).
+func (p *BlockProblem) Cost(x *blockmat.Blocks) float64 {
+	xb := p.at(x)
+	p.m.mulQ(p.nq, xb)
+	return inner(xb, p.nq) + inner(xb, p.m.lin)
+}
+
+// Momentum moves the block by the momentum step of accelerated
+// block-coordinate descent, X <- R_X(beta (X - X_prev)) (the retraction of
+// the manifold), and keeps X as it was as the next X_prev; beta = 0, or
+// the first call after Reset, only records X.
+func (p *BlockProblem) Momentum(x *blockmat.Blocks, beta float64) {
+	xb := p.at(x)
+	if len(p.last) != len(xb.Data) || beta == 0 {
+		p.last = append(p.last[:0], xb.Data...)
+		return
+	}
+	v := p.g
+	for k, xk := range xb.Data {
+		v.Data[k] = beta * (xk - p.last[k])
+	}
+	copy(p.last, xb.Data)
+	p.m.retract(xb, xb, v)
+}

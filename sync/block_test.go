@@ -1,0 +1,108 @@
+package sync
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/rounding"
+)
+
+// blockCase is a noisy graph at a random point lifted to rank r, and a
+// block problem of its first n poses (the others fixed).
+func blockCase(t *testing.T, d, r int, prob posegraph.Problem) (*posegraph.Graph, *sparse.BlockSym, *sparse.Blocks, *BlockProblem) {
+	t.Helper()
+	g, _ := noisyGraph(d, 60, 20, 0.05, 0.05, uint64(40+d))
+	q := g.Laplacian(prob)
+	x := g.Lift(rounding.Random(g, 7), prob, r)
+	if r > d {
+		perturbRows(x, d, 3)
+	}
+	p, err := NewBlockProblem(q, 25, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, q, x, p
+}
+
+// A block's cost differs from F by a constant (F's part in the fixed
+// poses), its trust-region steps lower F and leave the fixed blocks as
+// they were, and enough of them reach the block's own critical point
+// (from a random start, 30 to 50 steps: superlinear at the end).
+func TestBlockProblemDescends(t *testing.T) {
+	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
+		for _, d := range []int{2, 3} {
+			for _, r := range []int{d, d + 1} {
+				_, q, x, p := blockCase(t, d, r, prob)
+				work := sparse.NewBlocks(x.R, x.B, x.N)
+				fixed := append([]float64(nil), x.Data[25*x.R*x.B:]...)
+				f0, c0 := posegraph.TraceCost(q, x, work), p.Cost(x)
+				prev := f0
+				for it := 0; it < 60; it++ {
+					if _, err := p.TrustRegion(context.Background(), x, 1, 0); err != nil {
+						t.Fatal(err)
+					}
+					f := posegraph.TraceCost(q, x, work)
+					if f > prev+1e-12*math.Abs(prev) {
+						t.Fatalf("%v d=%d r=%d step %d: F rose from %.15g to %.15g", prob, d, r, it, prev, f)
+					}
+					prev = f
+				}
+				for k, v := range x.Data[25*x.R*x.B:] {
+					if v != fixed[k] {
+						t.Fatalf("%v d=%d r=%d: a fixed block moved", prob, d, r)
+					}
+				}
+				if gap := (p.Cost(x) - c0) - (prev - f0); math.Abs(gap) > 1e-9*math.Abs(f0) {
+					t.Errorf("%v d=%d r=%d: the block's cost fell by %g, F by %g", prob, d, r, c0-p.Cost(x), f0-prev)
+				}
+				_, g2, n2 := p.Stats(x)
+				if rel := math.Sqrt(g2 / n2); rel > 1e-8 {
+					t.Errorf("%v d=%d r=%d: the block's relative gradient is %.3g after 60 steps", prob, d, r, rel)
+				}
+			}
+		}
+	}
+}
+
+// The block's Riemannian Hessian, with the linear term of the fixed
+// poses, matches the second difference of its cost along the retraction
+// (a second-order retraction: exact to O(h^2)).
+func TestBlockProblemHessian(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		_, _, x, p := blockCase(t, d, d+1, posegraph.Poses)
+		xb := p.at(x)
+		m := p.m
+		nq := m.newBlocks()
+		m.mulQ(nq, xb)
+		lam := make([]float64, m.n*d*d)
+		m.lambda(lam, xb, nq)
+		v := m.newBlocks()
+		for k := range v.Data {
+			v.Data[k] = math.Sin(float64(k) * 0.7)
+		}
+		m.proj(v, xb, v)
+		hv, work := m.newBlocks(), m.newBlocks()
+		m.hess(hv, xb, v, lam, work)
+		want := inner(v, hv)
+		curve := func(h float64) float64 {
+			y := *x
+			y.Data = append([]float64(nil), x.Data...)
+			yb := p.at(&y)
+			hvv := m.newBlocks()
+			for k := range hvv.Data {
+				hvv.Data[k] = h * v.Data[k]
+			}
+			m.retract(yb, yb, hvv)
+			return p.Cost(&y)
+		}
+		h := 1e-4
+		f0 := p.Cost(x)
+		fd := (curve(h) - 2*f0 + curve(-h)) / (h * h)
+		if math.Abs(fd-want) > 1e-4*math.Abs(want) {
+			t.Errorf("d=%d: <v, Hess v> = %.10g, second difference of the block's cost %.10g", d, want, fd)
+		}
+	}
+}

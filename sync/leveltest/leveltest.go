@@ -1,0 +1,177 @@
+// Package leveltest is the conformance suite of sync.LevelOptimizer: it
+// runs sync.SolveWith with an optimizer on small generated graphs and
+// checks every call the staircase makes against the interface's contract,
+// for Solve's own optimizer and for any other (the distributed
+// coordinator's, a user's).
+package leveltest
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// Factory returns a new optimizer for one solve of g for the problem
+// prob (the distributed coordinator's needs its agents started on g; the
+// factory registers their cleanup with t).
+type Factory func(t *testing.T, g *posegraph.Graph, prob posegraph.Problem) bsync.LevelOptimizer
+
+// Case is one graph of the suite.
+type Case struct {
+	Name    string
+	Problem posegraph.Problem
+	Graph   func() (*posegraph.Graph, error)
+}
+
+// Cases are the suite's graphs: a 2-D pose graph, a 3-D lattice and a
+// noisy rotation graph on which the staircase climbs (escapes, proof
+// refinements, the rank-d fallback's rounding).
+var Cases = []Case{
+	{"manhattan-se2", posegraph.Poses, func() (*posegraph.Graph, error) {
+		g, _, err := datasets.Manhattan(150, 8, datasets.Config{Kappa: 100, Tau: 10, LoopProb: 0.3, Seed: 2})
+		return g, err
+	}},
+	{"cube-se3", posegraph.Poses, func() (*posegraph.Graph, error) {
+		g, _, err := datasets.Cube(3, 3, 3, datasets.Config{Kappa: 30, Tau: 4, LoopProb: 0.4, Seed: 9})
+		return g, err
+	}},
+	{"manhattan-so2-climbs", posegraph.Rotations, func() (*posegraph.Graph, error) {
+		g, _, err := datasets.Manhattan(150, 8, datasets.Config{Kappa: 3, Tau: 1, LoopProb: 0.5, Seed: 2})
+		return g, err
+	}},
+}
+
+// Check runs SolveWith with optimizers from newOpt on every Case and
+// checks:
+//
+//   - Init returns an estimate of the graph's size and names an
+//     initialization;
+//   - every Optimize call: a call that started no stage leaves F as it was
+//     and reports TimeLimit; otherwise F does not increase (to 1e-8 of F:
+//     momentum may raise it by rounding), the Stiefel parts stay on
+//     St(d, r), lv.F is F at the point returned, Converged means lv.RelGrad
+//     is at most goal.Tol, and a call without steps leaves F where it was;
+//   - the solve ends with the status and, to 1e-6 relative, the objective
+//     of Solve's.
+func Check(t *testing.T, newOpt Factory) {
+	for _, c := range Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			g, err := c.Graph()
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := bsync.Options{Problem: c.Problem}
+			want, err := bsync.Solve(context.Background(), g, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &checked{errorf: t.Errorf, inner: newOpt(t, g, c.Problem)}
+			res, err := bsync.SolveWith(context.Background(), g, opts, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.calls == 0 {
+				t.Fatal("the staircase never called Optimize")
+			}
+			if res.Status != want.Status || math.Abs(res.Objective-want.Objective) > 1e-6*math.Max(1, math.Abs(want.Objective)) {
+				t.Errorf("%s with F %.12g; Solve: %s with F %.12g", res.Status, res.Objective, want.Status, want.Objective)
+			}
+			if res.Method == "" {
+				t.Error("no method name in the result")
+			}
+		})
+	}
+}
+
+// checked forwards to inner and reports each breach of the contract
+// through errorf.
+type checked struct {
+	errorf func(format string, args ...any)
+	inner  bsync.LevelOptimizer
+	calls  int
+	work   *blockmat.Blocks
+}
+
+func (c *checked) Method(r *bsync.Run) bsync.MethodInfo {
+	info := c.inner.Method(r)
+	if info.Name == "" || !(info.FirstTol > 0) || info.MinTol < 0 || info.MaxRefinements < 0 {
+		c.errorf("Method: %+v", info)
+	}
+	return info
+}
+
+func (c *checked) Init(ctx context.Context, r *bsync.Run) ([]posegraph.Pose, bsync.Init, error) {
+	poses, name, err := c.inner.Init(ctx, r)
+	if err == nil && (len(poses) != r.Graph().N() || name == "") {
+		c.errorf("Init: %d poses for %d, initialization %q", len(poses), r.Graph().N(), name)
+	}
+	return poses, name, err
+}
+
+func (c *checked) Optimize(ctx context.Context, r *bsync.Run, x *blockmat.Blocks, goal bsync.Goal, lv *bsync.Level) (bsync.Outcome, error) {
+	c.calls++
+	f0 := c.cost(r, x)
+	out, err := c.inner.Optimize(ctx, r, x, goal, lv)
+	if err != nil {
+		return out, err
+	}
+	f := c.cost(r, x)
+	tol := 1e-8 * math.Max(1, math.Abs(f0))
+	switch {
+	case !out.Started:
+		if out.Limit != bsync.TimeLimit || math.Abs(f-f0) > tol {
+			c.errorf("Optimize (phase %d) started nothing but reports %q and moved F from %.12g to %.12g", goal.Phase, out.Limit, f0, f)
+		}
+		return out, err
+	case f > f0+tol:
+		c.errorf("Optimize (phase %d, rank %d) raised F from %.15g to %.15g", goal.Phase, x.R, f0, f)
+	case out.Steps == 0 && math.Abs(f-f0) > tol:
+		c.errorf("Optimize (phase %d) took no step but moved F from %.15g to %.15g", goal.Phase, f0, f)
+	}
+	if math.Abs(lv.F-f) > tol {
+		c.errorf("Optimize (phase %d, rank %d): lv.F %.15g, F at the point %.15g", goal.Phase, x.R, lv.F, f)
+	}
+	if out.Converged && !(lv.RelGrad <= goal.Tol) {
+		c.errorf("Optimize (phase %d) converged at relative gradient %g, tolerance %g", goal.Phase, lv.RelGrad, goal.Tol)
+	}
+	if dev := stiefelDeviation(x, r.Graph().D); dev > 1e-9 {
+		c.errorf("Optimize (phase %d, rank %d): a Stiefel part is %g off St(d, r)", goal.Phase, x.R, dev)
+	}
+	return out, err
+}
+
+// cost returns F(X) = tr(X Q X^T).
+func (c *checked) cost(r *bsync.Run, x *blockmat.Blocks) float64 {
+	if c.work == nil || c.work.R != x.R || c.work.N != x.N {
+		c.work = blockmat.NewBlocks(x.R, x.B, x.N)
+	}
+	return posegraph.TraceCost(r.Q(), x, c.work)
+}
+
+// stiefelDeviation returns the largest |(Y_i^T Y_i - I)_ac| over x's
+// blocks (Y_i the first d columns).
+func stiefelDeviation(x *blockmat.Blocks, d int) float64 {
+	dev := 0.0
+	b := x.B
+	for i := 0; i < x.N; i++ {
+		xi := x.Block(i)
+		for a := 0; a < d; a++ {
+			for c := 0; c < d; c++ {
+				s := 0.0
+				for k := 0; k < x.R; k++ {
+					s += xi[k*b+a] * xi[k*b+c]
+				}
+				if a == c {
+					s--
+				}
+				dev = math.Max(dev, math.Abs(s))
+			}
+		}
+	}
+	return dev
+}
