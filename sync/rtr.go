@@ -12,7 +12,7 @@ import (
 // Gallivan) whose subproblems are solved by truncated conjugate gradients
 // (Steihaug-Toint) on the horizontal space (the gauge projected out),
 // preconditioned by a sparse Cholesky factor of the Riemannian Hessian in an
-// orthonormal tangent basis (newton.go; exact at rank d, split above), and
+// orthonormal tangent basis (hessian_precond.go; exact at rank d, split above), and
 // by a factor of Q + sigma I applied row by row when the Hessian does not
 // factor even shifted. BCM brings X into
 // the basin cheaply; near a critical point this converges superlinearly,
@@ -125,7 +125,8 @@ func (s *rowSolver) apply(dst, v *sparse.Blocks) bool {
 	dim := v.N * b
 	if len(s.in) != r*dim {
 		// Made when first used: the Hessian's factor preconditions almost
-		// every step, and at a million poses these are 190 MB.
+		// every step, and at a million poses these are large
+		// (docs/performance.md, "Tuning figures": rowSolver).
 		s.rhs, s.in = make([]float64, r*dim), make([]float64, r*dim)
 	}
 	for i := 0; i < v.N; i++ {
@@ -159,8 +160,8 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	eta, heta := m.newBlocks(), m.newBlocks()
 	res, z, delta, hdelta := m.newBlocks(), m.newBlocks(), m.newBlocks(), m.newBlocks()
 	// nqNew holds nothing while tCG runs (the trial point is made after
-	// it): it is the Hessian product's scratch there, one vector less (96
-	// MB at a million poses).
+	// it): it is the Hessian product's scratch there, one vector less
+	// (docs/performance.md, "Tuning figures": rowSolver).
 	xnew, nqNew := m.newBlocks(), m.newBlocks()
 	lam := make([]float64, m.n*m.d*m.d)
 

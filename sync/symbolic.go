@@ -7,9 +7,9 @@ import "github.com/bcmsync/bcmsync/internal/sparse"
 // ordered by Q's one fill-reducing order. The block-level part of their
 // symbolic analysis (elimination tree, column counts, the structure of L
 // in blocks) is therefore made once per solve (sparse.BlockSymbolic) and
-// each analysis does only what grows with its block size: on CSAIL the
-// three analyses cost 14M instructions, of which the shared part was
-// half.
+// each analysis does only what grows with its block size (on a small graph
+// the shared part was half of the analyses' cost: docs/performance.md,
+// "Tuning figures").
 
 // analyzeWith is sparse.AnalyzeBlocks(m, perm), from sym when there is one
 // (the block analysis of m's pattern in perm's block order): the same
