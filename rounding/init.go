@@ -98,7 +98,13 @@ func ChordalRotationsOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose,
 // one, eliminated k-th; nil when there was nothing to solve). order, if not
 // nil, is the elimination order of all poses to use (see ChordalOrdered).
 func chordalRotations(g *posegraph.Graph, order []int) ([]posegraph.Pose, []int, error) {
-	relaxed, order, err := chordalRelaxed(g, order)
+	return chordalRotationsWith(g, order, nil)
+}
+
+// chordalRotationsWith is chordalRotations with the block analysis of the
+// pose graph in order, when the caller has one (see NewPlan).
+func chordalRotationsWith(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic) ([]posegraph.Pose, []int, error) {
+	relaxed, order, err := chordalRelaxed(g, order, sym)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,11 +136,11 @@ func rotationGauge(g *posegraph.Graph, poses []posegraph.Pose) {
 // projection: the d x d blocks R_i (row-major, R_0 = I) of the linear least
 // squares in Chordal. It is exported for diagnostics and tests.
 func ChordalRelaxed(g *posegraph.Graph) ([][9]float64, error) {
-	out, _, err := chordalRelaxed(g, nil)
+	out, _, err := chordalRelaxed(g, nil, nil)
 	return out, err
 }
 
-func chordalRelaxed(g *posegraph.Graph, all []int) ([][9]float64, []int, error) {
+func chordalRelaxed(g *posegraph.Graph, all []int, sym *sparse.BlockSymbolic) ([][9]float64, []int, error) {
 	n, d := g.N(), g.D
 	// Bad measurements or weights would surface as a failed factorization
 	// far from their cause; name them instead.
@@ -161,7 +167,14 @@ func chordalRelaxed(g *posegraph.Graph, all []int) ([][9]float64, []int, error) 
 	} else {
 		perm = sparse.BlockOrder(q, 0)
 	}
-	c, err := sparse.AnalyzeBlocks(q, perm)
+	var c *sparse.Cholesky
+	var err error
+	if sym != nil && all != nil {
+		c, err = sym.Analyze(q)
+	}
+	if c == nil {
+		c, err = sparse.AnalyzeBlocks(q, perm)
+	}
 	if err == nil {
 		err = c.FactorizeBlocks(q, 0)
 	}

@@ -69,8 +69,9 @@ type certifier struct {
 	// diagonal entry is about 1: below it the factorization is rounding,
 	// not proof.
 	eigTol float64
-	anchor int   // the pose the factor eliminates last (see check)
-	perm   []int // fill-reducing order of Q's pattern (nil: AMD)
+	anchor int                   // the pose the factor eliminates last (see check)
+	perm   []int                 // fill-reducing order of Q's pattern (nil: AMD)
+	sym    *sparse.BlockSymbolic // the pattern's block analysis in perm's order (nil: none)
 	chol   *sparse.Cholesky
 	seed   uint64
 	inv    []float64 // inverse-iteration vectors
@@ -91,8 +92,8 @@ type certifier struct {
 
 // newCertifier prepares the checks against q. S's storage is made when S
 // is first built (buildS): until then the trust region holds the most
-// memory, and at a million poses two copies of Q and three vectors would
-// add 0.85 GB to its peak.
+// memory, and two copies of Q and three vectors would add to its peak
+// (docs/performance.md, "Tuning figures": newCertifier).
 func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
 	free := rotationFreeBlocks(q, d)
 	c := &certifier{q: q, d: d, scale: jacobiScale(q), gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
@@ -424,10 +425,10 @@ func (c *certifier) smallestEig(a *sparse.BlockSym, tau0 float64) ([]float64, fl
 // that of the scaled matrix): a little above it (1.25 times, then up to
 // twenty times: the negative eigenvector may be mostly translation, which
 // the shift does not touch), on top of the rounding floor. The bound is
-// usually far below F but not useless: on intel with 5% wrong loop
-// closures the rank-4 point (lambda_min -4.6) proves F* >= 7.3e4,
-// hundreds of standard deviations above what consistent data give (see
-// Result.ExpectedObjective). One or two factorizations, against the
+// usually far below F but not useless: with wrong loop closures it can
+// prove F* hundreds of standard deviations above what consistent data
+// give (see Result.ExpectedObjective; docs/performance.md, "Tuning
+// figures": weakBound). One or two factorizations, against the
 // eigensolver's dozens of solves.
 func (c *certifier) weakBound(cert *certificate, unit shift) {
 	if !(unit.sigma >= 0 && unit.mu >= 0) || math.IsInf(unit.sigma+unit.mu, 0) || unit.sigma+unit.mu == 0 {
@@ -454,7 +455,7 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 // happens to put last can cost the rounding floor a hundred times more
 // than its lightest neighbour in the top separator.
 func (c *certifier) analyze() error {
-	chol, err := sparse.AnalyzeBlocks(c.s, c.perm)
+	chol, err := analyzeWith(c.sym, c.s, c.perm)
 	if err != nil {
 		return fmt.Errorf("certificate: analysing S: %w", err)
 	}
@@ -532,9 +533,10 @@ func (c *certifier) tries(sigmaA, sigma float64) []shift {
 // once the quotient moves by less than eta/10 between two steps (at most
 // maxInverseSteps): at a certified point the shift puts the null space
 // orders of magnitude below the next eigenvalue, and on the benchmark
-// graphs the quotient is at its rounding level (1e-17 to 1e-13 of the
-// largest diagonal entry) after the first solve; eight fixed solves were
-// 2.3 s of the certificate's 12.5 at a million poses.
+// graphs the quotient is at its rounding level after the first solve,
+// where a fixed number of solves cost a large part of the certificate at
+// a million poses (docs/performance.md, "Tuning figures":
+// inverseIteration).
 func (c *certifier) inverseIteration(chol *sparse.Cholesky, eta float64) float64 {
 	v, w := c.inv, c.inv2
 	for k := range v {

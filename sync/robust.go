@@ -597,7 +597,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options, ro Robus
 			}
 		}
 		var err error
-		if initial, err = initialize(wg, init, gs.order); err != nil {
+		if initial, err = initialize(wg, init, rounding.NewPlan(wg, gs.order, nil)); err != nil {
 			return nil, err
 		}
 		gs.start(initial, full.Seed)

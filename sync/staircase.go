@@ -10,6 +10,7 @@ import (
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
+	"github.com/bcmsync/bcmsync/rounding"
 )
 
 // The one Riemannian staircase. SolveWith owns everything a certified
@@ -23,10 +24,11 @@ import (
 // them, and an incremental solver can be a third.
 //
 // The driver keeps the problem a solve builds once (Q, its fill-reducing
-// order, the certifier's symbolic factorization) in Run, and the
-// optimizer keeps its own (central: BCM's translation factor, the
-// Hessian's analysis), so a solver that keeps both across calls reuses
-// them. The certificate, the escape and the rounding go through Run's own
+// order, the block analysis of its pattern that every factorization
+// shares, the rounding's plan with the translation factor, the
+// certifier's symbolic factorization) in Run, and the optimizer keeps its
+// own (central: the Hessian's analysis and factor, Q's factor), so a
+// solver that keeps both across calls reuses them. The certificate, the escape and the rounding go through Run's own
 // methods (certify, escape, round), the place where an optimizer that
 // does not gather the point would take them over.
 
@@ -114,6 +116,14 @@ type Run struct {
 	opts            Options
 	q               *sparse.BlockSym
 	perm, poseOrder []int // Q's fill-reducing block order, and by pose
+	// sym is the block analysis of Q's pattern in perm's order (nil when
+	// it failed: each factorization then analyses alone), which every
+	// matrix of that pattern a solve factors shares (symbolic.go); plan is
+	// the rounding's linear algebra in that order, whose translation
+	// factor the initialization, every rounding and an optimizer's
+	// translation steps share.
+	sym             *sparse.BlockSymbolic
+	plan            *rounding.Plan
 	res             *Result
 	st              *stages
 	start, deadline time.Time
@@ -221,6 +231,8 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	for k := range r.poseOrder {
 		r.poseOrder[k] = r.perm[k*q.B] / q.B
 	}
+	r.sym, _ = sparse.AnalyzeBlockPattern(q, r.perm)
+	r.plan = rounding.NewPlan(g, r.poseOrder, r.sym)
 	init, name, err := m.Init(ctx, r)
 	if err != nil {
 		return nil, err
@@ -237,6 +249,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 
 	r.cert = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
 	r.cert.deadline = r.deadline
+	r.cert.sym = r.sym
 
 	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
 	if opts.Rank0 > d {
@@ -371,7 +384,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 		if k < 0 {
 			return readOut(g, x, d, opts.Problem), nil
 		}
-		return roundEstimate(g, x, d, opts.Problem, r.poseOrder)
+		return roundEstimate(g, x, d, opts.Problem, r.plan)
 	}
 	poses, err := round(x)
 	if err != nil {
@@ -401,7 +414,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 			res.Timings.Optimize += refined
 			res.Refine = &lv
 			if err == nil || errors.Is(err, context.DeadlineExceeded) {
-				p, err := roundEstimate(g, xr, d, opts.Problem, r.poseOrder)
+				p, err := roundEstimate(g, xr, d, opts.Problem, r.plan)
 				if err != nil {
 					return nil, err
 				}

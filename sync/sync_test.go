@@ -304,12 +304,14 @@ func TestGaugeProjection(t *testing.T) {
 }
 
 // The rounded estimate is certified on its own only when the relaxation's
-// bound leaves more than the allowed gap: a loosely converged relaxation
-// (inaccurate translations) still ends certified through the estimate's
+// bound leaves more than the allowed gap: a relaxation stopped with
+// inaccurate translations still ends certified through the estimate's
 // exactly optimal translations, and a converged one keeps the relaxation's
 // bound, which already met the tolerance, without a second factorization.
-// The saddle instances of TestStaircaseEscapesSaddle add levels above
-// rank d.
+// The trust region's trial points have optimal translations (varpro.go), so
+// the inaccurate ones come from a start at the optimum with its
+// translations perturbed and a tolerance the start already meets. The
+// saddle instances of TestStaircaseEscapesSaddle add levels above rank d.
 func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
 	type instance struct {
 		d    int
@@ -322,6 +324,18 @@ func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
 		for _, tol := range []float64{1e-4, 1e-5, 1e-6, 0} {
 			cases = append(cases, instance{d, g, Options{Seed: 1, GradTol: tol, BCMMaxSweeps: -1}})
 		}
+		opt, err := Solve(context.Background(), g, Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(5, uint64(d)))
+		start := append([]posegraph.Pose(nil), opt.Poses...)
+		for i := range start {
+			for a := 0; a < d; a++ {
+				start[i].T[a] += 1e-4 * rng.NormFloat64()
+			}
+		}
+		cases = append(cases, instance{d, g, Options{Seed: 1, GradTol: 0.03, BCMMaxSweeps: -1, InitialPoses: start}})
 	}
 	for _, c := range saddleInstances() {
 		cases = append(cases, instance{c.d, c.graph(), c.options()})
