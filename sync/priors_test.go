@@ -140,3 +140,49 @@ func TestSolvePriorsRotations(t *testing.T) {
 		}
 	}
 }
+
+// Replay sends the world vertex first, so that each prior arrives with its
+// pose, and the replayed graph solves to the whole graph's certified
+// optimum.
+func TestReplayPriors(t *testing.T) {
+	g, _, _ := priorGraph(2, 30, 5, 6, true, 0.2, 4)
+	w := g.World()
+	batches, err := Replay(g, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batches[0].Poses[0] != g.IDs[w] {
+		t.Fatalf("first pose sent %d, want the world vertex %d", batches[0].Poses[0], g.IDs[w])
+	}
+	arrived := map[int]int{}
+	for s, b := range batches {
+		for _, id := range b.Poses {
+			arrived[id] = s
+		}
+		for _, e := range b.Edges {
+			if e.Prior != posegraph.NoPrior && arrived[e.J] != s {
+				t.Fatalf("prior on %d sent at step %d, its pose at step %d", e.J, s, arrived[e.J])
+			}
+		}
+	}
+	inc, err := NewIncremental(2, Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *Result
+	for _, b := range batches {
+		if err := b.Add(inc); err != nil {
+			t.Fatal(err)
+		}
+		if last, err = inc.Solve(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole, err := Solve(context.Background(), g, Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !last.Certified || !whole.Certified || math.Abs(last.Objective-whole.Objective) > 1e-7*whole.Objective {
+		t.Fatalf("replayed %s F=%.12g, whole %s F=%.12g", last.Status, last.Objective, whole.Status, whole.Objective)
+	}
+}

@@ -18,7 +18,8 @@ type Batch struct {
 // Replay splits g into steps batches as an online run would receive it:
 // the poses in id order, about as many at each step, each with the edges
 // whose endpoints have both arrived; a landmark arrives with its first
-// observation. Fed to an Incremental in turn, the batches add up to g
+// observation, the world vertex of a graph with priors (posegraph's
+// priors.go) first, so that a prior arrives with its pose. Fed to an Incremental in turn, the batches add up to g
 // (its edges in the order each batch lists them). steps is clamped to
 // 1..the number of poses.
 func Replay(g *posegraph.Graph, steps int) ([]Batch, error) {
@@ -34,6 +35,13 @@ func Replay(g *posegraph.Graph, steps int) ([]Batch, error) {
 		}
 	}
 	slices.SortStableFunc(poses, func(a, b int) int { return g.IDs[a] - g.IDs[b] })
+	if w := g.World(); w >= 0 {
+		// The priors' world frame is there from the start (its id, one
+		// above the file's, would sort it last): each prior then
+		// arrives with its pose.
+		poses = slices.DeleteFunc(poses, func(i int) bool { return i == w })
+		poses = slices.Insert(poses, 0, w)
+	}
 	// step[i] is the step at which vertex i arrives (-1: not yet known).
 	step := make([]int, g.N())
 	for i := range step {
