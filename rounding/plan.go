@@ -38,6 +38,9 @@ func NewPlan(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic) *Plan {
 // Chordal is ChordalOrdered(g, order).
 func (p *Plan) Chordal() ([]posegraph.Pose, error) {
 	g := p.g
+	if x, ok, err := aroundWorld(g, p.order, false, ChordalOrdered); ok {
+		return x, err // priors.go: the plan's analysis is of the graph with its world vertex
+	}
 	if g.HasLandmarks() {
 		return chordalLandmarks(g, p.order)
 	}
@@ -54,6 +57,9 @@ func (p *Plan) Chordal() ([]posegraph.Pose, error) {
 
 // ChordalRotations is ChordalRotationsOrdered(g, order).
 func (p *Plan) ChordalRotations() ([]posegraph.Pose, error) {
+	if x, ok, err := aroundWorld(p.g, p.order, true, ChordalRotationsOrdered); ok {
+		return x, err // priors.go
+	}
 	poses, _, err := chordalRotationsWith(p.g, p.order, p.sym)
 	if err != nil {
 		return nil, err
