@@ -151,3 +151,54 @@ func placeWorld(g *posegraph.Graph, x []posegraph.Pose, rotations bool, in []boo
 	}
 	return p
 }
+
+// SettleWorld improves a rounded estimate of a graph with priors (nothing
+// to do without): the relaxation lets the world vertex's rotation range
+// over O(d), and where the priors alone cannot tell a rotation from a
+// reflection (two GPS fixes in 2-D, fixes on a plane in 3-D) it may come
+// out reflected while the poses do not, and the rounding's projection of
+// it onto SO(d) is then far from its optimum. SettleWorld places the world
+// vertex where the priors put it for the other poses (placeWorld), then
+// recovers the translations for it, and so on while F falls (each moves
+// the other), and keeps that estimate when its F is lower. poses is
+// updated in place.
+func (p *Plan) SettleWorld(poses []posegraph.Pose, rotations bool) error {
+	g := p.g
+	w := g.World()
+	if w < 0 {
+		return nil
+	}
+	prob := posegraph.Poses
+	if rotations {
+		prob = posegraph.Rotations
+	}
+	cand := append([]posegraph.Pose(nil), poses...)
+	f0 := g.Cost(poses, prob)
+	f := f0
+	for it := 0; it < settleSteps; it++ {
+		cand[w] = placeWorld(g, cand, rotations, nil)
+		if rotations {
+			f = g.Cost(cand, prob)
+			break
+		}
+		if err := p.RecoverTranslations(cand); err != nil {
+			return err
+		}
+		fn := g.Cost(cand, prob)
+		done := !(fn < f*(1-1e-12))
+		f = fn
+		if done {
+			break
+		}
+	}
+	if f < f0 {
+		copy(poses, cand)
+	}
+	return nil
+}
+
+// settleSteps bounds SettleWorld's alternation of the world vertex's
+// placement and the translations' recovery, each exact given the other:
+// F falls at every step, and each costs a solve with the translation
+// system's factor, which the plan keeps.
+const settleSteps = 50

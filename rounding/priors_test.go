@@ -115,3 +115,40 @@ func TestAroundWorldParts(t *testing.T) {
 		}
 	}
 }
+
+// SettleWorld puts a world vertex that the rounding left at a wrong
+// rotation back where the priors put it: on exact data F returns to 0,
+// and an estimate it cannot improve is left as it is.
+func TestSettleWorld(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	for _, d := range []int{2, 3} {
+		g, truth := exactChain(rng, d, 8)
+		var ps []posegraph.Prior
+		for _, i := range []int{1, 6} { // two fixes: a reflection fits them as well
+			ps = append(ps, posegraph.Prior{Kind: posegraph.PositionPrior, Pose: i, T: truth[i].T, Tau: 3})
+		}
+		g = g.WithPriors(ps)
+		w := g.World()
+		x := append(append([]posegraph.Pose(nil), truth...), posegraph.Identity(d))
+		plan := NewPlan(g, nil, nil)
+		good := append([]posegraph.Pose(nil), x...)
+		if err := plan.SettleWorld(good, false); err != nil {
+			t.Fatal(err)
+		}
+		if f := g.Cost(good, posegraph.Poses); f > 1e-18 || good[w] != x[w] {
+			t.Fatalf("d=%d: an optimal estimate changed: F %g, world %v", d, f, good[w])
+		}
+		x[w].R = RandomRotation(rng, d)
+		x[w].T = [3]float64{1, -2, 0.5}
+		if err := plan.RecoverTranslations(x); err != nil {
+			t.Fatal(err)
+		}
+		before := g.Cost(x, posegraph.Poses)
+		if err := plan.SettleWorld(x, false); err != nil {
+			t.Fatal(err)
+		}
+		if f := g.Cost(x, posegraph.Poses); !(f < 1e-12*before) {
+			t.Fatalf("d=%d: F %g after SettleWorld, %g before", d, f, before)
+		}
+	}
+}

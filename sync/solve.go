@@ -279,6 +279,10 @@ func roundEstimate(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.P
 			return nil, err
 		}
 	}
+	// A world vertex (priors) may come out reflected: see SettleWorld.
+	if err := plan.SettleWorld(poses, prob == posegraph.Rotations); err != nil {
+		return nil, err
+	}
 	rounding.ToGauge(g, poses)
 	if prob == posegraph.Rotations {
 		for i := range poses {
