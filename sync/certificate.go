@@ -63,8 +63,12 @@ type certifier struct {
 	// of two per coordinate (see buildShifted): the test factors D S D.
 	scale []float64
 	// The slack the shift may cost the bound is half the allowed gap,
-	// gapAllowed(tr Lambda, gapTol, gapAbs) / 2.
+	// gapAllowed(tr Lambda, unit, gapTol, gapAbs) / 2 (see fUnit).
 	gapTol, gapAbs float64
+	// floor is the least any shift the check tries costs the bound (the
+	// anchor's at 10 eigTol or every pose's at eigTol, whichever is less):
+	// a property of Q, set with the anchor (analyze).
+	floor float64
 	// eigTol is the smallest shift, in the scaled coordinates where every
 	// diagonal entry is about 1: below it the factorization is rounding,
 	// not proof.
@@ -316,10 +320,10 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			return cert, err
 		}
 	}
-	slack := gapAllowed(cert.trLambda, c.gapTol, c.gapAbs) / 2
+	slack := gapAllowed(cert.trLambda, c.fUnit(), c.gapTol, c.gapAbs) / 2
 	sigmaA := math.Max(slack/c.weightAnchor, 10*c.eigTol)
 	sigma := math.Max(slack/c.weightAll, c.eigTol)
-	cert.floorCost = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
+	cert.floorCost = c.floor
 	for k, t := range c.tries(sigmaA, sigma) {
 		if k > 0 && c.pastDeadline() {
 			cert.timedOut = true
@@ -454,7 +458,7 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 // happens to put last can cost the rounding floor a hundred times more
 // than its lightest neighbour in the top separator.
 func (c *certifier) analyze() error {
-	chol, err := sparse.AnalyzeBlocks(c.s, c.perm)
+	chol, err := sparse.AnalyzeBlocks(c.q, c.perm) // S's pattern is Q's
 	if err != nil {
 		return fmt.Errorf("certificate: analysing S: %w", err)
 	}
@@ -480,12 +484,38 @@ func (c *certifier) analyze() error {
 		for a := 0; a < b; a++ {
 			perm = append(perm, best*b+a)
 		}
-		if moved, err := sparse.AnalyzeBlocks(c.s, perm); err == nil && c.lastPose(moved) == best {
+		if moved, err := sparse.AnalyzeBlocks(c.q, perm); err == nil && c.lastPose(moved) == best {
 			c.chol, c.anchor = moved, best
 		}
 	}
 	c.weightAnchor = c.poseWeight(c.anchor)
+	c.floor = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
 	return nil
+}
+
+// floorUnits is the ratio of the certificate's unit of F to its rounding
+// floor (see fUnit).
+const floorUnits = 1e7
+
+// fUnit is the unit the relative tolerance falls back to when |F| is
+// below it: floorUnits times the rounding floor of the shift (floor),
+// the |F| of which a relative 1e-7 is all the floor leaves provable. The
+// floor is proportional to the weights (it is eigTol times Q's rotation
+// diagonal at the anchor, or at every pose), so the allowance
+// max(gapTol max(fUnit, |F|), gapAbs) scales with them and a uniform
+// scaling of every weight leaves every status unchanged: an absolute 1
+// in its place certified a saddle of intel with every weight times 1e-12
+// (F 560 times F*), whose negative curvature the 1e-6 allowance covered.
+// On data whose measurements agree exactly (trees, noise-free graphs: F*
+// = 0) the default GapTol allows ten floors, which a proof at the
+// rounding floor meets. fUnit analyses S's pattern first if no check
+// has (the anchor sets the floor); 0 without a symbolic factorization
+// (an analysis error, which the check then reports).
+func (c *certifier) fUnit() float64 {
+	if c.chol == nil && c.analyze() != nil {
+		return 0
+	}
+	return floorUnits * c.floor
 }
 
 // lastPose returns the pose block that chol eliminates last: the anchor,

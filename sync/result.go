@@ -209,11 +209,17 @@ type Result struct {
 	// SuboptimalityBound is Objective - DualBound >= Objective - F*.
 	SuboptimalityBound float64
 	// GapAllowed is what Certified allows of SuboptimalityBound:
-	// max(Options.GapTol max(1, |Objective|), Options.GapAbs), nothing
+	// max(Options.GapTol max(FUnit, |Objective|), Options.GapAbs), nothing
 	// more. GapAllowedBy names the term that set it: "gap_tol*|F|",
-	// "gap_tol*1" (|F| < 1) or "gap_abs".
+	// "gap_tol*unit" (|F| < FUnit) or "gap_abs".
 	GapAllowed   float64
 	GapAllowedBy string
+	// FUnit is the unit of F the relative tolerance falls back to when
+	// |F| is below it: 1e7 times the certificate's rounding floor at this
+	// graph's Q (the least shift at Options.EigTol), so proportional to
+	// the weights: a uniform scaling of every weight scales it, F and
+	// every bound alike, and changes no status (see Options.GapTol).
+	FUnit float64
 	// ShiftFloor is the least the certificate's shift could cost the bound
 	// at the point whose proof is reported, at the rounding floor
 	// Options.EigTol (0 when no proof was attempted): no bound below it can

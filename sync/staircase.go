@@ -383,7 +383,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	}
 	st.end(k)
 	var refined float64 // seconds of the rank-d refinement, counted in Optimize
-	tightEnough := haveBound && res.Objective-res.DualBound <= gapAllowed(res.Objective, opts.GapTol, opts.GapAbs)
+	tightEnough := haveBound && res.Objective-res.DualBound <= gapAllowed(res.Objective, r.cert.fUnit(), opts.GapTol, opts.GapAbs)
 	if res.Rank > d && status != Cancelled && !tightEnough && k >= 0 {
 		if kr := st.begin("refine", d); kr >= 0 {
 			// Refine the rounding (the critical point is one already).
@@ -475,7 +475,7 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 		if !c.psd {
 			return c.minEig < 0 && lv.RelGrad > -c.minEig/maxDiag
 		}
-		allowed := gapAllowed(lv.F, r.opts.GapTol, r.opts.GapAbs)
+		allowed := gapAllowed(lv.F, r.cert.fUnit(), r.opts.GapTol, r.opts.GapAbs)
 		return lv.F-c.dualBound > allowed && c.floorCost <= allowed
 	}
 	for refine() {

@@ -107,14 +107,14 @@ func lastChecked(r *bsync.Report) bool {
 	return len(r.Levels) > 0 && r.Levels[len(r.Levels)-1].EigMethod != ""
 }
 
-// allowanceNote says which term of max(gap-tol max(1, |F|), gap-abs) set
+// allowanceNote says which term of max(gap-tol max(unit, |F|), gap-abs) set
 // the allowance, with the flag that changes it.
 func allowanceNote(r *bsync.Report) string {
 	switch r.GapAllowedBy {
 	case "gap_tol*|F|":
 		return fmt.Sprintf("(--gap-tol %g times |F|)", r.Options.GapTol)
-	case "gap_tol*1":
-		return fmt.Sprintf("(--gap-tol %g times 1, as |F| < 1)", r.Options.GapTol)
+	case "gap_tol*unit":
+		return fmt.Sprintf("(--gap-tol %g times the unit of F %.3g, 1e7 rounding floors, as |F| is below it)", r.Options.GapTol, r.FUnit)
 	case "gap_abs":
 		return fmt.Sprintf("(--gap-abs %g)", r.Options.GapAbs)
 	}
