@@ -56,6 +56,12 @@ const (
 	// staircase stopped there. The estimate is the best held then, with a
 	// bound when one was proven.
 	IterationLimit Status = "stopped by the iteration limit"
+	// RobustUnsettled: a robust run (SolveRobust) stopped at a cap before
+	// its weights settled, GNC's RobustOptions.MaxIterations or the TLS
+	// check's (RobustResult.Stop "iterations" or "checks"): the final solve
+	// may be certified, but it is the optimum of weights that are not a
+	// fixed point of the TLS test, so not the robust estimate.
+	RobustUnsettled Status = "not certified: the robust weights did not settle"
 	// Cancelled: the context was cancelled.
 	Cancelled Status = "cancelled"
 )

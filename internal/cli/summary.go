@@ -189,6 +189,9 @@ func statusWords(r *bsync.Report) string {
 			msg += fmt.Sprintf(", at relative gradient %.2g where %.2g is the goal", lv.RelGrad, r.Options.GradTol)
 		}
 		return msg + "; --max-iterations raises the limit"
+	case bsync.RobustUnsettled:
+		return fmt.Sprintf("NOT certified: the robust weights did not settle (GNC's cap on weight updates, or on TLS checks, stopped the run); "+
+			"the solve of the last weights ended at rank %d", r.Rank)
 	case bsync.Cancelled:
 		return fmt.Sprintf("NOT certified: cancelled at rank %d", r.Rank)
 	}
