@@ -150,3 +150,23 @@ func TestExactGraphsCertifyByDefault(t *testing.T) {
 		}
 	}
 }
+
+// A shift floor above the allowance does not end the level before its
+// proof refinements (review D3): the bound is F - tr(Lambda) plus the
+// shift's cost, and F - tr(Lambda) can be negative, so only the refined
+// point's proof decides BelowPrecision. At GapTol 1e-16 the floor is far
+// above the allowance; the level still refines.
+func TestBelowPrecisionAfterRefinement(t *testing.T) {
+	g, _ := noisyGraph(2, 30, 10, 0.05, 0.05, 3)
+	res, err := Solve(context.Background(), g, Options{GapTol: 1e-16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != BelowPrecision || !(res.ShiftFloor > res.GapAllowed) {
+		t.Fatalf("%s, shift floor %g, allowed %g: want %q", res.Status, res.ShiftFloor, res.GapAllowed, BelowPrecision)
+	}
+	lv := res.Levels[len(res.Levels)-1]
+	if lv.ProofRefinements == 0 && lv.RTRStop != "stalled" {
+		t.Errorf("level %+v: no proof refinement before BelowPrecision", lv)
+	}
+}

@@ -26,13 +26,15 @@ const (
 	// stalled, or its proof refinements ran out). The estimate is within
 	// SuboptimalityBound of F*.
 	Bounded Status = "certified only to the reported suboptimality bound"
-	// BelowPrecision: as Bounded, but the allowance is below what double
-	// precision can prove at this point: the certificate's smallest shift,
-	// at the rounding floor Options.EigTol, alone costs the bound more
-	// than the allowance (Result.ShiftFloor > Result.GapAllowed), so no
-	// further convergence could certify it. The data are legal; the
-	// tolerance asks for more digits than the weights' spread leaves. A
-	// looser GapTol or a GapAbs of at least ShiftFloor certifies it.
+	// BelowPrecision: as Bounded, but the certificate's smallest shift,
+	// at the rounding floor Options.EigTol, alone costs more than the
+	// allowance (Result.ShiftFloor > Result.GapAllowed), and the proof
+	// refinements, which ran until the optimizer stalled or their count
+	// ran out, did not lower F - tr(Lambda) enough to make up for it. The
+	// tolerance asks for about as many digits as double precision leaves
+	// at these weights; the data are legal. The estimate is within
+	// SuboptimalityBound of F*, and a GapAbs of at least that bound (or a
+	// GapTol that allows it) certifies it.
 	BelowPrecision Status = "certified only to the reported suboptimality bound: the tolerance is below the certificate's rounding floor"
 	// NotCertified: the certificate still failed at the maximum rank.
 	// Result.HasBound may still hold: a failing level can prove a weaker

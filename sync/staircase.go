@@ -465,8 +465,12 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 	// diagonal entry) than the relative gradient may be failing for the
 	// same reason, and escaping from there climbs ranks for nothing (from
 	// GradTol 1e-3 a 200-pose 3-D graph went to rank 6 with no step taken
-	// above rank 3). A stalled optimizer, a limit, or the floor itself
-	// ends it.
+	// above rank 3). A stalled optimizer, a limit or the refinements'
+	// count ends it, and not the shift's rounding floor: the bound is
+	// F - tr(Lambda) plus the shift's cost, and F - tr(Lambda) can be
+	// negative, so a floor above the allowance does not prove by itself
+	// that no refined point can meet it (BelowPrecision is decided after
+	// the refinements, in settle).
 	maxDiag := r.q.MaxDiag()
 	refine := func() bool {
 		if stop != "" || !out.Converged || lv.ProofRefinements >= info.MaxRefinements || tol <= info.MinTol {
@@ -476,7 +480,7 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 			return c.minEig < 0 && lv.RelGrad > -c.minEig/maxDiag
 		}
 		allowed := gapAllowed(lv.F, r.cert.fUnit(), r.opts.GapTol, r.opts.GapAbs)
-		return lv.F-c.dualBound > allowed && c.floorCost <= allowed
+		return lv.F-c.dualBound > allowed
 	}
 	for refine() {
 		tol = max(tol/100, info.MinTol)

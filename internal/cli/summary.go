@@ -167,8 +167,9 @@ func statusWords(r *bsync.Report) string {
 		return msg
 	case bsync.BelowPrecision:
 		return fmt.Sprintf("NOT certified to the gap tolerance: the certificate holds at rank %d, "+
-			"but the allowed %.3g is below what double precision can prove here: at the rounding floor (--eig-tol %g) "+
-			"the certificate's shift alone costs %.3g, so no smaller bound can be proven; the bound proven is below", r.Rank, r.GapAllowed, r.Options.EigTol, r.ShiftFloor)
+			"but the allowed %.3g is about what double precision can prove here: at the rounding floor (--eig-tol %g) "+
+			"the certificate's shift alone costs %.3g, more than the allowance, and the proof refinements did not make up for it; "+
+			"the bound that was proven is printed below", r.Rank, r.GapAllowed, r.Options.EigTol, r.ShiftFloor)
 	case bsync.NotCertified:
 		why := "no saddle escape was found"
 		if r.Rank >= r.Options.MaxRank {
