@@ -236,6 +236,9 @@ func (f *solveFlags) outputs(set *fileSet) {
 	if !f.rotations {
 		names = append(names, trajectoryPNG)
 	}
+	if loss, err := bsync.ParseRobust(f.robust); err == nil && loss != bsync.RobustNone {
+		names = append(names, robustPNG)
+	}
 	set.folder("--plots", f.plots, names...)
 }
 
