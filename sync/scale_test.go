@@ -91,3 +91,19 @@ func TestExactGraphsCertifyAtEveryScale(t *testing.T) {
 		}
 	}
 }
+
+// Rotation synchronization ignores the translations and their weights, so
+// a tau beyond what the pose problem can take does not refuse it (review
+// nit on CheckScale); the pose problem is refused at the edge's line.
+func TestRotationsIgnoreTranslationScale(t *testing.T) {
+	g, _ := noisyGraph(3, 20, 10, 0.05, 0.05, 2)
+	g.Source = "g.g2o"
+	g.Edges[3].Tau, g.Edges[3].Line = 1e15*g.Edges[3].Kappa, 4
+	if _, err := Solve(context.Background(), g, Options{}); err == nil {
+		t.Error("poses: a tau 1e15 times kappa was accepted")
+	}
+	res, err := Solve(context.Background(), g, Options{Problem: posegraph.Rotations})
+	if err != nil || !res.Certified {
+		t.Fatalf("rotations: %v, %+v", err, res)
+	}
+}

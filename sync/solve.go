@@ -416,7 +416,7 @@ func recordCheck(res *Result, lv Level, t0 time.Time, c certificate, err error) 
 // opts.LargestComponent is set, returns its largest component (validated
 // in turn) instead; Solve and SolveRobust both start here.
 func solvable(g *posegraph.Graph, opts Options) (*posegraph.Graph, error) {
-	err := g.Validate()
+	err := g.ValidateFor(opts.Problem)
 	if err == nil {
 		return g, nil
 	}
@@ -424,7 +424,7 @@ func solvable(g *posegraph.Graph, opts Options) (*posegraph.Graph, error) {
 		return nil, err
 	}
 	g = g.Subgraph(g.Components()[0])
-	if err := g.Validate(); err != nil {
+	if err := g.ValidateFor(opts.Problem); err != nil {
 		return nil, err
 	}
 	return g, nil
