@@ -15,8 +15,9 @@ const (
 	Certified Status = "certified"
 	// CertifiedRelaxation: the relaxation is solved and certified, but its
 	// solution has rank > d and no estimate attains its bound: the
-	// estimate, the best of the rounding, its refinement at rank d and the
-	// staircase's rank-d critical point (Result.Estimate), is within
+	// estimate, the best of the rounding, its refinement at rank d, the
+	// staircase's rank-d critical point and the initial estimate
+	// (Result.Estimate), is within
 	// SuboptimalityBound of the optimum.
 	CertifiedRelaxation Status = "relaxation certified, rounding not tight"
 	// Bounded: S is proven positive semidefinite up to the certificate's
@@ -81,6 +82,10 @@ const (
 	// EstimateCritical: the rank-d critical point the staircase left
 	// before climbing, lower than the rounded and the refined estimates.
 	EstimateCritical Estimate = "rank-d critical point"
+	// EstimateInitial: the initial estimate (in the graph's gauge), lower
+	// than every point the staircase made from it: the solve never returns
+	// an estimate worse than the one it started from.
+	EstimateInitial Estimate = "initial estimate"
 )
 
 // Record is one point of the convergence history.

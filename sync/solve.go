@@ -627,6 +627,19 @@ func gapAllowedBy(f, unit, gapTol, gapAbs float64) (float64, string) {
 	return rel, by
 }
 
+// inGauge returns a copy of poses in g's gauge (rounding.ToGauge), with
+// no translations for Rotations: an estimate as Solve returns one.
+func inGauge(g *posegraph.Graph, poses []posegraph.Pose, prob posegraph.Problem) []posegraph.Pose {
+	p := append([]posegraph.Pose(nil), poses...)
+	rounding.ToGauge(g, p)
+	if prob == posegraph.Rotations {
+		for i := range p {
+			p[i].T = [3]float64{}
+		}
+	}
+	return p
+}
+
 // readOut is roundEstimate without the translation solve (rounding.ReadOut):
 // the estimate a solve returns when its deadline has passed.
 func readOut(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.Problem) []posegraph.Pose {

@@ -406,6 +406,17 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 			st.end(kr)
 		}
 	}
+	// The initial estimate is a candidate too: every point the staircase
+	// made came from it, but a rounding from above rank d (or a level
+	// stopped early) can land above it, and a solve must never return an
+	// estimate worse than the one it was given (a warm start at an
+	// optimum came back higher by rounding).
+	if status != Cancelled && len(res.InitialPoses) == g.N() {
+		p := inGauge(g, res.InitialPoses, opts.Problem)
+		if f := g.Cost(p, opts.Problem); f < res.Objective {
+			res.Poses, res.Objective, res.Estimate = p, f, EstimateInitial
+		}
+	}
 	res.Timings.Round = time.Since(t0).Seconds() - refined
 
 	if err := settle(res, st, g, q, r.cert, opts, status, limit, haveBound, hasLower); err != nil {
