@@ -105,9 +105,11 @@ func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, per
 	return c
 }
 
-// jacobiScale returns, for every coordinate c of q, the power of two
-// nearest 1/sqrt(Q_cc) (1 where Q_cc is 0: a landmark's rotation
-// coordinates). D Q D then has every nonzero diagonal entry in [1/2, 2),
+// jacobiScale returns, for every coordinate c of q, a power of two near
+// 1/sqrt(Q_cc) (1 where Q_cc is 0: a landmark's rotation coordinates):
+// 2^(-e/2), Q_cc = f 2^e with f in [1/2, 1) and e/2 truncated toward zero,
+// so D_c^2 Q_cc is f for an even e, 2f for an odd e > 0 and f/2 for an
+// odd e < 0. D Q D then has every nonzero diagonal entry in [1/4, 2),
 // and D S D, the matrix the certificate factors, has its rotation diagonal
 // near 1 wherever Lambda is small next to Q. Powers of two make the
 // scaling exact in floating point: the factor is of D S D itself, not of
@@ -227,17 +229,8 @@ func (c *certifier) buildShifted(sh shift) {
 	copy(c.sh.Val, c.s.Val)
 	b, d := c.q.B, c.d
 	scale := c.scale
+	sparse.ScaleCongruent(c.sh, scale)
 	for i := 0; i < c.q.N; i++ {
-		for k := c.sh.RowPtr[i]; k < c.sh.RowPtr[i+1]; k++ {
-			blk := c.sh.Block(k)
-			j := c.sh.ColIdx[k]
-			si, sj := scale[i*b:(i+1)*b], scale[j*b:(j+1)*b]
-			for a := 0; a < b; a++ {
-				for e := 0; e < b; e++ {
-					blk[a*b+e] *= si[a] * sj[e]
-				}
-			}
-		}
 		blk := c.sh.Block(c.sh.Diag[i])
 		if c.free != nil && c.free[i] {
 			// A landmark's Y rows and columns of S are zero: any positive
