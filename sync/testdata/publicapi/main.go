@@ -1,6 +1,7 @@
 // Command publicapi uses bcmsync from outside its module, through its public
 // packages only: it is the proof that every type a user passes to them is
-// one they export (issue 26). .ci/run vets, builds and runs it. It solves
+// one they export (issue 26). .ci/run vets, builds and runs it; it sits under a testdata folder so that
+// the main module's go test ./... leaves it alone. It solves
 // small generated graphs with each entry point: the block-coordinate
 // solver on its own, the certified pipeline, a level optimizer of the
 // user's own in the pipeline's staircase, robust estimation, the
