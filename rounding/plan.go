@@ -41,7 +41,7 @@ func (p *Plan) Chordal() ([]posegraph.Pose, error) {
 	if g.HasLandmarks() {
 		return chordalLandmarks(g, p.order)
 	}
-	poses, _, err := chordalRotationsWith(g, p.order, p.sym)
+	poses, _, err := chordalRotationsWith(g, p.order, posegraph.Poses, p.sym)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (p *Plan) Chordal() ([]posegraph.Pose, error) {
 
 // ChordalRotations is ChordalRotationsOrdered(g, order).
 func (p *Plan) ChordalRotations() ([]posegraph.Pose, error) {
-	poses, _, err := chordalRotationsWith(p.g, p.order, p.sym)
+	poses, _, err := chordalRotationsWith(p.g, p.order, posegraph.Rotations, p.sym)
 	if err != nil {
 		return nil, err
 	}
