@@ -181,6 +181,14 @@ func (e *DisconnectedError) Error() string {
 // is then checked for numbers beyond what double precision can solve and
 // certify (CheckScale, scale.go).
 func (g *Graph) Validate() error {
+	if err := g.validateStructure(); err != nil {
+		return err
+	}
+	return g.CheckScale()
+}
+
+// validateStructure is Validate without the scale checks.
+func (g *Graph) validateStructure() error {
 	if g.D != 2 && g.D != 3 {
 		return fmt.Errorf("%s: dimension %d is not 2 or 3", g.src(), g.D)
 	}
@@ -257,7 +265,17 @@ func (g *Graph) Validate() error {
 		}
 		return &DisconnectedError{Source: g.Source, Sizes: sizes}
 	}
-	return g.CheckScale()
+	return nil
+}
+
+// ValidateFor is Validate for the problem prob: its scale checks are
+// CheckScaleFor(prob), so a rotation problem is not refused for its
+// translations or their precisions, which it ignores.
+func (g *Graph) ValidateFor(prob Problem) error {
+	if err := g.validateStructure(); err != nil {
+		return err
+	}
+	return g.CheckScaleFor(prob)
 }
 
 // IsDisconnected reports whether err is (or wraps) a *DisconnectedError.

@@ -44,7 +44,7 @@ func (p *Plan) Chordal() ([]posegraph.Pose, error) {
 	if g.HasLandmarks() {
 		return chordalLandmarks(g, p.order)
 	}
-	poses, _, err := chordalRotationsWith(g, p.order, p.sym)
+	poses, _, err := chordalRotationsWith(g, p.order, posegraph.Poses, p.sym)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (p *Plan) ChordalRotations() ([]posegraph.Pose, error) {
 	if x, ok, err := aroundWorld(p.g, p.order, true, ChordalRotationsOrdered); ok {
 		return x, err // priors.go
 	}
-	poses, _, err := chordalRotationsWith(p.g, p.order, p.sym)
+	poses, _, err := chordalRotationsWith(p.g, p.order, posegraph.Rotations, p.sym)
 	if err != nil {
 		return nil, err
 	}

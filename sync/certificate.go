@@ -63,8 +63,12 @@ type certifier struct {
 	// of two per coordinate (see buildShifted): the test factors D S D.
 	scale []float64
 	// The slack the shift may cost the bound is half the allowed gap,
-	// gapAllowed(tr Lambda, gapTol, gapAbs) / 2.
+	// gapAllowed(tr Lambda, unit, gapTol, gapAbs) / 2 (see fUnit).
 	gapTol, gapAbs float64
+	// floor is the least any shift the check tries costs the bound (the
+	// anchor's at 10 eigTol or every pose's at eigTol, whichever is less):
+	// a property of Q, set with the anchor (analyze).
+	floor float64
 	// eigTol is the smallest shift, in the scaled coordinates where every
 	// diagonal entry is about 1: below it the factorization is rounding,
 	// not proof.
@@ -102,9 +106,11 @@ func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, per
 	return c
 }
 
-// jacobiScale returns, for every coordinate c of q, the power of two
-// nearest 1/sqrt(Q_cc) (1 where Q_cc is 0: a landmark's rotation
-// coordinates). D Q D then has every nonzero diagonal entry in [1/2, 2),
+// jacobiScale returns, for every coordinate c of q, a power of two near
+// 1/sqrt(Q_cc) (1 where Q_cc is 0: a landmark's rotation coordinates):
+// 2^(-e/2), Q_cc = f 2^e with f in [1/2, 1) and e/2 truncated toward zero,
+// so D_c^2 Q_cc is f for an even e, 2f for an odd e > 0 and f/2 for an
+// odd e < 0. D Q D then has every nonzero diagonal entry in [1/4, 2),
 // and D S D, the matrix the certificate factors, has its rotation diagonal
 // near 1 wherever Lambda is small next to Q. Powers of two make the
 // scaling exact in floating point: the factor is of D S D itself, not of
@@ -224,17 +230,8 @@ func (c *certifier) buildShifted(sh shift) {
 	copy(c.sh.Val, c.s.Val)
 	b, d := c.q.B, c.d
 	scale := c.scale
+	sparse.ScaleCongruent(c.sh, scale)
 	for i := 0; i < c.q.N; i++ {
-		for k := c.sh.RowPtr[i]; k < c.sh.RowPtr[i+1]; k++ {
-			blk := c.sh.Block(k)
-			j := c.sh.ColIdx[k]
-			si, sj := scale[i*b:(i+1)*b], scale[j*b:(j+1)*b]
-			for a := 0; a < b; a++ {
-				for e := 0; e < b; e++ {
-					blk[a*b+e] *= si[a] * sj[e]
-				}
-			}
-		}
 		blk := c.sh.Block(c.sh.Diag[i])
 		if c.free != nil && c.free[i] {
 			// A landmark's Y rows and columns of S are zero: any positive
@@ -317,10 +314,10 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			return cert, err
 		}
 	}
-	slack := gapAllowed(cert.trLambda, c.gapTol, c.gapAbs) / 2
+	slack := gapAllowed(cert.trLambda, c.fUnit(), c.gapTol, c.gapAbs) / 2
 	sigmaA := math.Max(slack/c.weightAnchor, 10*c.eigTol)
 	sigma := math.Max(slack/c.weightAll, c.eigTol)
-	cert.floorCost = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
+	cert.floorCost = c.floor
 	for k, t := range c.tries(sigmaA, sigma) {
 		if k > 0 && c.pastDeadline() {
 			cert.timedOut = true
@@ -455,7 +452,7 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 // happens to put last can cost the rounding floor a hundred times more
 // than its lightest neighbour in the top separator.
 func (c *certifier) analyze() error {
-	chol, err := analyzeWith(c.sym, c.s, c.perm)
+	chol, err := analyzeWith(c.sym, c.q, c.perm) // S's pattern is Q's
 	if err != nil {
 		return fmt.Errorf("certificate: analysing S: %w", err)
 	}
@@ -481,12 +478,38 @@ func (c *certifier) analyze() error {
 		for a := 0; a < b; a++ {
 			perm = append(perm, best*b+a)
 		}
-		if moved, err := sparse.AnalyzeBlocks(c.s, perm); err == nil && c.lastPose(moved) == best {
+		if moved, err := sparse.AnalyzeBlocks(c.q, perm); err == nil && c.lastPose(moved) == best {
 			c.chol, c.anchor = moved, best
 		}
 	}
 	c.weightAnchor = c.poseWeight(c.anchor)
+	c.floor = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
 	return nil
+}
+
+// floorUnits is the ratio of the certificate's unit of F to its rounding
+// floor (see fUnit).
+const floorUnits = 1e7
+
+// fUnit is the unit the relative tolerance falls back to when |F| is
+// below it: floorUnits times the rounding floor of the shift (floor),
+// the |F| of which a relative 1e-7 is all the floor leaves provable. The
+// floor is proportional to the weights (it is eigTol times Q's rotation
+// diagonal at the anchor, or at every pose), so the allowance
+// max(gapTol max(fUnit, |F|), gapAbs) scales with them and a uniform
+// scaling of every weight leaves every status unchanged: an absolute 1
+// in its place certified a saddle of intel with every weight times 1e-12
+// (F 560 times F*), whose negative curvature the 1e-6 allowance covered.
+// On data whose measurements agree exactly (trees, noise-free graphs: F*
+// = 0) the default GapTol allows ten floors, which a proof at the
+// rounding floor meets. fUnit analyses S's pattern first if no check
+// has (the anchor sets the floor); 0 without a symbolic factorization
+// (an analysis error, which the check then reports).
+func (c *certifier) fUnit() float64 {
+	if c.chol == nil && c.analyze() != nil {
+		return 0
+	}
+	return floorUnits * c.floor
 }
 
 // lastPose returns the pose block that chol eliminates last: the anchor,

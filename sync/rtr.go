@@ -196,11 +196,15 @@ type trustRegion struct {
 	lam                   []float64      // Lambda at the point
 	f, gnorm, enorm       float64        // F, ||grad F|| and ||2 X Q|| at the point
 	radius, maxRadius     float64
-	stall                 int // steps in a row that made no progress
-	out                   rtrResult
-	step                  Record // the statistics of the step being taken
-	lastFactors           int    // factorTotals at the last record
-	lastSeconds           float64
+	// fFloor stands for F where F is near 0: below it a change of F is
+	// judged against the problem's own scale, not against |F| (see
+	// weightUnit).
+	fFloor      float64
+	stall       int // steps in a row that made no progress
+	out         rtrResult
+	step        Record // the statistics of the step being taken
+	lastFactors int    // factorTotals at the last record
+	lastSeconds float64
 
 	// The Hessian's factor is the dominant cost of a step on large graphs.
 	// Near the minimum it changes little from step to step, and the factor
@@ -251,9 +255,21 @@ func (t *trustRegion) start() {
 	t.gnorm, t.enorm = m.gradient(t.grad, x, t.nq)
 	t.setPoint()
 
+	// fFloor stands for F where F is near 0: below it a change of F is
+	// judged against the problem's own scale, not against |F| (see
+	// weightUnit).
+	t.fFloor = rtrFloor * weightUnit(m.q, m.d, m.free)
 	dim := float64(len(x.Data))
 	t.maxRadius = math.Sqrt(dim) * math.Max(1, math.Sqrt(inner(x, x)/dim)) * 10
 	t.radius = t.maxRadius / 80
+	// tCG measures steps in the preconditioner's metric, the Hessian's or
+	// Q's, whose scale is the weights': a step of a given length in X is
+	// sqrt(weight) times longer there. The cap is raised accordingly (the
+	// first radius is not: at the benchmark graphs' weights it is tuned),
+	// so that the radius can grow to what heavy weights need: with every
+	// weight of intel times 1e12 it stayed a millionth of the step and the
+	// trust region spent its 500 steps crawling.
+	t.maxRadius *= math.Max(1, math.Sqrt(t.fFloor/rtrFloor))
 	if t.opts.Radius > 0 {
 		t.radius = math.Min(t.opts.Radius, t.maxRadius)
 	}
@@ -492,7 +508,7 @@ func (t *trustRegion) judge(decrease, ePe float64, hitBoundary bool) {
 	model := inner(t.grad, t.eta) + inner(t.eta, t.heta)/2
 	// Regularize rho so that steps whose decrease is at the level of
 	// rounding are not judged by noise.
-	reg := math.Max(1, math.Abs(f)) * 1e-15
+	reg := math.Max(t.fFloor, math.Abs(f)) * 1e-15
 	rho := (decrease + reg) / (-model + reg)
 	stepNorm := math.Sqrt(ePe) // eta's norm in the preconditioner's metric
 	if hitBoundary {
@@ -500,7 +516,7 @@ func (t *trustRegion) judge(decrease, ePe float64, hitBoundary bool) {
 	}
 	t.radius = nextRadius(t.radius, t.maxRadius, stepNorm, rho, hitBoundary)
 	if rho > 0.1 && decrease >= -reg {
-		if decrease/math.Max(1, math.Abs(f)) < 1e-16 {
+		if decrease/math.Max(t.fFloor, math.Abs(f)) < 1e-16 {
 			t.stall++
 		} else {
 			t.stall = 0
@@ -516,4 +532,34 @@ func (t *trustRegion) judge(decrease, ePe float64, hitBoundary bool) {
 	} else {
 		t.stall++
 	}
+}
+
+// rtrFloor times weightUnit is the F below which the trust region judges
+// a step's decrease against the problem's scale rather than against |F|
+// (which vanishes at an exact optimum).
+const rtrFloor = 1e-5
+
+// weightUnit is the problem's own scale of F: the mean over the poses
+// (landmarks, free = true, aside) of the trace of the rotation part of
+// Q's diagonal block, the weight of the measurements at a pose. It is
+// proportional to the weights, so a test against it means the same
+// whatever their units: a uniform scaling of every weight scales F, Q,
+// Lambda and every bound by the same factor, and a decision made against
+// weightUnit (never against an absolute number such as 1) does not change.
+func weightUnit(q *sparse.BlockSym, d int, free []bool) float64 {
+	b, w, n := q.B, 0.0, 0
+	for i := 0; i < q.N; i++ {
+		if free != nil && free[i] {
+			continue
+		}
+		blk := q.Block(q.Diag[i])
+		for a := 0; a < d; a++ {
+			w += blk[a*b+a]
+		}
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return w / float64(n)
 }

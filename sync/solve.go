@@ -263,7 +263,8 @@ func timedOutBeforeInit(res *Result, g *posegraph.Graph, opts Options, start tim
 	res.Objective = g.Cost(poses, opts.Problem)
 	res.InitialObjective, res.RelaxationObjective = res.Objective, res.Objective
 	res.Rank, res.Estimate = g.D, EstimateRounded
-	res.GapAllowed, res.GapAllowedBy = gapAllowedBy(res.Objective, opts.GapTol, opts.GapAbs)
+	// No Q was built, so no unit: the allowance is relative to |F|.
+	res.GapAllowed, res.GapAllowedBy = gapAllowedBy(res.Objective, 0, opts.GapTol, opts.GapAbs)
 	res.Status = TimeLimit
 	res.Timings.Total = time.Since(start).Seconds()
 	return res, nil
@@ -319,7 +320,8 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 	// a global minimum the relaxation's last level did not reach. The check
 	// does not compute an eigenvector when it fails: nothing would use it.
 	d := g.D
-	res.GapAllowed, res.GapAllowedBy = gapAllowedBy(res.Objective, opts.GapTol, opts.GapAbs)
+	res.FUnit = cert.fUnit()
+	res.GapAllowed, res.GapAllowedBy = gapAllowedBy(res.Objective, res.FUnit, opts.GapTol, opts.GapAbs)
 	if (status == Certified && res.Objective-res.DualBound > res.GapAllowed) || (!haveBound && status == NotCertified) {
 		k := 0
 		if st != nil {
@@ -430,7 +432,7 @@ func recordCheck(res *Result, lv Level, t0 time.Time, c certificate, err error) 
 // opts.LargestComponent is set, returns its largest component (validated
 // in turn) instead; Solve and SolveRobust both start here.
 func solvable(g *posegraph.Graph, opts Options) (*posegraph.Graph, error) {
-	err := g.Validate()
+	err := g.ValidateFor(opts.Problem)
 	if err == nil {
 		return g, nil
 	}
@@ -438,7 +440,7 @@ func solvable(g *posegraph.Graph, opts Options) (*posegraph.Graph, error) {
 		return nil, err
 	}
 	g = g.Subgraph(g.Components()[0])
-	if err := g.Validate(); err != nil {
+	if err := g.ValidateFor(opts.Problem); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -620,24 +622,38 @@ func expectedObjective(g *posegraph.Graph, prob posegraph.Problem) (mean, sd flo
 }
 
 // gapAllowed is the suboptimality a certificate may leave,
-// max(GapTol max(1, |F|), GapAbs): see Options.GapTol.
-func gapAllowed(f, gapTol, gapAbs float64) float64 {
-	a, _ := gapAllowedBy(f, gapTol, gapAbs)
+// max(GapTol max(unit, |F|), GapAbs), unit the certificate's unit of F
+// (certifier.fUnit, Result.FUnit): see Options.GapTol.
+func gapAllowed(f, unit, gapTol, gapAbs float64) float64 {
+	a, _ := gapAllowedBy(f, unit, gapTol, gapAbs)
 	return a
 }
 
 // gapAllowedBy is gapAllowed and the name of the term that set it (see
 // Result.GapAllowedBy); GapAbs names it on a tie only when GapTol's term
 // is 0.
-func gapAllowedBy(f, gapTol, gapAbs float64) (float64, string) {
+func gapAllowedBy(f, unit, gapTol, gapAbs float64) (float64, string) {
 	rel, by := gapTol*math.Abs(f), "gap_tol*|F|"
-	if math.Abs(f) < 1 {
-		rel, by = gapTol, "gap_tol*1"
+	if math.Abs(f) < unit {
+		rel, by = gapTol*unit, "gap_tol*unit"
 	}
 	if gapAbs > rel {
 		return gapAbs, "gap_abs"
 	}
 	return rel, by
+}
+
+// inGauge returns a copy of poses in g's gauge (rounding.ToGauge), with
+// no translations for Rotations: an estimate as Solve returns one.
+func inGauge(g *posegraph.Graph, poses []posegraph.Pose, prob posegraph.Problem) []posegraph.Pose {
+	p := append([]posegraph.Pose(nil), poses...)
+	rounding.ToGauge(g, p)
+	if prob == posegraph.Rotations {
+		for i := range p {
+			p[i].T = [3]float64{}
+		}
+	}
+	return p
 }
 
 // readOut is roundEstimate without the translation solve (rounding.ReadOut):

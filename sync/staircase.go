@@ -402,7 +402,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	}
 	st.end(k)
 	var refined float64 // seconds of the rank-d refinement, counted in Optimize
-	tightEnough := haveBound && res.Objective-res.DualBound <= gapAllowed(res.Objective, opts.GapTol, opts.GapAbs)
+	tightEnough := haveBound && res.Objective-res.DualBound <= gapAllowed(res.Objective, r.cert.fUnit(), opts.GapTol, opts.GapAbs)
 	if res.Rank > d && status != Cancelled && !tightEnough && k >= 0 {
 		if kr := st.begin("refine", d); kr >= 0 {
 			// Refine the rounding (the critical point is one already).
@@ -423,6 +423,17 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 				}
 			}
 			st.end(kr)
+		}
+	}
+	// The initial estimate is a candidate too: every point the staircase
+	// made came from it, but a rounding from above rank d (or a level
+	// stopped early) can land above it, and a solve must never return an
+	// estimate worse than the one it was given (a warm start at an
+	// optimum came back higher by rounding).
+	if status != Cancelled && len(res.InitialPoses) == g.N() {
+		p := inGauge(g, res.InitialPoses, opts.Problem)
+		if f := g.Cost(p, opts.Problem); f < res.Objective {
+			res.Poses, res.Objective, res.Estimate = p, f, EstimateInitial
 		}
 	}
 	res.Timings.Round = time.Since(t0).Seconds() - refined
@@ -484,8 +495,12 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 	// diagonal entry) than the relative gradient may be failing for the
 	// same reason, and escaping from there climbs ranks for nothing (from
 	// GradTol 1e-3 a 200-pose 3-D graph went to rank 6 with no step taken
-	// above rank 3). A stalled optimizer, a limit, or the floor itself
-	// ends it.
+	// above rank 3). A stalled optimizer, a limit or the refinements'
+	// count ends it, and not the shift's rounding floor: the bound is
+	// F - tr(Lambda) plus the shift's cost, and F - tr(Lambda) can be
+	// negative, so a floor above the allowance does not prove by itself
+	// that no refined point can meet it (BelowPrecision is decided after
+	// the refinements, in settle).
 	maxDiag := r.q.MaxDiag()
 	refine := func() bool {
 		if stop != "" || !out.Converged || lv.ProofRefinements >= info.MaxRefinements || tol <= info.MinTol {
@@ -494,8 +509,8 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 		if !c.psd {
 			return c.minEig < 0 && lv.RelGrad > -c.minEig/maxDiag
 		}
-		allowed := gapAllowed(lv.F, r.opts.GapTol, r.opts.GapAbs)
-		return lv.F-c.dualBound > allowed && c.floorCost <= allowed
+		allowed := gapAllowed(lv.F, r.cert.fUnit(), r.opts.GapTol, r.opts.GapAbs)
+		return lv.F-c.dualBound > allowed
 	}
 	for refine() {
 		tol = max(tol/100, info.MinTol)

@@ -190,7 +190,8 @@ func TestSuboptimalityBoundIsRigorous(t *testing.T) {
 // proven: the certificate's shift is at least its rounding floor, so the
 // bound is positive while GapTol |F| is ~1e-21. By default (GapAbs 0) the
 // status says so; with an absolute tolerance above the floor's cost the
-// same solve certifies, and GapAllowed is exactly max(GapTol |F|, GapAbs).
+// same solve certifies, and GapAllowed is exactly
+// max(GapTol max(FUnit, |F|), GapAbs).
 func TestZeroResidualCertified(t *testing.T) {
 	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
 		for _, d := range []int{2, 3} {
@@ -208,14 +209,14 @@ func TestZeroResidualCertified(t *testing.T) {
 				if res.Objective > 1e-12*float64(g.M()) || !res.HasBound {
 					t.Errorf("%v d=%d GapAbs %g: F = %g, has bound %v", prob, d, gapAbs, res.Objective, res.HasBound)
 				}
-				if want := math.Max(1e-6*math.Max(1, res.Objective), gapAbs); res.GapAllowed != want {
+				if want := math.Max(1e-6*math.Max(res.FUnit, res.Objective), gapAbs); !(res.FUnit > 0) || res.GapAllowed != want {
 					t.Errorf("%v d=%d GapAbs %g: gap allowed %g, want %g", prob, d, gapAbs, res.GapAllowed, want)
 				}
 				if res.Certified != (res.SuboptimalityBound <= res.GapAllowed) {
 					t.Errorf("%v d=%d GapAbs %g: certified %v with bound %g, allowed %g", prob, d, gapAbs, res.Certified, res.SuboptimalityBound, res.GapAllowed)
 				}
 				// F* = 0 data certify by default: the allowance is
-				// GapTol max(1, |F|), not a relative 1e-6 of F ~ 1e-27.
+				// GapTol max(FUnit, |F|), not a relative 1e-6 of F ~ 1e-27.
 				if res.Status != Certified {
 					t.Errorf("%v d=%d GapAbs %g: status %q, want %q (bound %g)", prob, d, gapAbs, res.Status, Certified, res.SuboptimalityBound)
 				}

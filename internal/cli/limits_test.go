@@ -60,7 +60,7 @@ func TestPrecisionHint(t *testing.T) {
 		t.Errorf("--gap-tol 1e-16: exit %d, status %q, shift floor %g, allowed %g by %q", code, rep.Status, rep.ShiftFloor, rep.GapAllowed, rep.GapAllowedBy)
 	}
 	_, stdout, _ = runCmd("solve", "--gap-tol", "1e-16", in)
-	if !strings.Contains(stdout, "below what double precision can prove here") || !strings.Contains(stdout, "no smaller bound can be proven") {
+	if !strings.Contains(stdout, "about what double precision can prove here") || !strings.Contains(stdout, "the bound that was proven is printed below") {
 		t.Errorf("--gap-tol 1e-16: stdout %q", stdout)
 	}
 	code, stdout, _ = runCmd("solve", in)
