@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	stdsync "sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,5 +200,73 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	}
 	if errors.Is(err, bsync.ErrAborted) {
 		t.Error("a refused checkpoint aborted a run instead of refusing it")
+	}
+}
+
+// cutBus is a coordinator's connection that dies when cut is set: its
+// requests fail at once, as a killed process's would never arrive.
+type cutBus struct {
+	Bus
+	cut atomic.Bool
+}
+
+func (b *cutBus) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
+	if b.cut.Load() {
+		return nil, errors.New("the coordinator is dead")
+	}
+	return b.Bus.Request(ctx, subject, data)
+}
+
+// A coordinator killed mid-run leaves its agents serving the old run; a
+// new coordinator resumed from its last checkpoint brings the same agents
+// into its own run and certifies at the central optimum, with
+// authenticated messages too (the agents meet a new run id from the same
+// key).
+func TestResumeWithTheSameAgents(t *testing.T) {
+	for _, key := range [][]byte{nil, testKey} {
+		t.Run(map[bool]string{false: "plain", true: "authenticated"}[key != nil], func(t *testing.T) {
+			g, central, p := lattice(t, 300, 15, 11, 4)
+			bus := NewMemBus()
+			actx, stopAgents := context.WithCancel(context.Background())
+			defer stopAgents()
+			var wg stdsync.WaitGroup
+			for k := 0; k < p.K; k++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := RunAgent(actx, bus, g, p, k, AgentOptions{Key: key}); err != nil && !errors.Is(err, context.Canceled) {
+						t.Errorf("agent %d: %v", k, err)
+					}
+				}()
+			}
+			first := &cutBus{Bus: bus}
+			var last *Checkpoint
+			ctx, kill := context.WithCancel(context.Background())
+			opts := Options{CheckpointRounds: 25, Key: key, Timeout: 5 * time.Second, Try: time.Second}
+			opts.Checkpoint = func(ck *Checkpoint) error {
+				last = ck
+				if ck.Rounds >= 50 {
+					first.cut.Store(true) // dies: no stop reaches the agents
+					kill()
+				}
+				return nil
+			}
+			Solve(ctx, first, g, p, opts)
+			kill()
+			if last == nil {
+				t.Fatal("no checkpoint")
+			}
+			opts.Checkpoint, opts.Resume = nil, last
+			res, st, err := Solve(context.Background(), bus, g, p, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := math.Abs(res.Objective-central.Objective) / central.Objective
+			t.Logf("resumed after %d rounds: %s, %d rounds in all, rel %.1e, rejected %+v", st.ResumedRounds, res.Status, st.Rounds, rel, st.Rejected)
+			if !res.Certified || rel > 1e-6 || st.Rejected.Forged != 0 {
+				t.Errorf("resumed with the same agents: %s, F %.12g, central %.12g, rejected %+v", res.Status, res.Objective, central.Objective, st.Rejected)
+			}
+			wg.Wait() // the new coordinator stopped them
+		})
 	}
 }
