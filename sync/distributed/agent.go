@@ -353,6 +353,7 @@ func (a *agent) onCommand(data []byte) []byte {
 			break
 		}
 		rep.F, rep.Grad2, rep.Norm2 = l.stats()
+		rep.Dot = l.block.MomentumInner(l.x)
 		rep.Mem = a.peakRSS()
 	case opGather:
 		rep.Mem = a.peakRSS()

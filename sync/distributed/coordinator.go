@@ -45,8 +45,10 @@ type Options struct {
 	// NoMomentum turns off the rounds' acceleration. By default each
 	// round starts with a momentum step of every agent's block,
 	// X <- R(X + beta_t (X - X_prev)) with Nesterov's beta_t = (t-1)/(t+2),
-	// restarted (t = 0) whenever a round raises F, as in accelerated RBCD
-	// (DC2-PGO): block Gauss-Seidel between parts is a non-overlapping
+	// restarted (t = 0) whenever the gradient at the end of a round has a
+	// positive inner product with the round's motion (O'Donoghue and
+	// Candes 2015's gradient test), as in accelerated RBCD (DC2-PGO, which
+	// restarts on a rise of F): block Gauss-Seidel between parts is a non-overlapping
 	// domain decomposition whose slow modes (smooth motions of parts against
 	// each other) decay by a fraction of a percent per round, and momentum
 	// turns that rate into about its square root (docs/distributed.md).
@@ -81,6 +83,12 @@ type Options struct {
 	// instead of the agents' aligned chordal estimates (Init reports
 	// InitCheckpoint). Sync.Rank0 is then the checkpoint's rank.
 	Resume *Checkpoint
+	// AgentProgress, if set, receives after each complete round the rank,
+	// the round's number in the level's history (Record.Iter) and each
+	// agent's gradient norm, ||grad_k F|| over its own poses: which agents
+	// hold the gradient, and which stall (docs/distributed.md). It runs on
+	// the solve's goroutine; grad is reused.
+	AgentProgress func(rank, iter int, grad []float64)
 }
 
 // InitCheckpoint names a resumed run's initialization (Options.Resume) in
@@ -610,6 +618,7 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 	}
 	fPrev := math.Inf(1)
 	f, rel, gnorm = math.NaN(), math.NaN(), math.NaN()
+	agentGrad := make([]float64, c.p.K)
 	since := 0 // rounds since the momentum's last restart
 	for round := 1; ; round++ {
 		if round > c.opts.MaxRounds {
@@ -665,7 +674,7 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 			}
 		}
 		c.stats.Rounds++
-		var sf, sg, sn float64
+		var sf, sg, sn, sd float64
 		complete := true
 		err := parallel(all, func(k int) error {
 			rep, err := c.requestHealed(ctx, k, func() *message {
@@ -689,6 +698,8 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 			sf += rep.F
 			sg += rep.Grad2
 			sn += rep.Norm2
+			sd += rep.Dot
+			agentGrad[k] = math.Sqrt(rep.Grad2)
 			return nil
 		})
 		if err != nil {
@@ -697,8 +708,14 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 		if !complete {
 			continue
 		}
-		if !c.opts.NoMomentum && sf > f {
-			since = 0 // adaptive restart: F went up
+		if sd > 0 {
+			// Adaptive restart, by the gradient test: the round's motion
+			// points uphill at its end. A rise of F, the other classic
+			// test, fires on F's rounding error near the optimum, where
+			// F's change is below it: on intel it restarted every second
+			// or third round there and the rounds stalled
+			// (docs/distributed.md, "Why the rounds are many").
+			since = 0
 		}
 		f = sf
 		rel = 0
@@ -707,6 +724,9 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 		}
 		gnorm = math.Sqrt(sg)
 		r.Record(bsync.Record{Rank: c.rank, Phase: phase, Iter: first + round, Seconds: r.Seconds(), F: f, GradNorm: gnorm, RelGrad: rel})
+		if c.opts.AgentProgress != nil {
+			c.opts.AgentProgress(c.rank, first+round, agentGrad)
+		}
 		if c.opts.Checkpoint != nil && round%c.opts.CheckpointRounds == 0 && rel > tol {
 			y, err := c.gather(ctx)
 			if err != nil {
@@ -718,8 +738,8 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 		if rel <= tol {
 			return round, "gradient", f, rel, gnorm, nil
 		}
-		// A round that raised F restarted the momentum; only a small
-		// decrease is a stall.
+		// Only a small decrease is a stall; a rise is the momentum's
+		// overshoot, which the restart test answers.
 		if dec := fPrev - f; !staleRound && !math.IsInf(fPrev, 1) && dec >= 0 && dec <= c.opts.DecreaseTol*math.Abs(fPrev) {
 			return round, "decrease", f, rel, gnorm, nil
 		}
