@@ -142,6 +142,21 @@ func drawLegend(c draw.Canvas, entries []entry) draw.Canvas {
 	return c
 }
 
+// saveSideBySide saves a figure of height h: the title, the legend's
+// entries, and the two panels left and right of the middle.
+func saveSideBySide(path string, h vg.Length, title string, entries []entry, left, right *plot.Plot) error {
+	return save(path, defaultWidth, h, func(dc draw.Canvas) {
+		c := drawTitle(dc, title)
+		c = drawLegend(c, entries)
+		c = draw.Crop(c, 2, -4, 2, -2)
+		mid := (c.Min.X + c.Max.X) / 2
+		l, r := c, c
+		l.Max.X, r.Min.X = mid-6, mid+6
+		left.Draw(l)
+		right.Draw(r)
+	})
+}
+
 // drawTitle draws a figure title at the top of c and returns the rest.
 func drawTitle(c draw.Canvas, title string) draw.Canvas {
 	if title == "" {

@@ -126,16 +126,7 @@ func Robust(path string, steps []RobustStep, opts RobustOptions) error {
 	if title == "" {
 		title = "Robust run: TLS cost and weights per weighted solve"
 	}
-	return save(path, defaultWidth, 9*vg.Centimeter, func(dc draw.Canvas) {
-		c := drawTitle(dc, title)
-		c = drawLegend(c, entries)
-		c = draw.Crop(c, 2, -4, 2, -2)
-		mid := (c.Min.X + c.Max.X) / 2
-		left, right := c, c
-		left.Max.X, right.Min.X = mid-6, mid+6
-		cost.Draw(left)
-		weights.Draw(right)
-	})
+	return saveSideBySide(path, 9*vg.Centimeter, title, entries, cost, weights)
 }
 
 // costColors are the cost lines' colours, apart from the weights' blue

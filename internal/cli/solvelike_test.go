@@ -61,7 +61,7 @@ func notTakenHelp(t *testing.T, cmd, help string) map[string]string {
 	return out
 }
 
-// TestSolveLikeFlags: solve, demo, view, bench and distributed share solve's
+// TestSolveLikeFlags: solve, demo, view, bench, distributed and replay share solve's
 // flags. Each of them takes every solve flag, with solve's own help text
 // (distributed declared ten of its own, and its --lenient said landmarks
 // were unsupported; view kept an allowlist that lacked --gap-abs and the
@@ -75,7 +75,7 @@ func TestSolveLikeFlags(t *testing.T) {
 			t.Fatalf("solve's help lacks --%s:\n%s", name, solveHelp)
 		}
 	}
-	for _, cmd := range []string{"demo", "view", "bench", "distributed"} {
+	for _, cmd := range []string{"demo", "view", "bench", "distributed", "replay"} {
 		code, help, stderr := runCmd("help", cmd)
 		if code != 0 {
 			t.Fatalf("%s -h: exit %d: %s", cmd, code, stderr)

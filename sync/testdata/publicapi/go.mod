@@ -24,4 +24,4 @@ require (
 	gonum.org/v1/plot v0.17.0 // indirect
 )
 
-replace github.com/bcmsync/bcmsync => ../..
+replace github.com/bcmsync/bcmsync => ../../..

@@ -1,11 +1,12 @@
 // Command publicapi uses bcmsync from outside its module, through its public
 // packages only: it is the proof that every type a user passes to them is
-// one they export (issue 26). .ci/run vets, builds and runs it. It solves
+// one they export (issue 26). .ci/run vets, builds and runs it; it sits under a testdata folder so that
+// the main module's go test ./... leaves it alone. It solves
 // small generated graphs with each entry point: the block-coordinate
 // solver on its own, the certified pipeline, a level optimizer of the
-// user's own in the pipeline's staircase, robust estimation, the
-// distributed solver in one process, covariances, and the readers,
-// writers and plots. Its go.mod replaces the module by the repository
+// user's own in the pipeline's staircase, the incremental solver, robust
+// estimation, the distributed solver in one process, covariances, and the
+// readers, writers and plots. Its go.mod replaces the module by the repository
 // root; after the root's requirements change, run go mod tidy here.
 package main
 
@@ -95,6 +96,27 @@ func run() error {
 		return err
 	}
 	fmt.Printf("SolveRobust: %s (%s)\n", rr.Status, rr.Robust.Describe())
+
+	// The incremental solver, fed g in four batches, certified after each.
+	batches, err := bsync.Replay(g, 4)
+	if err != nil {
+		return err
+	}
+	inc, err := bsync.NewIncremental(g.D, bsync.Options{})
+	if err != nil {
+		return err
+	}
+	var ir *bsync.Result
+	for k := range batches {
+		var b *bsync.Batch = &batches[k]
+		if err := b.Add(inc); err != nil {
+			return err
+		}
+		if ir, err = inc.Solve(ctx); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("Incremental: %d steps, last %s, F %.10g\n", len(batches), ir.Status, ir.Objective)
 
 	// The distributed solver, with three agents in this process.
 	p, err := distributed.BFS(g, 3)
