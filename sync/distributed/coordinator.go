@@ -248,7 +248,11 @@ const MethodRBCD = "rbcd"
 // escape, the rounding with its rank-d fallback (rounds at rank d from the
 // rounding) and the status are the staircase's, from the point gathered
 // (see doc.go for why these are central), so the Result means what
-// sync.Solve's means.
+// sync.Solve's means. An agent that stops answering once the agents have
+// joined (or any other failure of the rounds) ends the solve with status
+// sync.Aborted and the estimate so far, not an error (Result.Error says
+// what happened); a failure before, when there is no estimate yet, is an
+// error.
 func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*bsync.Result, *Stats, error) {
 	c, err := newCoordinator(bus, g, p, opts)
 	if err != nil {
