@@ -106,6 +106,21 @@ type Options struct {
 	// well, so F still never increases, and it removes the slow diffusion of
 	// translations along long chains.
 	SolveTranslations bool
+	// Translations, if not nil, solves that step's system instead of a
+	// factorization of Solve's own: the caller holds one already (sync's
+	// rounding plan factors the same Laplacian for the initialization and
+	// the rounding). The graph must then be connected.
+	Translations TranslationSolver
+}
+
+// TranslationSolver solves the exact translation step's system: the
+// tau-weighted graph Laplacian L_tau (the (d, d) entries of Q's blocks)
+// with the row and column of one pose, Anchor(), removed, whose translation
+// the step then keeps. x and rhs hold the n-1 other poses in pose order
+// (pose i at i, or at i-1 after the anchor).
+type TranslationSolver interface {
+	Anchor() int
+	SolveTranslations(x, rhs []float64) error
 }
 
 // Record is the state after a sweep.
@@ -327,8 +342,14 @@ func (s *Solver) Solve(ctx context.Context, x *blockmat.Blocks, opts Options) (R
 		threads = runtime.GOMAXPROCS(0)
 	}
 	start := time.Now()
-	if opts.SolveTranslations && s.pose && s.trans == nil {
-		ts, err := newTransSolver(s.q, s.d)
+	if opts.SolveTranslations && s.pose && (s.trans == nil || s.trans.ext != nil || opts.Translations != nil) {
+		var ts *transSolver
+		var err error
+		if opts.Translations != nil {
+			ts, err = extTransSolver(s.q.N, opts.Translations)
+		} else {
+			ts, err = newTransSolver(s.q, s.d)
+		}
 		if err != nil {
 			return Result{}, err
 		}
@@ -369,7 +390,9 @@ func (s *Solver) Solve(ctx context.Context, x *blockmat.Blocks, opts Options) (R
 		if opts.SolveTranslations && s.pose {
 			// First, so the block updates see good translations. s.nq
 			// holds X Q from the last record; the samplers need it current.
-			s.trans.step(x, s.nq, s.d)
+			if _, err := s.trans.step(x, s.nq, s.d); err != nil {
+				return Result{}, err
+			}
 			if opts.Rule == Importance || opts.Rule == Greedy {
 				s.q.MulBlocksParallel(s.nq, x, threads)
 			}
@@ -416,5 +439,5 @@ func (s *Solver) StepTranslations(x, n *blockmat.Blocks) (float64, error) {
 		}
 		s.trans = ts
 	}
-	return s.trans.step(x, n, s.d), nil
+	return s.trans.step(x, n, s.d)
 }

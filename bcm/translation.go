@@ -23,9 +23,57 @@ import (
 // need O(n^2) sweeps for.
 type transSolver struct {
 	chol   *sparse.Cholesky
-	index  []int // index[i] = row of pose i in the reduced system, -1 if anchored
+	ext    TranslationSolver // instead of chol, when the caller gave one
+	index  []int             // index[i] = row of pose i in the reduced system, -1 if anchored
 	nfree  int
 	rhs, x []float64
+}
+
+// TranslationStep is the exact joint minimization of F over all
+// translations given the Y blocks, the step that Options.SolveTranslations
+// starts every sweep with, made with the caller's solver of its system
+// (Solver.StepTranslations makes it with Solve's own factorization):
+// sync's trust region takes it at its trial points.
+type TranslationStep struct{ ts *transSolver }
+
+// NewTranslationStep returns the step for a connected graph of n poses.
+func NewTranslationStep(n int, ts TranslationSolver) (*TranslationStep, error) {
+	t, err := extTransSolver(n, ts)
+	if err != nil {
+		return nil, err
+	}
+	return &TranslationStep{t}, nil
+}
+
+// Apply updates the translation columns of x (r x b blocks, d rotation
+// columns) given n = X Q: delta L_tau = -N_p for each row, the anchor's
+// translation held. n is not updated.
+func (s *TranslationStep) Apply(x, n *sparse.Blocks, d int) error {
+	_, err := s.ts.step(x, n, d)
+	return err
+}
+
+// extTransSolver is the step with the caller's solver of the system, for
+// a connected graph of n poses.
+func extTransSolver(n int, ext TranslationSolver) (*transSolver, error) {
+	a := ext.Anchor()
+	if a < 0 || a >= n {
+		return nil, fmt.Errorf("bcm: translation solver anchored at pose %d of %d", a, n)
+	}
+	ts := &transSolver{ext: ext, index: make([]int, n), nfree: n - 1}
+	for i := range ts.index {
+		switch {
+		case i < a:
+			ts.index[i] = i
+		case i == a:
+			ts.index[i] = -1
+		default:
+			ts.index[i] = i - 1
+		}
+	}
+	ts.rhs = make([]float64, ts.nfree)
+	ts.x = make([]float64, ts.nfree)
+	return ts, nil
 }
 
 func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
@@ -86,9 +134,9 @@ func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
 
 // step updates the translation columns of x given n = X Q and returns
 // F's decrease, -<N_p, delta> = delta^T L_tau delta >= 0.
-func (ts *transSolver) step(x, n *sparse.Blocks, d int) float64 {
+func (ts *transSolver) step(x, n *sparse.Blocks, d int) (float64, error) {
 	if ts.nfree == 0 {
-		return 0
+		return 0, nil
 	}
 	dec := 0.0
 	b, rb := x.B, x.R*x.B
@@ -98,7 +146,13 @@ func (ts *transSolver) step(x, n *sparse.Blocks, d int) float64 {
 				ts.rhs[ci] = -n.Data[i*rb+a*b+d]
 			}
 		}
-		ts.chol.Solve(ts.x, ts.rhs)
+		if ts.ext != nil {
+			if err := ts.ext.SolveTranslations(ts.x, ts.rhs); err != nil {
+				return 0, err
+			}
+		} else {
+			ts.chol.Solve(ts.x, ts.rhs)
+		}
 		for i, ci := range ts.index {
 			if ci >= 0 {
 				x.Data[i*rb+a*b+d] += ts.x[ci]
@@ -106,5 +160,5 @@ func (ts *transSolver) step(x, n *sparse.Blocks, d int) float64 {
 			}
 		}
 	}
-	return dec
+	return dec, nil
 }

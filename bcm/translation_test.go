@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
@@ -107,6 +109,88 @@ func TestSolveTranslations(t *testing.T) {
 	}
 	if final[true] > 1.01*ref || final[false] < 2*ref {
 		t.Fatalf("translation step: F %v, plain sweeps %v, reference %v", final[true], final[false], ref)
+	}
+}
+
+// denseTranslations is a TranslationSolver for tests: the anchored
+// translation Laplacian of Q, factored densely by gonum.
+type denseTranslations struct {
+	anchor int
+	chol   mat.Cholesky
+	calls  int
+}
+
+func newDenseTranslations(t *testing.T, q *sparse.BlockSym, d, anchor int) *denseTranslations {
+	n, b := q.N, q.B
+	l := mat.NewSymDense(n-1, nil)
+	red := func(i int) int {
+		if i > anchor {
+			return i - 1
+		}
+		return i
+	}
+	for i := 0; i < n; i++ {
+		for pos := q.RowPtr[i]; pos < q.RowPtr[i+1]; pos++ {
+			if j := q.ColIdx[pos]; i != anchor && j != anchor && j >= i {
+				l.SetSym(red(i), red(j), q.Block(pos)[d*b+d])
+			}
+		}
+	}
+	dt := &denseTranslations{anchor: anchor}
+	if !dt.chol.Factorize(l) {
+		t.Fatal("translation Laplacian not positive definite")
+	}
+	return dt
+}
+
+func (dt *denseTranslations) Anchor() int { return dt.anchor }
+
+func (dt *denseTranslations) SolveTranslations(x, rhs []float64) error {
+	dt.calls++
+	var v mat.VecDense
+	if err := dt.chol.SolveVecTo(&v, mat.NewVecDense(len(rhs), rhs)); err != nil {
+		return err
+	}
+	copy(x, v.RawVector().Data)
+	return nil
+}
+
+// TestTranslationSolver: a caller's solver of the translation system (any
+// anchor) gives the steps of Solve's own factorization, up to rounding: the
+// same F after the same sweeps, never increasing.
+func TestTranslationSolver(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 17))
+	for _, d := range []int{2, 3} {
+		g := randomGraph(rng, d, 60, 20, 0.2)
+		q := g.Laplacian(posegraph.Poses)
+		start := sparse.NewBlocks(d+1, q.B, q.N)
+		RandomStiefel(start, d, 9)
+		own := New(q, d, posegraph.Poses)
+		x0 := &sparse.Blocks{R: start.R, B: q.B, N: q.N, Data: append([]float64(nil), start.Data...)}
+		want, err := own.Solve(context.Background(), x0, Options{Rule: Cyclic, SolveTranslations: true, MaxSweeps: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, anchor := range []int{0, 7, q.N - 1} {
+			dt := newDenseTranslations(t, q, d, anchor)
+			x := &sparse.Blocks{R: start.R, B: q.B, N: q.N, Data: append([]float64(nil), start.Data...)}
+			got, err := New(q, d, posegraph.Poses).Solve(context.Background(), x, Options{Rule: Cyclic, SolveTranslations: true, MaxSweeps: 6, Translations: dt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dt.calls != 6*start.R {
+				t.Errorf("d %d anchor %d: %d solves, want %d (one per row and sweep)", d, anchor, dt.calls, 6*start.R)
+			}
+			for k := range want.History {
+				a, b := want.History[k].F, got.History[k].F
+				if math.Abs(a-b) > 1e-9*math.Abs(a) {
+					t.Fatalf("d %d anchor %d sweep %d: F %v with the caller's solver, %v with Solve's own", d, anchor, k, b, a)
+				}
+				if k > 0 && b > got.History[k-1].F*(1+1e-12) {
+					t.Fatalf("d %d anchor %d: F rose at sweep %d", d, anchor, k)
+				}
+			}
+		}
 	}
 }
 

@@ -191,3 +191,76 @@ func traceInverse(a []float64, k int, block string) (float64, error) {
 	}
 	return tr, nil
 }
+
+// se2Fast is SE2Precisions and InfoPositiveDefinite for the common case, a
+// 2-D edge whose precisions are fine and whose full information matrix is
+// positive definite: the same operations in the same order, unrolled for
+// the 2 x 2 and 3 x 3 Cholesky factorizations (a file is mostly edges,
+// and the general loops cost as much as reading the numbers). It returns
+// SE2Precisions' kappa and tau bit for bit, and ok false wherever either
+// function would report a problem; the caller then asks them which.
+func se2Fast(info []float64) (kappa, tau float64, ok bool) {
+	if len(info) != 6 {
+		return 0, 0, false
+	}
+	i11, i12, i13, i22, i23, i33 := info[0], info[1], info[2], info[3], info[4], info[5]
+	kappa = i33
+	if !(kappa > 0) {
+		return 0, 0, false
+	}
+	// traceInverse of [[i11, i12], [i12, i22]].
+	l00 := i11
+	if !(l00 > 0) || math.IsInf(l00, 0) {
+		return 0, 0, false
+	}
+	l00 = math.Sqrt(l00)
+	l10 := i12 / l00
+	l11 := i22
+	l11 -= l10 * l10
+	if !(l11 > 0) || math.IsInf(l11, 0) {
+		return 0, 0, false
+	}
+	l11 = math.Sqrt(l11)
+	tr := 0.0
+	x0 := 1 / l00
+	tr += x0 * x0
+	s := 0.0
+	s -= l10 * x0
+	x1 := s / l11
+	tr += x1 * x1
+	x1 = 1 / l11
+	tr += x1 * x1
+	if !(tr > 0) || math.IsInf(tr, 0) {
+		return 0, 0, false
+	}
+	tau = 2 / tr
+	if i12 == 0 && i22 == i11 {
+		tau = i11 // scalar: exact for the isotropic case
+	}
+	if checkPrecisions(kappa, tau) != nil {
+		return 0, 0, false
+	}
+	// InfoPositiveDefinite: cholesky of the full 3 x 3 matrix.
+	a00 := i11
+	if !(a00 > 0) || math.IsInf(a00, 0) {
+		return 0, 0, false
+	}
+	a00 = math.Sqrt(a00)
+	a10, a20 := i12/a00, i13/a00
+	a11 := i22
+	a11 -= a10 * a10
+	if !(a11 > 0) || math.IsInf(a11, 0) {
+		return 0, 0, false
+	}
+	a11 = math.Sqrt(a11)
+	a21 := i23
+	a21 -= a20 * a10
+	a21 /= a11
+	a22 := i33
+	a22 -= a20 * a20
+	a22 -= a21 * a21
+	if !(a22 > 0) || math.IsInf(a22, 0) {
+		return 0, 0, false
+	}
+	return kappa, tau, true
+}

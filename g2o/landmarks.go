@@ -36,7 +36,7 @@ func (p *parser) landmarkVertex(d int) *ParseError {
 	}
 	v := vertex{id: id, line: p.line, pose: posegraph.Identity(d)}
 	copy(v.pose.T[:d], p.vals[:d])
-	p.verts = append(p.verts, v)
+	*p.readVerts.next() = v
 	p.markLandmark(id)
 	if p.landmarkLines == nil {
 		p.landmarkLines = make(map[int]bool)
@@ -102,7 +102,7 @@ func (p *parser) observation(d int) *ParseError {
 		return p.errorf("%s: %v", string(p.fields[0]), perr)
 	}
 	e.Tau = tau
-	p.edges = append(p.edges, e)
+	*p.readEdges.next() = e
 	p.markLandmark(l)
 	return nil
 }

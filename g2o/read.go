@@ -2,9 +2,11 @@ package g2o
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -107,6 +109,7 @@ func Read(r io.Reader, name string, opts ReadOptions) (*posegraph.Graph, error) 
 // scan parses every line of r into p. Read and ReadVertices share it, so
 // that a trajectory is read by exactly the rules a graph is.
 func (p *parser) scan(r io.Reader) error {
+	p.left = inputSize(r)
 	br := bufio.NewReaderSize(r, MaxLineLength)
 	for {
 		raw, err := br.ReadSlice('\n')
@@ -116,17 +119,34 @@ func (p *parser) scan(r io.Reader) error {
 		}
 		if len(raw) > 0 {
 			p.line++
+			p.lineLen = len(raw)
 			if perr := p.parseLine(raw); perr != nil {
 				return perr
 			}
+			p.left -= int64(len(raw))
 		}
 		if err == io.EOF {
+			p.edges, p.verts = p.readEdges.all(), p.readVerts.all()
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.fileName(), err)
 		}
 	}
+}
+
+// inputSize is the number of bytes r holds, when it can say (a regular
+// file, a bytes.Reader), else -1.
+func inputSize(r io.Reader) int64 {
+	switch s := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if st, err := s.Stat(); err == nil && st.Mode().IsRegular() {
+			return st.Size()
+		}
+	case interface{ Len() int }:
+		return int64(s.Len())
+	}
+	return -1
 }
 
 // vertex is a VERTEX record before ids are mapped to indices.
@@ -141,18 +161,29 @@ type parser struct {
 	name string
 	opts ReadOptions
 	line int
+	// lineLen is the current line's length in bytes, left the bytes from
+	// its start to the end of the input (negative when the size is not
+	// known): the first edge sizes the edge store from them.
+	lineLen int
+	left    int64
 
 	fields [][]byte    // reused field slices of the current line
+	rest   []byte      // the current line after its tag
 	vals   [30]float64 // numeric fields of the current record
+	ids    [2]int      // and its ids, when fastNumbers read it
 
 	d       int    // dimension fixed by the first record, 0 before
 	dimLine int    // that record's line
 	dimTag  string // and tag
 
-	edges []posegraph.Edge // I, J hold file ids until finish
-	verts []vertex
-	fixes []fix
-	slab  []float64 // backing store for Meas and Info, allocated in chunks
+	// Records are collected in chunks while reading, and handed over in
+	// one slice each at the end of scan.
+	readEdges chunked[posegraph.Edge]
+	readVerts chunked[vertex]
+	edges     []posegraph.Edge // I, J hold file ids until finish
+	verts     []vertex
+	fixes     []fix
+	slab      []float64 // backing store for Meas and Info, allocated in chunks
 
 	haveID       bool
 	minID, maxID int
@@ -183,38 +214,54 @@ func (p *parser) errorf(format string, args ...any) *ParseError {
 	return &ParseError{File: p.name, Line: p.line, Msg: fmt.Sprintf(format, args...)}
 }
 
-// split cuts a trailing comment and splits the rest into fields at runs of
-// white space (which covers tabs and the CR of CRLF line ends).
+// split appends the fields of line, separated by runs of white space (which
+// covers tabs and the CR of CRLF line ends), to p.fields.
 func (p *parser) split(line []byte) {
-	p.fields = p.fields[:0]
-	start := -1
-	for i, c := range line {
-		if c == '#' {
-			line = line[:i]
-			break
+	i, n := 0, len(line)
+	for {
+		for i < n && isSpace[line[i]] {
+			i++
 		}
-	}
-	for i, c := range line {
-		if c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f' {
-			if start >= 0 {
-				p.fields = append(p.fields, line[start:i])
-				start = -1
-			}
-		} else if start < 0 {
-			start = i
+		if i == n {
+			return
 		}
-	}
-	if start >= 0 {
-		p.fields = append(p.fields, line[start:])
+		start := i
+		// Every separator is a control byte or the space: most bytes are
+		// not, and one comparison says so.
+		for i < n && (line[i] > ' ' || !isSpace[line[i]]) {
+			i++
+		}
+		p.fields = append(p.fields, line[start:i])
 	}
 }
 
+// isSpace marks the bytes that separate fields.
+var isSpace = [256]bool{' ': true, '\t': true, '\r': true, '\n': true, '\v': true, '\f': true}
+
+// parseLine parses one line: its tag, then the record. The records that
+// make up a file's bulk (poses and edges) are read by fastNumbers straight
+// from the text after the tag; every other record, and any of those that
+// fastNumbers does not take, is split into p.fields first and read field
+// by field.
 func (p *parser) parseLine(line []byte) *ParseError {
-	p.split(line)
-	if len(p.fields) == 0 {
+	if i := bytes.IndexByte(line, '#'); i >= 0 {
+		line = line[:i] // a comment
+	}
+	p.fields = p.fields[:0]
+	i, n := 0, len(line)
+	for i < n && isSpace[line[i]] {
+		i++
+	}
+	if i == n {
 		return nil
 	}
-	tag := p.fields[0]
+	start := i
+	for i < n && (line[i] > ' ' || !isSpace[line[i]]) {
+		i++
+	}
+	tag := line[start:i]
+	p.fields = append(p.fields, tag)
+	p.rest = line[i:]
 	switch string(tag) {
 	case "VERTEX_SE2", "VERTEX2":
 		return p.vertex(2, 3)
@@ -226,6 +273,9 @@ func (p *parser) parseLine(line []byte) *ParseError {
 		return p.edge(2, 9, true)
 	case "EDGE_SE3:QUAT":
 		return p.edge(3, 28, false)
+	}
+	p.split(p.rest)
+	switch string(tag) {
 	case "FIX":
 		return p.fix()
 	case "VERTEX_XY":
@@ -327,6 +377,12 @@ func (p *parser) count(ids, nv int) *ParseError {
 // a parameter block): it checks the field count, returns the id and leaves
 // the numbers in p.vals.
 func (p *parser) idRecord(nv int) (int, *ParseError) {
+	if len(p.fields) == 1 { // not split yet
+		if p.fastNumbers(1, nv) {
+			return p.ids[0], nil
+		}
+		p.split(p.rest)
+	}
 	if err := p.count(1, nv); err != nil {
 		return 0, err
 	}
@@ -345,6 +401,12 @@ func (p *parser) parseID(k int) (int, *ParseError) {
 			k, string(p.fields[0]), printable(string(f)))
 	}
 	id := int(v)
+	p.noteID(id)
+	return id, nil
+}
+
+// noteID keeps the range of the ids read.
+func (p *parser) noteID(id int) {
 	if !p.haveID {
 		p.minID, p.maxID, p.haveID = id, id, true
 	} else if id < p.minID {
@@ -352,7 +414,6 @@ func (p *parser) parseID(k int) (int, *ParseError) {
 	} else if id > p.maxID {
 		p.maxID = id
 	}
-	return id, nil
 }
 
 // parseVals parses fields[first:] into p.vals.
@@ -390,8 +451,56 @@ func (p *parser) vertex(d, nv int) *ParseError {
 		v.pose.R = r
 		v.pose.T = [3]float64{p.vals[0], p.vals[1], p.vals[2]}
 	}
-	p.verts = append(p.verts, v)
+	*p.readVerts.next() = v
 	return nil
+}
+
+// chunked collects values in chunks, each a quarter of the values so far,
+// and hands them over in one slice of the exact length: an edge is ~180
+// bytes, and append's growth, which copies a large slice each time it grows
+// by a quarter, was most of the time spent reading a large file.
+type chunked[T any] struct {
+	full [][]T // filled chunks
+	cur  []T   // the chunk being filled
+	n    int   // values in full
+	hint int   // the capacity of the first chunk, if larger than usual
+}
+
+// next appends a zero value and returns it to be filled in place.
+func (c *chunked[T]) next() *T {
+	if len(c.cur) == cap(c.cur) {
+		if len(c.cur) > 0 {
+			c.full = append(c.full, c.cur)
+			c.n += len(c.cur)
+		}
+		c.cur = make([]T, 0, max(min(max(256, c.n/4), 1<<16), c.hint))
+		c.hint = 0
+	}
+	c.cur = c.cur[:len(c.cur)+1]
+	return &c.cur[len(c.cur)-1]
+}
+
+// pop removes the value next returned last.
+func (c *chunked[T]) pop() {
+	var zero T
+	c.cur[len(c.cur)-1] = zero
+	c.cur = c.cur[:len(c.cur)-1]
+}
+
+// all returns every value in order; c is empty afterwards.
+func (c *chunked[T]) all() []T {
+	if len(c.full) == 0 {
+		s := c.cur
+		*c = chunked[T]{}
+		return s
+	}
+	s := make([]T, 0, c.n+len(c.cur))
+	for _, f := range c.full {
+		s = append(s, f...)
+	}
+	s = append(s, c.cur...)
+	*c = chunked[T]{}
+	return s
 }
 
 // alloc returns a slice of k floats carved from a shared slab, so Meas and
@@ -409,32 +518,45 @@ func (p *parser) edge(d, nv int, toro bool) *ParseError {
 	if err := p.setDim(d); err != nil {
 		return err
 	}
-	if err := p.count(2, nv); err != nil {
-		return err
+	fast := p.fastNumbers(2, nv)
+	if !fast {
+		p.split(p.rest)
+		if err := p.count(2, nv); err != nil {
+			return err
+		}
 	}
-	i, err := p.parseID(1)
-	if err != nil {
-		return err
-	}
-	j, err := p.parseID(2)
-	if err != nil {
-		return err
+	i, j := p.ids[0], p.ids[1]
+	if !fast {
+		var err *ParseError
+		if i, err = p.parseID(1); err != nil {
+			return err
+		}
+		if j, err = p.parseID(2); err != nil {
+			return err
+		}
 	}
 	if i == j {
 		return p.errorf("%s from vertex %d to itself", string(p.fields[0]), i)
 	}
-	if err := p.parseVals(3); err != nil {
-		return err
+	if !fast {
+		if err := p.parseVals(3); err != nil {
+			return err
+		}
 	}
 	v := &p.vals
+	if p.readEdges.n == 0 && len(p.readEdges.cur) == 0 && p.left > 0 {
+		// Edges usually fill the rest of the file, in lines of similar
+		// length: room for a quarter more than that estimate usually
+		// holds them all in one chunk, which then needs no copying.
+		p.readEdges.hint = int(min(p.left/int64(p.lineLen)*5/4+16, 1<<26))
+	}
 	// Fill the edge in place: an Edge is ~180 bytes, worth not copying.
-	p.edges = append(p.edges, posegraph.Edge{})
-	e := &p.edges[len(p.edges)-1]
+	e := p.readEdges.next()
 	e.I, e.J, e.Line = i, j, p.line
 	ok := false
 	defer func() {
 		if !ok {
-			p.edges = p.edges[:len(p.edges)-1]
+			p.readEdges.pop()
 		}
 	}()
 	nm := 3 // dx dy dth
@@ -455,6 +577,11 @@ func (p *parser) edge(d, nv int, toro bool) *ParseError {
 		}
 		e.R = RotationFromAngle(v[2])
 		e.T = [3]float64{v[0], v[1]}
+		if kappa, tau, fine := se2Fast(e.Info); fine {
+			e.Kappa, e.Tau = kappa, tau
+			ok = true
+			return nil
+		}
 		e.Kappa, e.Tau, perr = SE2Precisions(e.Info)
 	} else {
 		e.Info = p.alloc(21)

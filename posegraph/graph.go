@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/bcmsync/bcmsync/internal/graphs"
@@ -122,18 +123,28 @@ func (g *Graph) Components() [][]int {
 	for _, e := range g.Edges {
 		u.Union(e.I, e.J)
 	}
-	byRoot := map[int][]int{}
-	var roots []int
+	// Components in the order of their first pose, each listing its poses
+	// in order: count them, then fill one backing array.
+	comp := make([]int, n) // the component of pose i, by first appearance
+	var sizes []int
 	for i := 0; i < n; i++ {
-		r := u.Find(i)
-		if _, ok := byRoot[r]; !ok {
-			roots = append(roots, r)
+		if r := u.Find(i); r == i {
+			comp[i] = len(sizes)
+			sizes = append(sizes, 0)
+		} else {
+			comp[i] = comp[r] // the root is the component's first pose
 		}
-		byRoot[r] = append(byRoot[r], i)
+		sizes[comp[i]]++
 	}
-	comps := make([][]int, 0, len(roots))
-	for _, r := range roots {
-		comps = append(comps, byRoot[r])
+	all := make([]int, n)
+	comps := make([][]int, len(sizes))
+	at := 0
+	for k, sz := range sizes {
+		comps[k] = all[at : at : at+sz]
+		at += sz
+	}
+	for i := 0; i < n; i++ {
+		comps[comp[i]] = append(comps[comp[i]], i)
 	}
 	sort.SliceStable(comps, func(a, b int) bool { return len(comps[a]) > len(comps[b]) })
 	return comps
@@ -163,6 +174,14 @@ func (e *DisconnectedError) Error() string {
 // is then checked for numbers beyond what double precision can solve and
 // certify (CheckScale, scale.go).
 func (g *Graph) Validate() error {
+	if err := g.validateStructure(); err != nil {
+		return err
+	}
+	return g.CheckScale()
+}
+
+// validateStructure is Validate without the scale checks.
+func (g *Graph) validateStructure() error {
 	if g.D != 2 && g.D != 3 {
 		return fmt.Errorf("%s: dimension %d is not 2 or 3", g.src(), g.D)
 	}
@@ -173,12 +192,22 @@ func (g *Graph) Validate() error {
 	if len(g.Initial) != 0 && len(g.Initial) != n || len(g.HasInitial) != 0 && len(g.HasInitial) != n {
 		return fmt.Errorf("%s: %d poses but %d initial estimates", g.src(), n, len(g.Initial))
 	}
-	seen := make(map[int]int, n)
-	for i, id := range g.IDs {
-		if k, ok := seen[id]; ok {
-			return fmt.Errorf("%s: id %d names poses %d and %d", g.src(), id, k, i)
+	// Ascending ids (a file's) are distinct when neighbours differ; a map
+	// is for the others.
+	if !slices.IsSorted(g.IDs) {
+		seen := make(map[int]int, n)
+		for i, id := range g.IDs {
+			if k, ok := seen[id]; ok {
+				return fmt.Errorf("%s: id %d names poses %d and %d", g.src(), id, k, i)
+			}
+			seen[id] = i
 		}
-		seen[id] = i
+	} else {
+		for i := 1; i < len(g.IDs); i++ {
+			if g.IDs[i] == g.IDs[i-1] {
+				return fmt.Errorf("%s: id %d names poses %d and %d", g.src(), g.IDs[i], i-1, i)
+			}
+		}
 	}
 	if err := g.validateLandmarks(); err != nil {
 		return err
@@ -187,36 +216,36 @@ func (g *Graph) Validate() error {
 	if g.RawRotations {
 		tol = RawRotationTol
 	}
-	for k, e := range g.Edges {
-		at := g.where(k)
+	for k := range g.Edges {
+		e := &g.Edges[k]
 		if e.I < 0 || e.I >= n || e.J < 0 || e.J >= n {
-			return fmt.Errorf("%s: edge (%d, %d) has an endpoint outside 0..%d", at, e.I, e.J, n-1)
+			return fmt.Errorf("%s: edge (%d, %d) has an endpoint outside 0..%d", g.where(k), e.I, e.J, n-1)
 		}
 		if e.I == e.J {
-			return fmt.Errorf("%s: edge from pose %d to itself", at, g.IDs[e.I])
+			return fmt.Errorf("%s: edge from pose %d to itself", g.where(k), g.IDs[e.I])
 		}
 		if g.IsLandmark(e.I) || g.IsLandmark(e.J) {
 			continue // validateLandmarks checks observations
 		}
 		if !(e.Kappa > 0) || !(e.Tau > 0) || math.IsInf(e.Kappa, 0) || math.IsInf(e.Tau, 0) {
-			return fmt.Errorf("%s: precisions kappa=%g tau=%g must be positive and finite", at, e.Kappa, e.Tau)
+			return fmt.Errorf("%s: precisions kappa=%g tau=%g must be positive and finite", g.where(k), e.Kappa, e.Tau)
 		}
 		for _, v := range e.R[:g.D*g.D] {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("%s: rotation is not finite", at)
+				return fmt.Errorf("%s: rotation is not finite", g.where(k))
 			}
 		}
 		for _, v := range e.T[:g.D] {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("%s: translation is not finite", at)
+				return fmt.Errorf("%s: translation is not finite", g.where(k))
 			}
 		}
 		if dev := rotationDeviation(e.R[:], g.D); dev > tol {
 			if g.RawRotations {
 				return fmt.Errorf("%s: measurement is not a rotation even in SE-Sync's raw reading "+
-					"(||R^T R - I|| + |det R - 1| = %.3g > %g: is the quaternion far from unit norm?)", at, dev, tol)
+					"(||R^T R - I|| + |det R - 1| = %.3g > %g: is the quaternion far from unit norm?)", g.where(k), dev, tol)
 			}
-			return fmt.Errorf("%s: measurement is not a rotation (||R^T R - I|| + |det R - 1| = %.3g)", at, dev)
+			return fmt.Errorf("%s: measurement is not a rotation (||R^T R - I|| + |det R - 1| = %.3g)", g.where(k), dev)
 		}
 	}
 	if comps := g.Components(); len(comps) > 1 {
@@ -226,7 +255,17 @@ func (g *Graph) Validate() error {
 		}
 		return &DisconnectedError{Source: g.Source, Sizes: sizes}
 	}
-	return g.CheckScale()
+	return nil
+}
+
+// ValidateFor is Validate for the problem prob: its scale checks are
+// CheckScaleFor(prob), so a rotation problem is not refused for its
+// translations or their precisions, which it ignores.
+func (g *Graph) ValidateFor(prob Problem) error {
+	if err := g.validateStructure(); err != nil {
+		return err
+	}
+	return g.CheckScaleFor(prob)
 }
 
 // IsDisconnected reports whether err is (or wraps) a *DisconnectedError.

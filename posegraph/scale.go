@@ -61,10 +61,27 @@ const (
 // starts, whether it was read from a file or built in memory. It assumes
 // Validate's structural checks (endpoints in range, finite values).
 //
+// Within each pose-pose edge, the entries the edge puts on Q's diagonal,
+// kappa and kappa + tau |t|^2 on the rotation coordinates and tau on the
+// translation ones, must also lie within MaxWeightRatio of each other: the
+// factorizations see them side by side in one block, and a light
+// coordinate next to a heavy one loses its digits the same way.
+//
 // The contrast check costs O(m) when the ratio of the largest to the
 // smallest weight is within MaxWeightRatio (then no group can exceed it),
 // which is the usual case, and O(m log m) otherwise.
-func (g *Graph) CheckScale() error {
+//
+// CheckScale checks the pose problem; CheckScaleFor(Rotations) leaves out
+// everything about translations, which rotation synchronization ignores.
+func (g *Graph) CheckScale() error { return g.CheckScaleFor(Poses) }
+
+// CheckScaleFor is CheckScale for the problem prob: for Rotations only the
+// rotation precisions kappa are checked (their range and contrast), since
+// the translations and their precisions tau do not enter the problem.
+func (g *Graph) CheckScaleFor(prob Problem) error {
+	if prob == Rotations {
+		return g.checkRotationScale()
+	}
 	d := g.D
 	for i := range g.IDs {
 		if i >= len(g.HasInitial) || !g.HasInitial[i] || i >= len(g.Initial) {
@@ -82,6 +99,7 @@ func (g *Graph) CheckScale() error {
 	// One pass checks the magnitudes and finds each weight's range; only
 	// a range beyond MaxWeightRatio needs the merge tree.
 	kLo, kHi, tLo, tHi := math.Inf(1), 0.0, math.Inf(1), 0.0
+	edgeHeavy, edgeT2 := -1, 0.0 // the first edge whose own kappa and tau are too far apart
 	for k := range g.Edges {
 		e := &g.Edges[k]
 		t2 := 0.0
@@ -110,6 +128,9 @@ func (g *Graph) CheckScale() error {
 				"precision; the translation's precision is off by orders of magnitude, or the translation is",
 				g.where(k), lever, e.Tau, MaxMagnitude)
 		}
+		if edgeHeavy < 0 && !g.IsLandmark(e.J) && !g.IsLandmark(e.I) && edgeContrast(e, t2) > MaxWeightRatio {
+			edgeHeavy, edgeT2 = k, t2 // reported after the groups, whose message says more
+		}
 	}
 	if kHi > MaxWeightRatio*kLo {
 		if err := g.checkContrast("rotation precision kappa", func(e *Edge) float64 {
@@ -122,9 +143,59 @@ func (g *Graph) CheckScale() error {
 		}
 	}
 	if tHi > MaxWeightRatio*tLo {
-		return g.checkContrast("translation precision tau", func(e *Edge) float64 { return e.Tau })
+		if err := g.checkContrast("translation precision tau", func(e *Edge) float64 { return e.Tau }); err != nil {
+			return err
+		}
+	}
+	if edgeHeavy >= 0 {
+		return g.edgeContrastError(edgeHeavy, edgeT2)
 	}
 	return nil
+}
+
+// checkRotationScale is CheckScaleFor(Rotations): kappa's range and
+// contrast over the pose-pose edges.
+func (g *Graph) checkRotationScale() error {
+	kLo, kHi := math.Inf(1), 0.0
+	for k := range g.Edges {
+		e := &g.Edges[k]
+		if g.IsLandmark(e.J) || g.IsLandmark(e.I) {
+			continue
+		}
+		if !(e.Kappa >= MinWeight && e.Kappa <= MaxMagnitude) {
+			return g.weightError(k, "rotation precision kappa", e.Kappa)
+		}
+		kLo, kHi = min(kLo, e.Kappa), max(kHi, e.Kappa)
+	}
+	if kHi > MaxWeightRatio*kLo {
+		return g.checkContrast("rotation precision kappa", func(e *Edge) float64 {
+			if g.IsLandmark(e.I) || g.IsLandmark(e.J) {
+				return 0
+			}
+			return e.Kappa
+		})
+	}
+	return nil
+}
+
+// edgeContrast is the ratio of the largest to the smallest entry pose-pose
+// edge e puts on Q's diagonal: kappa and kappa + tau |t|^2 (t2 = |t|^2) on
+// the rotation coordinates, tau on the translation ones.
+func edgeContrast(e *Edge, t2 float64) float64 {
+	return max(e.Kappa+e.Tau*t2, e.Tau) / min(e.Kappa, e.Tau)
+}
+
+// edgeContrastError refuses pose-pose edge k, whose edgeContrast exceeds
+// MaxWeightRatio.
+func (g *Graph) edgeContrastError(k int, t2 float64) error {
+	e := &g.Edges[k]
+	return fmt.Errorf("%s: the rotation precision kappa = %.3g and the translation precision tau = %.3g "+
+		"(tau |t|^2 = %.3g) of this edge put entries %.2g times apart on the diagonal of the problem's "+
+		"matrix. Double precision keeps about 16 digits: past a ratio of %.0e the light coordinates keep "+
+		"fewer than 4 of theirs next to the heavy ones, too few to factor or certify the problem. Check "+
+		"this information matrix (units? a typo?), bring kappa and tau within %.0e of each other, or solve "+
+		"the rotations alone (--rotations), which ignores tau", g.where(k), e.Kappa, e.Tau, e.Tau*t2, edgeContrast(e, t2),
+		MaxWeightRatio, MaxWeightRatio)
 }
 
 // weightError refuses edge k's precision w (named what) outside

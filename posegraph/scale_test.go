@@ -93,6 +93,15 @@ func TestCheckScaleContrast(t *testing.T) {
 	}{{1.9 * MaxWeightRatio, false}, {2.1 * MaxWeightRatio, true}, {1e20, true}} {
 		for _, which := range []string{"kappa", "tau"} {
 			g := cycle(2, 5)
+			// The other weight at 1e3 on every edge keeps each edge's own
+			// kappa and tau within MaxWeightRatio of each other.
+			for k := range g.Edges {
+				if which == "kappa" {
+					g.Edges[k].Tau = 1e3
+				} else {
+					g.Edges[k].Kappa = 1e3
+				}
+			}
 			if which == "kappa" {
 				g.Edges[2].Kappa = c.w
 			} else {
@@ -165,7 +174,9 @@ func TestCheckScaleOracle(t *testing.T) {
 			if rng.IntN(4) == 0 && len(g.Edges) > 0 {
 				w = g.Edges[rng.IntN(len(g.Edges))].Tau // ties
 			}
-			g.Edges = append(g.Edges, Edge{I: i, J: j, R: Identity(2).R, Kappa: 1, Tau: w, Line: len(g.Edges) + 1})
+			// kappa = tau: each edge's own two weights agree, and kappa's
+			// groups are tau's.
+			g.Edges = append(g.Edges, Edge{I: i, J: j, R: Identity(2).R, Kappa: w, Tau: w, Line: len(g.Edges) + 1})
 		}
 		for i := 1; i < n; i++ {
 			add(rng.IntN(i), i) // a random spanning tree
@@ -261,4 +272,51 @@ func BenchmarkCheckScale(b *testing.B) {
 			spread.CheckScale()
 		}
 	})
+}
+
+// TestCheckScaleWithinEdge: an edge whose own rotation and translation
+// weights (kappa, kappa + tau |t|^2, tau on Q's diagonal) lie more than
+// MaxWeightRatio apart is refused at its line, even when no group of
+// vertices is (every edge alike); the rotation problem, which ignores
+// tau and the translations, accepts it, and anything else about them.
+func TestCheckScaleWithinEdge(t *testing.T) {
+	for _, c := range []struct {
+		kappa, tau, t float64
+		refuse        bool
+		want          string
+	}{
+		{1, 0.9e12, 1, false, ""},
+		{1, 1e13, 0, true, "cycle.g2o:1: the rotation precision kappa = 1 and the translation precision tau = 1e+13"},
+		{1e13, 1, 1, true, "cycle.g2o:1: the rotation precision kappa = 1e+13 and the translation precision tau = 1"},
+		// A long translation: tau |t|^2 on the rotation diagonal.
+		{1, 1, 2e6, true, "(tau |t|^2 = 4e+12)"},
+	} {
+		g := cycle(3, 5)
+		for k := range g.Edges {
+			g.Edges[k].Kappa, g.Edges[k].Tau, g.Edges[k].T[0] = c.kappa, c.tau, c.t
+		}
+		err := g.Validate()
+		if !c.refuse {
+			if err != nil {
+				t.Errorf("kappa %g tau %g t %g: %v", c.kappa, c.tau, c.t, err)
+			}
+			continue
+		}
+		wantError(t, c.want, err, c.want, "times apart", "--rotations")
+		if err := g.ValidateFor(Rotations); err != nil {
+			t.Errorf("kappa %g tau %g t %g, rotations: %v", c.kappa, c.tau, c.t, err)
+		}
+	}
+	// The rotation problem ignores tau's range and the translations' size
+	// too, but not kappa's.
+	g := cycle(2, 4)
+	g.Edges[1].Tau, g.Edges[2].T[0] = 1e60, 1e200
+	if err := g.CheckScaleFor(Rotations); err != nil {
+		t.Errorf("rotations with tau 1e60 and a translation of 1e200: %v", err)
+	}
+	if err := g.CheckScale(); err == nil {
+		t.Error("poses with tau 1e60 and a translation of 1e200: accepted")
+	}
+	g.Edges[3].Kappa = 1e60
+	wantError(t, "rotations, kappa 1e60", g.CheckScaleFor(Rotations), "cycle.g2o:4: ", "kappa = 1e+60")
 }

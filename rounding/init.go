@@ -35,7 +35,7 @@ func ChordalOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose, error) {
 	if g.HasLandmarks() {
 		return chordalLandmarks(g, order)
 	}
-	poses, red, err := chordalRotations(g, order)
+	poses, red, err := chordalRotations(g, order, posegraph.Poses)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func ChordalRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 // ChordalRotationsOrdered is ChordalRotations with an elimination order of
 // the pose graph, as in ChordalOrdered.
 func ChordalRotationsOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose, error) {
-	poses, _, err := chordalRotations(g, order)
+	poses, _, err := chordalRotations(g, order, posegraph.Rotations)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +89,16 @@ func ChordalRotationsOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose,
 // the block elimination order used for the solve (order[k] = the pose, less
 // one, eliminated k-th; nil when there was nothing to solve). order, if not
 // nil, is the elimination order of all poses to use (see ChordalOrdered).
-func chordalRotations(g *posegraph.Graph, order []int) ([]posegraph.Pose, []int, error) {
-	relaxed, order, err := chordalRelaxed(g, order)
+// g is validated for the problem prob (a rotation problem is not refused
+// for its translations: posegraph.Graph.ValidateFor).
+func chordalRotations(g *posegraph.Graph, order []int, prob posegraph.Problem) ([]posegraph.Pose, []int, error) {
+	return chordalRotationsWith(g, order, prob, nil)
+}
+
+// chordalRotationsWith is chordalRotations with the block analysis of the
+// pose graph in order, when the caller has one (see NewPlan).
+func chordalRotationsWith(g *posegraph.Graph, order []int, prob posegraph.Problem, sym *sparse.BlockSymbolic) ([]posegraph.Pose, []int, error) {
+	relaxed, order, err := chordalRelaxed(g, order, prob, sym)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,15 +130,15 @@ func rotationGauge(g *posegraph.Graph, poses []posegraph.Pose) {
 // projection: the d x d blocks R_i (row-major, R_0 = I) of the linear least
 // squares in Chordal. It is exported for diagnostics and tests.
 func ChordalRelaxed(g *posegraph.Graph) ([][9]float64, error) {
-	out, _, err := chordalRelaxed(g, nil)
+	out, _, err := chordalRelaxed(g, nil, posegraph.Rotations, nil) // it sees only the rotations
 	return out, err
 }
 
-func chordalRelaxed(g *posegraph.Graph, all []int) ([][9]float64, []int, error) {
+func chordalRelaxed(g *posegraph.Graph, all []int, prob posegraph.Problem, sym *sparse.BlockSymbolic) ([][9]float64, []int, error) {
 	n, d := g.N(), g.D
 	// Bad measurements or weights would surface as a failed factorization
 	// far from their cause; name them instead.
-	if err := g.Validate(); err != nil {
+	if err := g.ValidateFor(prob); err != nil {
 		return nil, nil, err
 	}
 	// A given order is checked even when there is nothing to solve.
@@ -153,7 +161,14 @@ func chordalRelaxed(g *posegraph.Graph, all []int) ([][9]float64, []int, error) 
 	} else {
 		perm = sparse.BlockOrder(q, 0)
 	}
-	c, err := sparse.AnalyzeBlocks(q, perm)
+	var c *sparse.Cholesky
+	var err error
+	if sym != nil && all != nil {
+		c, err = sym.Analyze(q)
+	}
+	if c == nil {
+		c, err = sparse.AnalyzeBlocks(q, perm)
+	}
 	if err == nil {
 		err = c.FactorizeBlocks(q, 0)
 	}
@@ -265,7 +280,7 @@ func blockPerm(order []int, b int) []int {
 // (RecoverTranslations; composing the translations along the tree too would
 // only give a worse fit) and the result is put in the input's gauge.
 func Odometry(g *posegraph.Graph) ([]posegraph.Pose, error) {
-	poses, err := odometryRotations(g)
+	poses, err := odometryRotations(g, posegraph.Poses)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +294,7 @@ func Odometry(g *posegraph.Graph) ([]posegraph.Pose, error) {
 // OdometryRotations is Odometry for rotation synchronization: rotations
 // composed along the tree, in the input's gauge, translations zero.
 func OdometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
-	poses, err := odometryRotations(g)
+	poses, err := odometryRotations(g, posegraph.Rotations)
 	if err != nil {
 		return nil, err
 	}
@@ -287,9 +302,9 @@ func OdometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
 	return poses, nil
 }
 
-func odometryRotations(g *posegraph.Graph) ([]posegraph.Pose, error) {
+func odometryRotations(g *posegraph.Graph, prob posegraph.Problem) ([]posegraph.Pose, error) {
 	n, d := g.N(), g.D
-	if err := g.Validate(); err != nil {
+	if err := g.ValidateFor(prob); err != nil {
 		return nil, err
 	}
 	// Incident edges per pose, in compressed form, sorted by preference.

@@ -80,10 +80,46 @@ func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int
 	if err := checkGraph(g); err != nil {
 		return err
 	}
-	n, d, anchor := g.N(), g.D, g.Anchor()
-	if n == 1 {
+	if g.N() == 1 {
 		return nil
 	}
+	ts, err := newTranslationSystem(g, order)
+	if err != nil {
+		return err
+	}
+	return ts.recover(g, poses)
+}
+
+// translationSystem is the factored translation system of a graph: the
+// tau-weighted Laplacian with the anchor pose's row and column removed.
+type translationSystem struct {
+	chol   *sparse.Cholesky
+	anchor int
+}
+
+// newTranslationSystem factors the translation system of g (connected,
+// more than one pose) in the given elimination order of its unknowns
+// (nil: the factorization's own AMD).
+func newTranslationSystem(g *posegraph.Graph, order []int) (*translationSystem, error) {
+	anchor := g.Anchor()
+	lap := laplacianCSC(g, anchor)
+	var c *sparse.Cholesky
+	var err error
+	if order != nil {
+		c, err = sparse.NewCholeskyPerm(lap, order)
+	} else {
+		c, err = sparse.NewCholesky(lap)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
+	}
+	return &translationSystem{chol: c, anchor: anchor}, nil
+}
+
+// recover sets the translations of poses (rotations given) to the exact
+// minimizer of F with the anchor's translation held.
+func (ts *translationSystem) recover(g *posegraph.Graph, poses []posegraph.Pose) error {
+	n, d, anchor := g.N(), g.D, ts.anchor
 	// Right-hand side, column-major (n x d) over all poses first; the
 	// anchor's row is dropped below after moving its known value over.
 	rhs := make([]float64, n*d)
@@ -116,7 +152,6 @@ func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int
 			rhs[a*n+other] += e.Tau * ta[a]
 		}
 	}
-	lap := laplacianCSC(g, anchor)
 	m := n - 1
 	b := make([]float64, m*d)
 	for a := 0; a < d; a++ {
@@ -127,9 +162,7 @@ func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int
 		}
 	}
 	x := make([]float64, m*d)
-	if err := solveSPD(lap, order, x, b, d); err != nil {
-		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
-	}
+	ts.chol.SolveMany(x, b, d)
 	for i := 0; i < n; i++ {
 		if i == anchor {
 			continue

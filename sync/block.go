@@ -60,7 +60,7 @@ func NewBlockProblem(q *blockmat.BlockSym, n, d int) (*BlockProblem, error) {
 		}
 	}
 	qbb := bb.Build()
-	return &BlockProblem{q: q, qbb: qbb, n: n, d: d, pre: qFactor(qbb, sparse.BlockOrder(qbb, 0))}, nil
+	return &BlockProblem{q: q, qbb: qbb, n: n, d: d, pre: qFactor(qbb, sparse.BlockOrder(qbb, 0), nil)}, nil
 }
 
 // Reset forgets the trust region's radius and the momentum's previous
@@ -118,7 +118,7 @@ func (p *BlockProblem) TrustRegion(ctx context.Context, x *blockmat.Blocks, step
 		return 0, nil
 	}
 	xb := p.at(x)
-	rr, err := rtr(ctx, p.m, xb, newRowSolver(p.pre, x.R, p.qbb.Dim()), nil, rtrOptions{MaxIter: steps, MaxInner: maxInner, Radius: p.radius})
+	rr, err := rtr(ctx, p.m, xb, newRowSolver(p.pre), nil, rtrOptions{MaxIter: steps, MaxInner: maxInner, Radius: p.radius})
 	p.radius = rr.Radius
 	return rr.Iterations, err
 }

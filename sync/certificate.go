@@ -63,14 +63,19 @@ type certifier struct {
 	// of two per coordinate (see buildShifted): the test factors D S D.
 	scale []float64
 	// The slack the shift may cost the bound is half the allowed gap,
-	// gapAllowed(tr Lambda, gapTol, gapAbs) / 2.
+	// gapAllowed(tr Lambda, unit, gapTol, gapAbs) / 2 (see fUnit).
 	gapTol, gapAbs float64
+	// floor is the least any shift the check tries costs the bound (the
+	// anchor's at 10 eigTol or every pose's at eigTol, whichever is less):
+	// a property of Q, set with the anchor (analyze).
+	floor float64
 	// eigTol is the smallest shift, in the scaled coordinates where every
 	// diagonal entry is about 1: below it the factorization is rounding,
 	// not proof.
 	eigTol float64
-	anchor int   // the pose the factor eliminates last (see check)
-	perm   []int // fill-reducing order of Q's pattern (nil: AMD)
+	anchor int                   // the pose the factor eliminates last (see check)
+	perm   []int                 // fill-reducing order of Q's pattern (nil: AMD)
+	sym    *sparse.BlockSymbolic // the pattern's block analysis in perm's order (nil: none)
 	chol   *sparse.Cholesky
 	seed   uint64
 	inv    []float64 // inverse-iteration vectors
@@ -91,8 +96,8 @@ type certifier struct {
 
 // newCertifier prepares the checks against q. S's storage is made when S
 // is first built (buildS): until then the trust region holds the most
-// memory, and at a million poses two copies of Q and three vectors would
-// add 0.85 GB to its peak.
+// memory, and two copies of Q and three vectors would add to its peak
+// (docs/performance.md, "Tuning figures": newCertifier).
 func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
 	free := rotationFreeBlocks(q, d)
 	c := &certifier{q: q, d: d, scale: jacobiScale(q), gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
@@ -101,9 +106,11 @@ func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, per
 	return c
 }
 
-// jacobiScale returns, for every coordinate c of q, the power of two
-// nearest 1/sqrt(Q_cc) (1 where Q_cc is 0: a landmark's rotation
-// coordinates). D Q D then has every nonzero diagonal entry in [1/2, 2),
+// jacobiScale returns, for every coordinate c of q, a power of two near
+// 1/sqrt(Q_cc) (1 where Q_cc is 0: a landmark's rotation coordinates):
+// 2^(-e/2), Q_cc = f 2^e with f in [1/2, 1) and e/2 truncated toward zero,
+// so D_c^2 Q_cc is f for an even e, 2f for an odd e > 0 and f/2 for an
+// odd e < 0. D Q D then has every nonzero diagonal entry in [1/4, 2),
 // and D S D, the matrix the certificate factors, has its rotation diagonal
 // near 1 wherever Lambda is small next to Q. Powers of two make the
 // scaling exact in floating point: the factor is of D S D itself, not of
@@ -223,17 +230,8 @@ func (c *certifier) buildShifted(sh shift) {
 	copy(c.sh.Val, c.s.Val)
 	b, d := c.q.B, c.d
 	scale := c.scale
+	sparse.ScaleCongruent(c.sh, scale)
 	for i := 0; i < c.q.N; i++ {
-		for k := c.sh.RowPtr[i]; k < c.sh.RowPtr[i+1]; k++ {
-			blk := c.sh.Block(k)
-			j := c.sh.ColIdx[k]
-			si, sj := scale[i*b:(i+1)*b], scale[j*b:(j+1)*b]
-			for a := 0; a < b; a++ {
-				for e := 0; e < b; e++ {
-					blk[a*b+e] *= si[a] * sj[e]
-				}
-			}
-		}
 		blk := c.sh.Block(c.sh.Diag[i])
 		if c.free != nil && c.free[i] {
 			// A landmark's Y rows and columns of S are zero: any positive
@@ -316,10 +314,10 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			return cert, err
 		}
 	}
-	slack := gapAllowed(cert.trLambda, c.gapTol, c.gapAbs) / 2
+	slack := gapAllowed(cert.trLambda, c.fUnit(), c.gapTol, c.gapAbs) / 2
 	sigmaA := math.Max(slack/c.weightAnchor, 10*c.eigTol)
 	sigma := math.Max(slack/c.weightAll, c.eigTol)
-	cert.floorCost = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
+	cert.floorCost = c.floor
 	for k, t := range c.tries(sigmaA, sigma) {
 		if k > 0 && c.pastDeadline() {
 			cert.timedOut = true
@@ -424,10 +422,10 @@ func (c *certifier) smallestEig(a *sparse.BlockSym, tau0 float64) ([]float64, fl
 // that of the scaled matrix): a little above it (1.25 times, then up to
 // twenty times: the negative eigenvector may be mostly translation, which
 // the shift does not touch), on top of the rounding floor. The bound is
-// usually far below F but not useless: on intel with 5% wrong loop
-// closures the rank-4 point (lambda_min -4.6) proves F* >= 7.3e4,
-// hundreds of standard deviations above what consistent data give (see
-// Result.ExpectedObjective). One or two factorizations, against the
+// usually far below F but not useless: with wrong loop closures it can
+// prove F* hundreds of standard deviations above what consistent data
+// give (see Result.ExpectedObjective; docs/performance.md, "Tuning
+// figures": weakBound). One or two factorizations, against the
 // eigensolver's dozens of solves.
 func (c *certifier) weakBound(cert *certificate, unit shift) {
 	if !(unit.sigma >= 0 && unit.mu >= 0) || math.IsInf(unit.sigma+unit.mu, 0) || unit.sigma+unit.mu == 0 {
@@ -454,7 +452,7 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 // happens to put last can cost the rounding floor a hundred times more
 // than its lightest neighbour in the top separator.
 func (c *certifier) analyze() error {
-	chol, err := sparse.AnalyzeBlocks(c.s, c.perm)
+	chol, err := analyzeWith(c.sym, c.q, c.perm) // S's pattern is Q's
 	if err != nil {
 		return fmt.Errorf("certificate: analysing S: %w", err)
 	}
@@ -480,12 +478,38 @@ func (c *certifier) analyze() error {
 		for a := 0; a < b; a++ {
 			perm = append(perm, best*b+a)
 		}
-		if moved, err := sparse.AnalyzeBlocks(c.s, perm); err == nil && c.lastPose(moved) == best {
+		if moved, err := sparse.AnalyzeBlocks(c.q, perm); err == nil && c.lastPose(moved) == best {
 			c.chol, c.anchor = moved, best
 		}
 	}
 	c.weightAnchor = c.poseWeight(c.anchor)
+	c.floor = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
 	return nil
+}
+
+// floorUnits is the ratio of the certificate's unit of F to its rounding
+// floor (see fUnit).
+const floorUnits = 1e7
+
+// fUnit is the unit the relative tolerance falls back to when |F| is
+// below it: floorUnits times the rounding floor of the shift (floor),
+// the |F| of which a relative 1e-7 is all the floor leaves provable. The
+// floor is proportional to the weights (it is eigTol times Q's rotation
+// diagonal at the anchor, or at every pose), so the allowance
+// max(gapTol max(fUnit, |F|), gapAbs) scales with them and a uniform
+// scaling of every weight leaves every status unchanged: an absolute 1
+// in its place certified a saddle of intel with every weight times 1e-12
+// (F 560 times F*), whose negative curvature the 1e-6 allowance covered.
+// On data whose measurements agree exactly (trees, noise-free graphs: F*
+// = 0) the default GapTol allows ten floors, which a proof at the
+// rounding floor meets. fUnit analyses S's pattern first if no check
+// has (the anchor sets the floor); 0 without a symbolic factorization
+// (an analysis error, which the check then reports).
+func (c *certifier) fUnit() float64 {
+	if c.chol == nil && c.analyze() != nil {
+		return 0
+	}
+	return floorUnits * c.floor
 }
 
 // lastPose returns the pose block that chol eliminates last: the anchor,
@@ -532,9 +556,10 @@ func (c *certifier) tries(sigmaA, sigma float64) []shift {
 // once the quotient moves by less than eta/10 between two steps (at most
 // maxInverseSteps): at a certified point the shift puts the null space
 // orders of magnitude below the next eigenvalue, and on the benchmark
-// graphs the quotient is at its rounding level (1e-17 to 1e-13 of the
-// largest diagonal entry) after the first solve; eight fixed solves were
-// 2.3 s of the certificate's 12.5 at a million poses.
+// graphs the quotient is at its rounding level after the first solve,
+// where a fixed number of solves cost a large part of the certificate at
+// a million poses (docs/performance.md, "Tuning figures":
+// inverseIteration).
 func (c *certifier) inverseIteration(chol *sparse.Cholesky, eta float64) float64 {
 	v, w := c.inv, c.inv2
 	for k := range v {

@@ -24,7 +24,8 @@
 // first, since its cost does not grow with n), or on every pose. The
 // estimate is optimal to within F(estimate) minus that bound, the reported
 // suboptimality bound, and is Certified exactly when that bound is at
-// most max(Options.GapTol max(1, |F|), Options.GapAbs); the first shift
+// most max(Options.GapTol max(FUnit, |F|), Options.GapAbs), FUnit the
+// unit of F tied to the certificate's rounding floor; the first shift
 // tried costs at most half of that (a larger retry proves a looser bound,
 // reported as such), and nothing else is allowed. When the proof holds
 // but misses it, the level refines its point at a tighter gradient

@@ -12,7 +12,7 @@ import (
 )
 
 // Certified means exactly what Options.GapTol says: the proven bound is
-// within max(GapTol max(1, |F|), GapAbs). kitti_00 (F = 125.69) certifies
+// within max(GapTol max(FUnit, |F|), GapAbs). kitti_00 (F = 125.69) certifies
 // at 1e-5 and at 1e-7; at 1e-10 the shift's rounding floor alone costs
 // more than the allowance, and the status says the bound is all that was
 // proven, and why. (Before issue 18, a hundredfold floor allowance of 0.13
@@ -61,7 +61,7 @@ func TestKittiGapTol(t *testing.T) {
 // estimate: Solve certifies that point as it is, with no BCM sweep and no
 // trust-region step. The bound (F itself, since F* >= 0) is within the
 // allowance with or without GapAbs: the default allowance is GapTol times
-// max(1, |F|), not a relative 1e-6 of F ~ 1e-22.
+// max(FUnit, |F|), not a relative 1e-6 of F ~ 1e-22.
 func TestZeroResidualChainCertifiedWithoutClimbing(t *testing.T) {
 	for _, loop := range []float64{0, 0.004} {
 		g, _, err := datasets.Manhattan(3000, 30, datasets.Config{Kappa: 100, Tau: 10, LoopProb: loop, NoiseFree: true, Seed: 1})
@@ -105,7 +105,7 @@ func TestGapTolerancesChecked(t *testing.T) {
 // tree with noisy measurements (F* = 0: every measurement can be met), a
 // noise-free graph with closures, a 2-pose chain with a generic
 // measurement, and graphs whose optimum is small (F* < 1), where the
-// allowance is GapTol itself, GapTol max(1, |F|).
+// allowance may be GapTol times the unit of F, GapTol max(FUnit, |F|).
 func TestExactGraphsCertifyByDefault(t *testing.T) {
 	tree, _, err := datasets.Mixed(datasets.MixedConfig{D: 3, N: 40, MinWeight: 10, MaxWeight: 1e6, Seed: 5})
 	if err != nil {
@@ -137,16 +137,36 @@ func TestExactGraphsCertifyByDefault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			by := "gap_tol*1"
-			if res.Objective >= 1 {
+			by := "gap_tol*unit"
+			if res.Objective >= res.FUnit {
 				by = "gap_tol*|F|"
 			}
-			if !res.Certified || res.GapAllowedBy != by || res.GapAllowed != 1e-6*math.Max(1, res.Objective) {
+			if !res.Certified || res.GapAllowedBy != by || !(res.FUnit > 0) || res.GapAllowed != 1e-6*math.Max(res.FUnit, res.Objective) {
 				t.Errorf("%s %v: %s, F %g, bound %g, allowed %g by %q", c.name, prob, res.Status, res.Objective, res.SuboptimalityBound, res.GapAllowed, res.GapAllowedBy)
 			}
 			if c.name != "small F" && res.Objective > 1e-9 {
 				t.Errorf("%s %v: F %g, want 0 up to rounding", c.name, prob, res.Objective)
 			}
 		}
+	}
+}
+
+// A shift floor above the allowance does not end the level before its
+// proof refinements (review D3): the bound is F - tr(Lambda) plus the
+// shift's cost, and F - tr(Lambda) can be negative, so only the refined
+// point's proof decides BelowPrecision. At GapTol 1e-16 the floor is far
+// above the allowance; the level still refines.
+func TestBelowPrecisionAfterRefinement(t *testing.T) {
+	g, _ := noisyGraph(2, 30, 10, 0.05, 0.05, 3)
+	res, err := Solve(context.Background(), g, Options{GapTol: 1e-16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != BelowPrecision || !(res.ShiftFloor > res.GapAllowed) {
+		t.Fatalf("%s, shift floor %g, allowed %g: want %q", res.Status, res.ShiftFloor, res.GapAllowed, BelowPrecision)
+	}
+	lv := res.Levels[len(res.Levels)-1]
+	if lv.ProofRefinements == 0 && lv.RTRStop != "stalled" {
+		t.Errorf("level %+v: no proof refinement before BelowPrecision", lv)
 	}
 }

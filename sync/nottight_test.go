@@ -287,3 +287,25 @@ func TestLevelBoundsProven(t *testing.T) {
 		t.Fatalf("no level failed the certificate: the test checks nothing (status %s, rank %d)", res.Status, res.Rank)
 	}
 }
+
+// A solve never returns an estimate worse than the one it started from
+// (review D6): warm-started at the estimate of a first solve of a graph
+// whose relaxation is not tight, from above rank d, the rounding of the
+// staircase's point came back above it (by rounding error, 103.068060117492
+// against the same digits); the initial estimate is now a candidate.
+func TestNeverWorseThanInitial(t *testing.T) {
+	g := notTightGraph(t)
+	first, err := Solve(context.Background(), g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rank0 := range []int{0, 3, 4} {
+		res, err := Solve(context.Background(), g, Options{InitialPoses: first.Poses, Rank0: rank0, MaxRank: max(rank0, 10)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(res.Objective <= res.InitialObjective) || g.Cost(res.Poses, posegraph.Poses) != res.Objective {
+			t.Errorf("rank0 %d: F %.17g (%s), initial %.17g", rank0, res.Objective, res.Estimate, res.InitialObjective)
+		}
+	}
+}

@@ -93,18 +93,20 @@ type Options struct {
 	// GapTol and GapAbs say what the certificate must prove. Certified
 	// means
 	//
-	//	bound <= max(GapTol * max(1, |F|), GapAbs)
+	//	bound <= max(GapTol * max(unit, |F|), GapAbs)
 	//
 	// where F is the returned estimate's objective and bound is the proven
 	// suboptimality bound F - (a lower bound on F*), so that F - F* is at
 	// most that allowance (Result.GapAllowed; Result.GapAllowedBy says
 	// which term set it). GapTol is relative (default 1e-6) to |F|, and
-	// to 1 when |F| < 1: F is a sum of weighted squared residuals, a
-	// chi-squared statistic in units of the measurements' own variances,
-	// so a gap of GapTol in F is as meaningless statistically when F is
-	// small as when it is large, and data whose measurements agree exactly
-	// (F* = 0: noise-free data, trees), for which no relative tolerance
-	// can be proven in floating point, certify. GapAbs (default 0) is an
+	// to the unit of F (Result.FUnit) when |F| is below it: 1e7 times the
+	// certificate's rounding floor at this graph's Q, a quantity
+	// proportional to the weights, so that scaling every weight by the
+	// same factor changes no status (an absolute 1 there certified a saddle
+	// of intel with its weights times 1e-12). Data whose measurements agree
+	// exactly (F* = 0: noise-free data, trees), for which no relative
+	// tolerance of F can be proven in floating point, certify: the default
+	// GapTol allows them ten times the rounding floor. GapAbs (default 0) is an
 	// absolute allowance in the units of F. The certificate's first shift
 	// costs at most half the allowance (a larger retry proves a looser
 	// bound, and the status then says so); the proof holds without any

@@ -51,10 +51,13 @@ type Report struct {
 	SuboptimalityBound *float64 `json:"suboptimality_bound"`
 	RelativeGap        *float64 `json:"relative_suboptimality_bound"`
 	GapAllowed         float64  `json:"gap_allowed"`
-	// GapAllowedBy names the term of max(gap_tol max(1, |F|), gap_abs)
-	// that set GapAllowed: "gap_tol*|F|", "gap_tol*1" (|F| < 1) or
-	// "gap_abs" (Result.GapAllowedBy).
+	// GapAllowedBy names the term of max(gap_tol max(f_unit, |F|),
+	// gap_abs) that set GapAllowed: "gap_tol*|F|", "gap_tol*unit"
+	// (|F| < f_unit) or "gap_abs" (Result.GapAllowedBy).
 	GapAllowedBy string `json:"gap_allowed_by"`
+	// FUnit is Result.FUnit, the unit of F below which gap_tol is relative
+	// to it rather than to |F|.
+	FUnit float64 `json:"f_unit"`
 	// ShiftFloor is the least the certificate's shift could cost the bound
 	// at the rounding floor eig_tol (Result.ShiftFloor): a gap_allowed
 	// below it cannot be proven in double precision.
@@ -233,7 +236,7 @@ func NewReport(file string, res *Result) *Report {
 		Landmarks: g.NumLandmarks(), Observations: observations(g),
 		Init: string(opts.Init), InitialObjective: res.InitialObjective,
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
-		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed, GapAllowedBy: res.GapAllowedBy,
+		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed, GapAllowedBy: res.GapAllowedBy, FUnit: res.FUnit,
 		ShiftFloor: res.ShiftFloor,
 		Certified:  res.Certified, Status: string(res.Status), Error: res.Error, Rank: res.Rank,
 		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate),

@@ -17,8 +17,9 @@ const (
 	Certified Status = "certified"
 	// CertifiedRelaxation: the relaxation is solved and certified, but its
 	// solution has rank > d and no estimate attains its bound: the
-	// estimate, the best of the rounding, its refinement at rank d and the
-	// staircase's rank-d critical point (Result.Estimate), is within
+	// estimate, the best of the rounding, its refinement at rank d, the
+	// staircase's rank-d critical point and the initial estimate
+	// (Result.Estimate), is within
 	// SuboptimalityBound of the optimum.
 	CertifiedRelaxation Status = "relaxation certified, rounding not tight"
 	// Bounded: S is proven positive semidefinite up to the certificate's
@@ -28,13 +29,15 @@ const (
 	// stalled, or its proof refinements ran out). The estimate is within
 	// SuboptimalityBound of F*.
 	Bounded Status = "certified only to the reported suboptimality bound"
-	// BelowPrecision: as Bounded, but the allowance is below what double
-	// precision can prove at this point: the certificate's smallest shift,
-	// at the rounding floor Options.EigTol, alone costs the bound more
-	// than the allowance (Result.ShiftFloor > Result.GapAllowed), so no
-	// further convergence could certify it. The data are legal; the
-	// tolerance asks for more digits than the weights' spread leaves. A
-	// looser GapTol or a GapAbs of at least ShiftFloor certifies it.
+	// BelowPrecision: as Bounded, but the certificate's smallest shift,
+	// at the rounding floor Options.EigTol, alone costs more than the
+	// allowance (Result.ShiftFloor > Result.GapAllowed), and the proof
+	// refinements, which ran until the optimizer stalled or their count
+	// ran out, did not lower F - tr(Lambda) enough to make up for it. The
+	// tolerance asks for about as many digits as double precision leaves
+	// at these weights; the data are legal. The estimate is within
+	// SuboptimalityBound of F*, and a GapAbs of at least that bound (or a
+	// GapTol that allows it) certifies it.
 	BelowPrecision Status = "certified only to the reported suboptimality bound: the tolerance is below the certificate's rounding floor"
 	// NotCertified: the certificate still failed at the maximum rank.
 	// Result.HasBound may still hold: a failing level can prove a weaker
@@ -58,6 +61,12 @@ const (
 	// staircase stopped there. The estimate is the best held then, with a
 	// bound when one was proven.
 	IterationLimit Status = "stopped by the iteration limit"
+	// RobustUnsettled: a robust run (SolveRobust) stopped at a cap before
+	// its weights settled, GNC's RobustOptions.MaxIterations or the TLS
+	// check's (RobustResult.Stop "iterations" or "checks"): the final solve
+	// may be certified, but it is the optimum of weights that are not a
+	// fixed point of the TLS test, so not the robust estimate.
+	RobustUnsettled Status = "not certified: the robust weights did not settle"
 	// Cancelled: the context was cancelled.
 	Cancelled Status = "cancelled"
 	// Aborted: the level optimizer failed with an error the solve
@@ -98,6 +107,10 @@ const (
 	// EstimateCritical: the rank-d critical point the staircase left
 	// before climbing, lower than the rounded and the refined estimates.
 	EstimateCritical Estimate = "rank-d critical point"
+	// EstimateInitial: the initial estimate (in the graph's gauge), lower
+	// than every point the staircase made from it: the solve never returns
+	// an estimate worse than the one it started from.
+	EstimateInitial Estimate = "initial estimate"
 )
 
 // Record is one point of the convergence history.
@@ -234,11 +247,17 @@ type Result struct {
 	// SuboptimalityBound is Objective - DualBound >= Objective - F*.
 	SuboptimalityBound float64
 	// GapAllowed is what Certified allows of SuboptimalityBound:
-	// max(Options.GapTol max(1, |Objective|), Options.GapAbs), nothing
+	// max(Options.GapTol max(FUnit, |Objective|), Options.GapAbs), nothing
 	// more. GapAllowedBy names the term that set it: "gap_tol*|F|",
-	// "gap_tol*1" (|F| < 1) or "gap_abs".
+	// "gap_tol*unit" (|F| < FUnit) or "gap_abs".
 	GapAllowed   float64
 	GapAllowedBy string
+	// FUnit is the unit of F the relative tolerance falls back to when
+	// |F| is below it: 1e7 times the certificate's rounding floor at this
+	// graph's Q (the least shift at Options.EigTol), so proportional to
+	// the weights: a uniform scaling of every weight scales it, F and
+	// every bound alike, and changes no status (see Options.GapTol).
+	FUnit float64
 	// ShiftFloor is the least the certificate's shift could cost the bound
 	// at the point whose proof is reported, at the rounding floor
 	// Options.EigTol (0 when no proof was attempted): no bound below it can

@@ -596,7 +596,7 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options, ro Robus
 			}
 		}
 		var err error
-		if initial, err = initialize(wg, init, gs.order); err != nil {
+		if initial, err = initialize(wg, init, rounding.NewPlan(wg, gs.order, nil)); err != nil {
 			return nil, err
 		}
 		gs.start(initial, full.Seed)
@@ -754,6 +754,19 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options, ro Robus
 		stop = "no outliers"
 	}
 	rr.Stop = stop
+	if res.Status == Certified && !rr.Converged {
+		// The certificate is of the last weights' optimum, but they did
+		// not settle: the run is not certified as a robust estimate.
+		switch stop {
+		case "time limit":
+			res.Status = TimeLimit
+		case "cancelled":
+			res.Status = Cancelled
+		default: // "iterations", "checks"
+			res.Status = RobustUnsettled
+		}
+		res.Certified = false
+	}
 	rr.Residuals = r2
 	rr.Rejected = rr.Rejected[:0]
 	for k, v := range rr.Weights {
@@ -775,9 +788,10 @@ func SolveRobust(ctx context.Context, g *posegraph.Graph, opts Options, ro Robus
 	// estimate.
 	res.Options = full
 	res.Options.LargestComponent = opts.LargestComponent
-	// Status stays the final solve's: it is of the final weighted graph,
-	// Result.Graph, which Result.Robust describes (RobustResult.Describe
-	// puts the two in one phrase).
+	// Status stays the final solve's (demoted above when the weights did
+	// not settle): it is of the final weighted graph, Result.Graph, which
+	// Result.Robust describes (RobustResult.Describe puts the two in one
+	// phrase).
 	return res, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/rounding"
 )
 
 // gncSolver makes GNC's weighted solves cheap: one local solve of the
@@ -82,7 +83,7 @@ func (s *gncSolver) solve(ctx context.Context, w []float64, tol float64, maxIter
 	copy(s.q.Val, q.Val)
 	// The row solver's factor of Q + sigma I (the fallback when the
 	// Hessian does not factor) is of this solve's Q.
-	pre := newRowSolver(qFactor(s.q, s.perm), s.r, s.q.Dim())
+	pre := newRowSolver(qFactor(s.q, s.perm, nil))
 	return rtr(ctx, s.m, s.x, pre, s.hp, rtrOptions{GradTol: tol, MaxIter: maxIter, Deadline: deadline})
 }
 
@@ -127,17 +128,18 @@ func (s *gncSolver) costs(dst []float64) []float64 {
 // round returns the lifted point rounded onto SO(d)^n, with translations
 // optimal for the graph wg (same vertices as g) and in g's gauge.
 func (s *gncSolver) round(wg *posegraph.Graph) ([]posegraph.Pose, error) {
-	return roundEstimate(wg, s.x, s.d, s.prob, s.order)
+	return roundEstimate(wg, s.x, s.d, s.prob, rounding.NewPlan(wg, s.order, nil))
 }
 
 // qFactor returns the lazily made factor of Q + sigma I, sigma 1e-9 of Q's
 // largest diagonal entry (it only lifts the common translation), in the
-// block ordering perm: the trust region's fallback preconditioner and the
+// block ordering perm (sym, if not nil, its block analysis of Q's
+// pattern): the trust region's fallback preconditioner and the
 // eigensolver's.
-func qFactor(q *sparse.BlockSym, perm []int) *lazyFactor {
+func qFactor(q *sparse.BlockSym, perm []int, sym *sparse.BlockSymbolic) *lazyFactor {
 	scale := q.MaxDiag()
 	return &lazyFactor{build: func() (*sparse.Cholesky, error) {
-		c, err := sparse.AnalyzeBlocks(q, perm)
+		c, err := analyzeWith(sym, q, perm)
 		if err == nil {
 			err = c.FactorizeBlocks(q, 1e-9*scale)
 		}

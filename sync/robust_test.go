@@ -173,6 +173,11 @@ func TestRobustSchedule(t *testing.T) {
 	if !strings.Contains(rr.Describe(), "not converged") {
 		t.Errorf("%q does not say GNC stopped early", rr.Describe())
 	}
+	// The last weights' solve may certify their optimum, but the weights
+	// did not settle: the run is not certified (review D2).
+	if res.Status != RobustUnsettled || res.Certified || its[4].Status != string(Certified) {
+		t.Errorf("status %q (certified %v), the final solve's %q; want %q from a certified final solve", res.Status, res.Certified, its[4].Status, RobustUnsettled)
+	}
 	if its[0].Mu != 0 || its[0].Inliers != bad.M() {
 		t.Errorf("first solve: mu %g, %d inliers of %d edges", its[0].Mu, its[0].Inliers, bad.M())
 	}

@@ -12,7 +12,7 @@ import (
 // Gallivan) whose subproblems are solved by truncated conjugate gradients
 // (Steihaug-Toint) on the horizontal space (the gauge projected out),
 // preconditioned by a sparse Cholesky factor of the Riemannian Hessian in an
-// orthonormal tangent basis (newton.go; exact at rank d, split above), and
+// orthonormal tangent basis (hessian_precond.go; exact at rank d, split above), and
 // by a factor of Q + sigma I applied row by row when the Hessian does not
 // factor even shifted. BCM brings X into
 // the basin cheaply; near a critical point this converges superlinearly,
@@ -29,10 +29,9 @@ type rtrOptions struct {
 	// Record); the caller fills in the rest.
 	OnRecord  func(iter int, rec Record)
 	Precision float64 // relative change of F below which a step counts as no progress
-	// Translations, when set, minimizes F exactly over the translation
-	// columns of x given n = X Q (the Y blocks fixed) and returns F's
-	// decrease; it runs after every accepted step (see rtr).
-	Translations func(x, n *sparse.Blocks) (float64, error)
+	// Translations, if not nil, replaces the translations of every trial
+	// point by their exact minimizer given its rotations (varpro.go).
+	Translations *translationProjector
 	// Radius is the first trust-region radius (0: a default from the size
 	// of x); rtrResult.Radius is the last, which the next rank starts from.
 	Radius float64
@@ -109,8 +108,8 @@ type rowSolver struct {
 	rhs, in []float64
 }
 
-func newRowSolver(factor *lazyFactor, r, dim int) *rowSolver {
-	return &rowSolver{factor: factor, rhs: make([]float64, r*dim), in: make([]float64, r*dim)}
+func newRowSolver(factor *lazyFactor) *rowSolver {
+	return &rowSolver{factor: factor}
 }
 
 // apply sets dst = V (Q + sigma I)^{-1} and reports whether it had a
@@ -124,6 +123,12 @@ func (s *rowSolver) apply(dst, v *sparse.Blocks) bool {
 	}
 	r, b := v.R, v.B
 	dim := v.N * b
+	if len(s.in) != r*dim {
+		// Made when first used: the Hessian's factor preconditions almost
+		// every step, and at a million poses these are large
+		// (docs/performance.md, "Tuning figures": rowSolver).
+		s.rhs, s.in = make([]float64, r*dim), make([]float64, r*dim)
+	}
 	for i := 0; i < v.N; i++ {
 		vi := v.Block(i)
 		for a := 0; a < r; a++ {
@@ -140,25 +145,67 @@ func (s *rowSolver) apply(dst, v *sparse.Blocks) bool {
 	return true
 }
 
-// rtr runs the trust region from x (updated in place).
+// rtr runs the trust region from x (updated in place): from the start
+// (trustRegion.start), each iteration records the point, stops when a
+// rule says so, solves the model by truncated CG (tcg), makes the trial
+// point (trial) and judges it (judge).
 func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPrecond, opts rtrOptions) (rtrResult, error) {
+	t := newTrustRegion(m, x, pre, hp, opts)
 	// Accepted steps swap x with a scratch buffer; the caller's storage
 	// receives the final point.
-	orig := x
 	defer func() {
-		if x != orig {
-			copyBlocks(orig, x)
+		if t.x != x {
+			copyBlocks(x, t.x)
 		}
 	}()
-	nq := m.newBlocks()
-	grad := m.newBlocks()
-	eta, heta := m.newBlocks(), m.newBlocks()
-	res, z, delta, hdelta := m.newBlocks(), m.newBlocks(), m.newBlocks(), m.newBlocks()
-	work, xnew, nqNew := m.newBlocks(), m.newBlocks(), m.newBlocks()
-	lam := make([]float64, m.n*m.d*m.d)
+	t.start()
+	for it := 0; ; it++ {
+		t.record(it)
+		if stop, err := t.stopped(ctx, it); stop {
+			return t.out, err
+		}
+		ePe, hitBoundary, ok := t.tcg()
+		if !ok {
+			// The preconditioned gradient vanished (all gauge, or a
+			// failed preconditioner): there is no step to take.
+			t.out.Stop = "stalled"
+			return t.out, nil
+		}
+		decrease, err := t.trial()
+		if err != nil {
+			return t.out, err
+		}
+		t.judge(decrease, ePe, hitBoundary)
+	}
+}
 
-	gg := newGauge(m.r)
-	gg.threads = m.threads
+// trustRegion is the state of one run of rtr: the point, its products and
+// gradient, the model's step and its scratch, the radius, and the
+// preconditioners' bookkeeping.
+type trustRegion struct {
+	m    *manifold
+	opts rtrOptions
+	pre  *rowSolver
+	hp   *hessianPrecond
+	gg   *gauge
+
+	x, nq, grad           *sparse.Blocks // the point, X Q there, the gradient
+	eta, heta             *sparse.Blocks // the step and its Hessian product
+	res, z, delta, hdelta *sparse.Blocks // tCG's residual, preconditioned residual, direction and its product
+	xnew, nqNew           *sparse.Blocks // the trial point and X Q there
+	lam                   []float64      // Lambda at the point
+	f, gnorm, enorm       float64        // F, ||grad F|| and ||2 X Q|| at the point
+	radius, maxRadius     float64
+	// fFloor stands for F where F is near 0: below it a change of F is
+	// judged against the problem's own scale, not against |F| (see
+	// weightUnit).
+	fFloor      float64
+	stall       int // steps in a row that made no progress
+	out         rtrResult
+	step        Record // the statistics of the step being taken
+	lastFactors int    // factorTotals at the last record
+	lastSeconds float64
+
 	// The Hessian's factor is the dominant cost of a step on large graphs.
 	// Near the minimum it changes little from step to step, and the factor
 	// from the previous point still preconditions tCG almost exactly, so it
@@ -169,152 +216,219 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 	// factor it replaced (see resumeFrom).
 	// The update is lazy (pending): the point that meets the tolerance
 	// never runs tCG, so it must not pay for a factorization.
-	useHessian, refactor, pending := false, true, false
-	var stale staleFactor
-	setPoint := func() {
-		m.lambda(lam, x, nq)
-		gg.setPoint(m.gaugePoint(x))
-		pending = hp != nil && (refactor || !useHessian)
+	useHessian, refactor, pending bool
+	stale                         staleFactor
+}
+
+// newTrustRegion makes the state of a run from x, with its buffers.
+func newTrustRegion(m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPrecond, opts rtrOptions) *trustRegion {
+	t := &trustRegion{m: m, opts: opts, pre: pre, hp: hp, x: x, refactor: true}
+	t.nq = m.newBlocks()
+	t.grad = m.newBlocks()
+	t.eta, t.heta = m.newBlocks(), m.newBlocks()
+	t.res, t.z, t.delta, t.hdelta = m.newBlocks(), m.newBlocks(), m.newBlocks(), m.newBlocks()
+	// nqNew holds nothing while tCG runs (the trial point is made after
+	// it): it is the Hessian product's scratch there, one vector less
+	// (docs/performance.md, "Tuning figures": rowSolver).
+	t.xnew, t.nqNew = m.newBlocks(), m.newBlocks()
+	t.lam = make([]float64, m.n*m.d*m.d)
+	t.gg = newGauge(m.r)
+	t.gg.threads = m.threads
+	if t.opts.MaxInner <= 0 {
+		t.opts.MaxInner = 1000
 	}
-	// horizontal removes the gauge directions (Omega X and the common
-	// translation): tCG works on their orthogonal complement, where the
-	// Hessian is nonsingular at a strict minimum. Away from a critical point
-	// the Hessian maps gauge directions to non-gauge ones and back, so both
-	// its output and the preconditioner's are projected.
-	horizontal := func(v *sparse.Blocks) {
-		m.removeShift(v)
-		gg.remove(v)
-		m.maskFree(v) // landmark Y coordinates are not variables
+	if t.opts.MaxIter <= 0 {
+		t.opts.MaxIter = 500
 	}
-	var step Record // the statistics of the step being taken
-	// factorTotals counts the factorizations made so far (the Hessian's
-	// and Q's) and their seconds; a record's share is the difference
-	// from the last record's totals.
-	factorTotals := func() (n int, secs float64) {
-		if hp != nil {
-			n, secs = hp.factorizations, hp.updateSeconds
-		}
-		if pre != nil {
-			n, secs = n+pre.factor.attempts, secs+pre.factor.seconds
-		}
-		return n, secs
+	return t
+}
+
+// start prepares the first point: its translations centred (F is
+// invariant; the gauge projection is orthogonal to the common shift only
+// when they sum to zero, and BCM's translation solve, which pins pose 0,
+// moves the centroid), its F, gradient and multipliers, and the radius.
+func (t *trustRegion) start() {
+	m, x := t.m, t.x
+	m.removeShift(x)
+	m.mulQ(t.nq, x)
+	t.f = inner(x, t.nq)
+	t.gnorm, t.enorm = m.gradient(t.grad, x, t.nq)
+	t.setPoint()
+
+	// fFloor stands for F where F is near 0: below it a change of F is
+	// judged against the problem's own scale, not against |F| (see
+	// weightUnit).
+	t.fFloor = rtrFloor * weightUnit(m.q, m.d, m.free)
+	dim := float64(len(x.Data))
+	t.maxRadius = math.Sqrt(dim) * math.Max(1, math.Sqrt(inner(x, x)/dim)) * 10
+	t.radius = t.maxRadius / 80
+	// tCG measures steps in the preconditioner's metric, the Hessian's or
+	// Q's, whose scale is the weights': a step of a given length in X is
+	// sqrt(weight) times longer there. The cap is raised accordingly (the
+	// first radius is not: at the benchmark graphs' weights it is tuned),
+	// so that the radius can grow to what heavy weights need: with every
+	// weight of intel times 1e12 it stayed a millionth of the step and the
+	// trust region spent its 500 steps crawling.
+	t.maxRadius *= math.Max(1, math.Sqrt(t.fFloor/rtrFloor))
+	if t.opts.Radius > 0 {
+		t.radius = math.Min(t.opts.Radius, t.maxRadius)
 	}
-	lastFactors, lastSeconds := factorTotals()
-	precond := func(dst, v *sparse.Blocks) {
-		if pending {
-			useHessian, pending = hp.update(x, lam), false
-			stale.factored()
-			if useHessian {
-				step.Shift, step.Raised = shiftLadder[hp.rung], hp.raised
-			}
+	t.lastFactors, t.lastSeconds = t.factorTotals()
+}
+
+// setPoint computes what the point's steps need (Lambda and the gauge)
+// and whether its first preconditioning must factor the Hessian.
+func (t *trustRegion) setPoint() {
+	t.m.lambda(t.lam, t.x, t.nq)
+	t.gg.setPoint(t.m.gaugePoint(t.x))
+	t.pending = t.hp != nil && (t.refactor || !t.useHessian)
+}
+
+// rel is the relative gradient norm at the point.
+func (t *trustRegion) rel() float64 {
+	if t.enorm == 0 {
+		return 0
+	}
+	return t.gnorm / t.enorm
+}
+
+// horizontal removes the gauge directions (Omega X and the common
+// translation): tCG works on their orthogonal complement, where the
+// Hessian is nonsingular at a strict minimum. Away from a critical point
+// the Hessian maps gauge directions to non-gauge ones and back, so both
+// its output and the preconditioner's are projected.
+func (t *trustRegion) horizontal(v *sparse.Blocks) {
+	t.m.removeShift(v)
+	t.gg.remove(v)
+	t.m.maskFree(v) // landmark Y coordinates are not variables
+}
+
+// factorTotals counts the factorizations made so far (the Hessian's and
+// Q's) and their seconds; a record's share is the difference from the
+// last record's totals.
+func (t *trustRegion) factorTotals() (n int, secs float64) {
+	if t.hp != nil {
+		n, secs = t.hp.factorizations, t.hp.updateSeconds
+	}
+	if t.pre != nil {
+		n, secs = n+t.pre.factor.attempts, secs+t.pre.factor.seconds
+	}
+	return n, secs
+}
+
+// precond sets dst to the preconditioned v, factoring the Hessian first
+// when the point asks for it (pending).
+func (t *trustRegion) precond(dst, v *sparse.Blocks) {
+	hp := t.hp
+	if t.pending {
+		t.useHessian, t.pending = hp.update(t.x, t.lam), false
+		t.stale.factored()
+		if t.useHessian {
+			t.step.Shift, t.step.Raised = shiftLadder[hp.rung], hp.raised
 		}
-		switch {
-		case useHessian:
-			step.Precond = "hessian"
-			hp.apply(dst, v)
-		case pre != nil:
-			step.Precond = "q"
-			if !pre.apply(dst, v) {
-				step.Precond = "none"
-				return
-			}
-		default:
-			step.Precond = "none"
-			copyBlocks(dst, v)
+	}
+	switch {
+	case t.useHessian:
+		t.step.Precond = "hessian"
+		hp.apply(dst, v)
+	case t.pre != nil:
+		t.step.Precond = "q"
+		if !t.pre.apply(dst, v) {
+			t.step.Precond = "none"
 			return
 		}
-		m.proj(dst, x, dst)
-		horizontal(dst)
+	default:
+		t.step.Precond = "none"
+		copyBlocks(dst, v)
+		return
 	}
+	t.m.proj(dst, t.x, dst)
+	t.horizontal(dst)
+}
 
-	// Center the translations (F is invariant): the gauge projection is
-	// orthogonal to the common shift only when they sum to zero, and BCM's
-	// translation solve, which pins pose 0, moves the centroid.
-	m.removeShift(x)
-	m.mulQ(nq, x)
-	f := inner(x, nq)
-	gnorm, enorm := m.gradient(grad, x, nq)
-	setPoint()
+// record sets the run's result to iteration it's point and hands the
+// point, with the statistics of the step that led to it, to OnRecord.
+func (t *trustRegion) record(it int) {
+	t.out = rtrResult{F: t.f, GradNorm: t.gnorm, RelGrad: t.rel(), Iterations: it, InnerIterations: t.out.InnerIterations, Radius: t.radius}
+	if t.opts.OnRecord != nil {
+		t.step.F, t.step.GradNorm, t.step.RelGrad = t.f, t.gnorm, t.rel()
+		n, secs := t.factorTotals()
+		t.step.Factorizations, t.step.FactorSeconds = n-t.lastFactors, secs-t.lastSeconds
+		t.lastFactors, t.lastSeconds = n, secs
+		t.opts.OnRecord(it, t.step)
+	}
+	t.step = Record{}
+}
 
-	dim := float64(len(x.Data))
-	maxRadius := math.Sqrt(dim) * math.Max(1, math.Sqrt(inner(x, x)/dim)) * 10
-	radius := maxRadius / 80
-	if opts.Radius > 0 {
-		radius = math.Min(opts.Radius, maxRadius)
+// stopped reports whether the run ends before iteration it's step, with
+// the reason in out.Stop (and the context's error when it was cancelled).
+func (t *trustRegion) stopped(ctx context.Context, it int) (bool, error) {
+	opts := t.opts
+	switch {
+	case t.rel() <= opts.GradTol:
+		t.out.Stop = "gradient"
+		return true, nil
+	case it >= opts.MaxIter:
+		t.out.Stop = "iterations"
+		return true, nil
+	case !opts.Deadline.IsZero() && time.Now().After(opts.Deadline):
+		t.out.Stop = "time"
+		return true, nil
+	case t.stall >= 12, t.stall >= 2 && t.rel() <= 100*opts.GradTol:
+		// Near the tolerance, steps that make no progress mean the
+		// gradient has reached its rounding floor: more iterations
+		// only refactor the Hessian to no effect.
+		t.out.Stop = "stalled"
+		return true, nil
 	}
-	if opts.MaxInner <= 0 {
-		opts.MaxInner = 1000
+	if err := ctx.Err(); err != nil {
+		t.out.Stop = "cancelled"
+		return true, err
 	}
-	if opts.MaxIter <= 0 {
-		opts.MaxIter = 500
-	}
-	var out rtrResult
-	rel := func() float64 {
-		if enorm == 0 {
-			return 0
-		}
-		return gnorm / enorm
-	}
-	stall := 0
-	for it := 0; ; it++ {
-		out = rtrResult{F: f, GradNorm: gnorm, RelGrad: rel(), Iterations: it, InnerIterations: out.InnerIterations, Radius: radius}
-		if opts.OnRecord != nil {
-			step.F, step.GradNorm, step.RelGrad = f, gnorm, rel()
-			n, secs := factorTotals()
-			step.Factorizations, step.FactorSeconds = n-lastFactors, secs-lastSeconds
-			lastFactors, lastSeconds = n, secs
-			opts.OnRecord(it, step)
-		}
-		step = Record{}
-		switch {
-		case rel() <= opts.GradTol:
-			out.Stop = "gradient"
-			return out, nil
-		case it >= opts.MaxIter:
-			out.Stop = "iterations"
-			return out, nil
-		case !opts.Deadline.IsZero() && time.Now().After(opts.Deadline):
-			out.Stop = "time"
-			return out, nil
-		case stall >= 12, stall >= 2 && rel() <= 100*opts.GradTol:
-			// Near the tolerance, steps that make no progress mean the
-			// gradient has reached its rounding floor: more iterations
-			// only refactor the Hessian to no effect.
-			out.Stop = "stalled"
-			return out, nil
-		}
-		if err := ctx.Err(); err != nil {
-			out.Stop = "cancelled"
-			return out, err
-		}
+	return false, nil
+}
 
-		// Truncated CG on the model m(eta) = <grad, eta> + <eta, H eta>/2
-		// inside ||eta||_P <= radius.
+// tcg solves the model m(eta) = <grad, eta> + <eta, H eta>/2 inside
+// ||eta||_P <= radius by truncated CG into eta (heta = H eta), and
+// returns ||eta||_P^2 and whether it stopped on the boundary; ok is false
+// when the preconditioned gradient vanished. A factor kept from an earlier
+// point that has used up its budget of inner iterations (restartAfter) is
+// replaced by a fresh one and tCG starts over, once. It then decides
+// whether the next point refactors the Hessian.
+func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
+	m, x, hp, opts := t.m, t.x, t.hp, t.opts
+	eta, heta, res, z, delta, hdelta := t.eta, t.heta, t.res, t.z, t.delta, t.hdelta
+	radius := t.radius
+	inner1 := 0
+	for try := 0; ; try++ {
 		zeroBlocks(eta)
 		zeroBlocks(heta)
 		// The gradient is orthogonal to the gauge in exact arithmetic;
 		// its rounding-level gauge part would sit in the residual forever.
-		copyBlocks(res, grad)
-		horizontal(res)
-		precond(z, res)
+		copyBlocks(res, t.grad)
+		t.horizontal(res)
+		factoredHere := t.pending
+		t.precond(z, res)
 		zr := inner(z, res)
 		if !(zr > 0) {
-			// The preconditioned gradient vanished (all gauge, or a
-			// failed preconditioner): there is no step to take.
-			out.Stop = "stalled"
-			return out, nil
+			return 0, false, false
 		}
-		dPd, ePe, ePd := zr, 0.0, 0.0
+		var dPd, ePd float64
+		dPd, ePe, ePd = zr, 0.0, 0.0
 		for k := range delta.Data {
 			delta.Data[k] = -z.Data[k]
 		}
-		r0 := gnorm
-		hitBoundary := false
-		inner1 := 0
-		for j := 0; j < opts.MaxInner; j++ {
+		r0 := t.gnorm
+		hitBoundary = false
+		limit, kept := opts.MaxInner, t.useHessian && !factoredHere && try == 0
+		if kept {
+			limit = min(limit, restartAfter(hp))
+		}
+		finished := false
+		for j := 0; j < limit; j++ {
 			inner1++
-			m.hess(hdelta, x, delta, lam, work)
-			horizontal(hdelta)
+			m.hess(hdelta, x, delta, t.lam, t.nqNew)
+			t.horizontal(hdelta)
 			dHd := inner(delta, hdelta)
 			alpha := zr / dHd
 			ePeNew := ePe + 2*alpha*ePd + alpha*alpha*dPd
@@ -322,7 +436,7 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 				tau := (-ePd + math.Sqrt(ePd*ePd+dPd*(radius*radius-ePe))) / dPd
 				axpy(tau, delta, eta)
 				axpy(tau, hdelta, heta)
-				hitBoundary = true
+				hitBoundary, finished = true, true
 				break
 			}
 			ePe = ePeNew
@@ -330,10 +444,11 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			axpy(alpha, hdelta, heta)
 			axpy(alpha, hdelta, res)
 			m.proj(res, x, res)
-			if tcgConverged(math.Sqrt(inner(res, res)), r0, enorm, opts.GradTol) {
+			if tcgConverged(math.Sqrt(inner(res, res)), r0, t.enorm, opts.GradTol) {
+				finished = true
 				break
 			}
-			precond(z, res)
+			t.precond(z, res)
 			zrOld := zr
 			zr = inner(z, res)
 			beta := zr / zrOld
@@ -343,71 +458,108 @@ func rtr(ctx context.Context, m *manifold, x *sparse.Blocks, pre *rowSolver, hp 
 			ePd = beta * (ePd + alpha*dPd)
 			dPd = zr + beta*beta*dPd
 		}
-		out.InnerIterations += inner1
-		step.Inner = inner1
-		refactor = hp == nil || stale.step(inner1, hp.refactorAfter())
-		if useHessian {
-			if from := resumeFrom(hp.rung, hp.resumed, hp.replaced); from >= 0 {
-				refactor, hp.resume, hp.resumeAt = true, true, from
-			}
+		if !kept || finished {
+			break
 		}
-
-		m.retract(xnew, x, eta)
-		m.mulQ(nqNew, xnew)
-		// F is a sum of terms far larger than F itself near an optimum
-		// (tau t^2 against small residuals), so F(new) - F(old) formed by
-		// subtraction is mostly rounding. The exact identity
-		// F(new) - F(old) = <X_new - X, (X_new + X) Q> uses the two products
-		// at hand and loses nothing to cancellation.
-		decrease := 0.0
-		for k, v := range xnew.Data {
-			decrease -= (v - x.Data[k]) * (nqNew.Data[k] + nq.Data[k])
-		}
-		model := inner(grad, eta) + inner(eta, heta)/2
-		// Regularize rho so that steps whose decrease is at the level of
-		// rounding are not judged by noise.
-		reg := math.Max(1, math.Abs(f)) * 1e-15
-		rho := (decrease + reg) / (-model + reg)
-		stepNorm := math.Sqrt(ePe) // eta's norm in the preconditioner's metric
-		if hitBoundary {
-			stepNorm = radius
-		}
-		radius = nextRadius(radius, maxRadius, stepNorm, rho, hitBoundary)
-		if rho > 0.1 && decrease >= -reg {
-			if decrease/math.Max(1, math.Abs(f)) < 1e-16 {
-				stall++
-			} else {
-				stall = 0
-			}
-			step.Accepted = true
-			x, xnew = xnew, x
-			nq, nqNew = nqNew, nq
-			// Track F through the accurate decrease: re-evaluating
-			// tr(XQX^T) would add rounding noise of relative size ~1e-10.
-			f -= decrease
-			if opts.Translations != nil && hitBoundary {
-				// The translations enter F quadratically, so their exact
-				// minimizer given the new Y blocks is one sparse solve: a
-				// block-coordinate step that a step cut short by the
-				// trust region did not take. Far from a critical point
-				// (M3500b from its chordal estimate, 0.2 rad of rotation
-				// noise) the translations lag the rotations, and the
-				// rank-2 level took 35 steps without it, 18 with it. An
-				// interior step is a Newton step, which moved the
-				// translations to second order already: re-solving there
-				// gained nothing on the suite and cost a stale factor.
-				dec, err := opts.Translations(x, nq)
-				if err != nil {
-					return out, err
-				}
-				f -= dec
-				m.removeShift(x) // the solve pins one pose, not the centroid
-				m.mulQ(nq, x)
-			}
-			gnorm, enorm = m.gradient(grad, x, nq)
-			setPoint()
-		} else {
-			stall++
+		// The stale factor ran out of its budget: factor at this point
+		// and start tCG again (the iterations spent are counted).
+		t.pending = true
+	}
+	t.out.InnerIterations += inner1
+	t.step.Inner = inner1
+	t.refactor = hp == nil || t.stale.step(inner1, hp.refactorAfter())
+	if t.useHessian {
+		if from := resumeFrom(hp.rung, hp.resumed, hp.replaced); from >= 0 {
+			t.refactor, hp.resume, hp.resumeAt = true, true, from
 		}
 	}
+	return ePe, hitBoundary, true
+}
+
+// trial makes the trial point xnew = R_x(eta), with its exactly optimal
+// translations when opts.Translations is set, and nqNew = xnew Q, and
+// returns F's decrease from x to it.
+func (t *trustRegion) trial() (float64, error) {
+	m, x, xnew, nqNew := t.m, t.x, t.xnew, t.nqNew
+	m.retract(xnew, x, t.eta)
+	if t.opts.Translations != nil {
+		if err := t.opts.Translations.project(m, xnew, nqNew); err != nil {
+			return 0, err
+		}
+	} else {
+		m.mulQ(nqNew, xnew)
+	}
+	// F is a sum of terms far larger than F itself near an optimum
+	// (tau t^2 against small residuals), so F(new) - F(old) formed by
+	// subtraction is mostly rounding. The exact identity
+	// F(new) - F(old) = <X_new - X, (X_new + X) Q> uses the two products
+	// at hand and loses nothing to cancellation.
+	decrease := 0.0
+	for k, v := range xnew.Data {
+		decrease -= (v - x.Data[k]) * (nqNew.Data[k] + t.nq.Data[k])
+	}
+	return decrease, nil
+}
+
+// judge compares the trial point's decrease with the model's, sets the
+// next radius, and moves to the trial point when the step is accepted.
+func (t *trustRegion) judge(decrease, ePe float64, hitBoundary bool) {
+	f := t.f
+	model := inner(t.grad, t.eta) + inner(t.eta, t.heta)/2
+	// Regularize rho so that steps whose decrease is at the level of
+	// rounding are not judged by noise.
+	reg := math.Max(t.fFloor, math.Abs(f)) * 1e-15
+	rho := (decrease + reg) / (-model + reg)
+	stepNorm := math.Sqrt(ePe) // eta's norm in the preconditioner's metric
+	if hitBoundary {
+		stepNorm = t.radius
+	}
+	t.radius = nextRadius(t.radius, t.maxRadius, stepNorm, rho, hitBoundary)
+	if rho > 0.1 && decrease >= -reg {
+		if decrease/math.Max(t.fFloor, math.Abs(f)) < 1e-16 {
+			t.stall++
+		} else {
+			t.stall = 0
+		}
+		t.step.Accepted = true
+		t.x, t.xnew = t.xnew, t.x
+		t.nq, t.nqNew = t.nqNew, t.nq
+		// Track F through the accurate decrease: re-evaluating
+		// tr(XQX^T) would add rounding noise of relative size ~1e-10.
+		t.f -= decrease
+		t.gnorm, t.enorm = t.m.gradient(t.grad, t.x, t.nq)
+		t.setPoint()
+	} else {
+		t.stall++
+	}
+}
+
+// rtrFloor times weightUnit is the F below which the trust region judges
+// a step's decrease against the problem's scale rather than against |F|
+// (which vanishes at an exact optimum).
+const rtrFloor = 1e-5
+
+// weightUnit is the problem's own scale of F: the mean over the poses
+// (landmarks, free = true, aside) of the trace of the rotation part of
+// Q's diagonal block, the weight of the measurements at a pose. It is
+// proportional to the weights, so a test against it means the same
+// whatever their units: a uniform scaling of every weight scales F, Q,
+// Lambda and every bound by the same factor, and a decision made against
+// weightUnit (never against an absolute number such as 1) does not change.
+func weightUnit(q *sparse.BlockSym, d int, free []bool) float64 {
+	b, w, n := q.B, 0.0, 0
+	for i := 0; i < q.N; i++ {
+		if free != nil && free[i] {
+			continue
+		}
+		blk := q.Block(q.Diag[i])
+		for a := 0; a < d; a++ {
+			w += blk[a*b+a]
+		}
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return w / float64(n)
 }

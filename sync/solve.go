@@ -34,14 +34,17 @@ func NewBCMRTR() LevelOptimizer { return &central{} }
 // sweeps of block-coordinate minimization (package bcm), the core
 // algorithm, which makes cheap early progress, then the Riemannian trust
 // region (rtr.go), whose Newton steps bring the point to the accuracy a
-// certificate needs. It keeps across calls what a solve builds once: BCM's
-// translation factor, the lazily made factor of Q + sigma I and the
-// Hessian preconditioner with its symbolic analysis.
+// certificate needs. It keeps across calls what a solve builds once: the
+// lazily made factor of Q + sigma I, the Hessian preconditioner with its
+// symbolic analysis and the trust region's translation projection (BCM's
+// and the projection's translation system is the staircase's rounding
+// plan, Run.plan).
 type central struct {
 	solver  *bcm.Solver
 	qFactor *lazyFactor
 	hp      *hessianPrecond
-	m       *manifold // at the rank of the last level
+	tp      *translationProjector // nil for rotations
+	m       *manifold             // at the rank of the last level
 	// radius is the trust region's radius where the last run ended, where
 	// the next one starts (0: the first level's default). The escape
 	// moves the point by little, and the radius the last level ended with
@@ -65,15 +68,20 @@ func (c *central) Method(r *Run) MethodInfo {
 // factor; sigma only lifts Q's null space (the common translation), so it
 // is tiny next to the weights.
 func (c *central) Init(ctx context.Context, r *Run) ([]posegraph.Pose, Init, error) {
-	init, err := initialize(r.g, r.opts, r.poseOrder)
+	init, err := initialize(r.g, r.opts, r.plan)
 	if err != nil {
 		return nil, "", err
 	}
 	q, d := r.q, r.g.D
-	c.qFactor = qFactor(q, r.perm)
+	c.qFactor = qFactor(q, r.perm, r.sym)
 	c.hp = newHessianPrecond(q, d, r.perm, 1e-9*q.MaxDiag())
-	c.hp.threads = r.opts.Threads
+	c.hp.threads, c.hp.sym = r.opts.Threads, r.sym
 	c.solver = bcm.New(q, d, r.opts.Problem)
+	if r.opts.Problem == posegraph.Poses && q.N > 1 {
+		if c.tp, err = newTranslationProjector(r.plan, q.N); err != nil {
+			return nil, "", err
+		}
+	}
 	return init, r.opts.Init, nil
 }
 
@@ -106,6 +114,10 @@ func (c *central) Optimize(ctx context.Context, r *Run, x *sparse.Blocks, goal G
 				// Exact joint translation steps remove BCM's slow diffusion of
 				// translations along long chains.
 				SolveTranslations: opts.Problem == posegraph.Poses,
+				// The translation system is the rounding's: one
+				// factorization in Q's order instead of another with its
+				// own ordering.
+				Translations: r.plan,
 				Progress: func(b bcm.Record) {
 					c.iters = b.Sweep
 					r.Record(Record{Rank: rank, Phase: "bcm", Iter: b.Sweep, Seconds: r.Seconds(),
@@ -135,11 +147,11 @@ func (c *central) Optimize(ctx context.Context, r *Run, x *sparse.Blocks, goal G
 	}
 	out.Started = true
 	t0 := time.Now()
-	pre := newRowSolver(c.qFactor, rank, r.q.Dim())
+	pre := newRowSolver(c.qFactor)
 	first := c.iters
 	rr, err := rtr(ctx, c.m, x, pre, c.hp, rtrOptions{
 		GradTol: goal.Tol, MaxIter: opts.MaxIterations, Deadline: r.deadline,
-		Translations: translations(c.solver, opts.Problem, rank, d), Radius: c.radius,
+		Translations: c.tp, Radius: c.radius,
 		OnRecord: func(it int, rec Record) {
 			if it == 0 && (opts.BCMMaxSweeps > 0 || first > 0) {
 				return // the same point as the last record
@@ -187,9 +199,9 @@ func (c *central) refine(ctx context.Context, r *Run, x *sparse.Blocks, tol floa
 	opts, d := r.opts, r.g.D
 	m := newManifold(r.q, d, d, opts.Threads)
 	t0 := time.Now()
-	pre := newRowSolver(c.qFactor, d, r.q.Dim())
+	pre := newRowSolver(c.qFactor)
 	rr, err := rtr(ctx, m, x, pre, c.hp, rtrOptions{
-		GradTol: tol, MaxIter: opts.MaxIterations, Deadline: r.deadline, Translations: translations(c.solver, opts.Problem, d, d),
+		GradTol: tol, MaxIter: opts.MaxIterations, Deadline: r.deadline, Translations: c.tp,
 		OnRecord: func(it int, rec Record) {
 			rec.Rank, rec.Phase, rec.Iter, rec.Seconds = d, "refine", it, r.Seconds()
 			r.Record(rec)
@@ -251,7 +263,8 @@ func timedOutBeforeInit(res *Result, g *posegraph.Graph, opts Options, start tim
 	res.Objective = g.Cost(poses, opts.Problem)
 	res.InitialObjective, res.RelaxationObjective = res.Objective, res.Objective
 	res.Rank, res.Estimate = g.D, EstimateRounded
-	res.GapAllowed, res.GapAllowedBy = gapAllowedBy(res.Objective, opts.GapTol, opts.GapAbs)
+	// No Q was built, so no unit: the allowance is relative to |F|.
+	res.GapAllowed, res.GapAllowedBy = gapAllowedBy(res.Objective, 0, opts.GapTol, opts.GapAbs)
 	res.Status = TimeLimit
 	res.Timings.Total = time.Since(start).Seconds()
 	return res, nil
@@ -259,11 +272,11 @@ func timedOutBeforeInit(res *Result, g *posegraph.Graph, opts Options, start tim
 
 // roundEstimate rounds x onto SO(d)^n, recovers the translations exactly
 // and expresses the poses in g's gauge (docs/design.md section 6).
-func roundEstimate(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.Problem, poseOrder []int) ([]posegraph.Pose, error) {
+func roundEstimate(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.Problem, plan *rounding.Plan) ([]posegraph.Pose, error) {
 	// The blocks whose Y no cost sees (landmarks) do not enter the rounding.
 	poses := rounding.RoundMasked(x, d, g.LandmarkMask())
 	if prob == posegraph.Poses {
-		if err := rounding.RecoverTranslationsOrdered(g, poses, poseOrder); err != nil {
+		if err := plan.RecoverTranslations(poses); err != nil {
 			return nil, err
 		}
 	}
@@ -303,7 +316,8 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 	// a global minimum the relaxation's last level did not reach. The check
 	// does not compute an eigenvector when it fails: nothing would use it.
 	d := g.D
-	res.GapAllowed, res.GapAllowedBy = gapAllowedBy(res.Objective, opts.GapTol, opts.GapAbs)
+	res.FUnit = cert.fUnit()
+	res.GapAllowed, res.GapAllowedBy = gapAllowedBy(res.Objective, res.FUnit, opts.GapTol, opts.GapAbs)
 	if (status == Certified && res.Objective-res.DualBound > res.GapAllowed) || (!haveBound && status == NotCertified) {
 		k := 0
 		if st != nil {
@@ -363,14 +377,14 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 	return nil
 }
 
-func initialize(g *posegraph.Graph, opts Options, order []int) ([]posegraph.Pose, error) {
+func initialize(g *posegraph.Graph, opts Options, plan *rounding.Plan) ([]posegraph.Pose, error) {
 	rot := opts.Problem == posegraph.Rotations
 	switch opts.Init {
 	case InitChordal:
 		if rot {
-			return rounding.ChordalRotationsOrdered(g, order)
+			return plan.ChordalRotations()
 		}
-		return rounding.ChordalOrdered(g, order)
+		return plan.Chordal()
 	case InitOdometry:
 		if rot {
 			return rounding.OdometryRotations(g)
@@ -414,7 +428,7 @@ func recordCheck(res *Result, lv Level, t0 time.Time, c certificate, err error) 
 // opts.LargestComponent is set, returns its largest component (validated
 // in turn) instead; Solve and SolveRobust both start here.
 func solvable(g *posegraph.Graph, opts Options) (*posegraph.Graph, error) {
-	err := g.Validate()
+	err := g.ValidateFor(opts.Problem)
 	if err == nil {
 		return g, nil
 	}
@@ -422,7 +436,7 @@ func solvable(g *posegraph.Graph, opts Options) (*posegraph.Graph, error) {
 		return nil, err
 	}
 	g = g.Subgraph(g.Components()[0])
-	if err := g.Validate(); err != nil {
+	if err := g.ValidateFor(opts.Problem); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -604,24 +618,38 @@ func expectedObjective(g *posegraph.Graph, prob posegraph.Problem) (mean, sd flo
 }
 
 // gapAllowed is the suboptimality a certificate may leave,
-// max(GapTol max(1, |F|), GapAbs): see Options.GapTol.
-func gapAllowed(f, gapTol, gapAbs float64) float64 {
-	a, _ := gapAllowedBy(f, gapTol, gapAbs)
+// max(GapTol max(unit, |F|), GapAbs), unit the certificate's unit of F
+// (certifier.fUnit, Result.FUnit): see Options.GapTol.
+func gapAllowed(f, unit, gapTol, gapAbs float64) float64 {
+	a, _ := gapAllowedBy(f, unit, gapTol, gapAbs)
 	return a
 }
 
 // gapAllowedBy is gapAllowed and the name of the term that set it (see
 // Result.GapAllowedBy); GapAbs names it on a tie only when GapTol's term
 // is 0.
-func gapAllowedBy(f, gapTol, gapAbs float64) (float64, string) {
+func gapAllowedBy(f, unit, gapTol, gapAbs float64) (float64, string) {
 	rel, by := gapTol*math.Abs(f), "gap_tol*|F|"
-	if math.Abs(f) < 1 {
-		rel, by = gapTol, "gap_tol*1"
+	if math.Abs(f) < unit {
+		rel, by = gapTol*unit, "gap_tol*unit"
 	}
 	if gapAbs > rel {
 		return gapAbs, "gap_abs"
 	}
 	return rel, by
+}
+
+// inGauge returns a copy of poses in g's gauge (rounding.ToGauge), with
+// no translations for Rotations: an estimate as Solve returns one.
+func inGauge(g *posegraph.Graph, poses []posegraph.Pose, prob posegraph.Problem) []posegraph.Pose {
+	p := append([]posegraph.Pose(nil), poses...)
+	rounding.ToGauge(g, p)
+	if prob == posegraph.Rotations {
+		for i := range p {
+			p[i].T = [3]float64{}
+		}
+	}
+	return p
 }
 
 // readOut is roundEstimate without the translation solve (rounding.ReadOut):
@@ -635,20 +663,6 @@ func readOut(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.Problem
 		}
 	}
 	return poses
-}
-
-// translations returns the trust region's exact translation step
-// (rtrOptions.Translations) at rank r for the pose problem: at rank d,
-// where a solve starts far from any critical point. Above it a level
-// starts at the escape from a critical point, whose translations are
-// exact, and its difficulty is rotational: there the step costs
-// factorizations of the Hessian and saves no steps (docs/performance.md).
-// Nil for rotations.
-func translations(solver *bcm.Solver, prob posegraph.Problem, r, d int) func(x, n *sparse.Blocks) (float64, error) {
-	if prob != posegraph.Poses || r > d {
-		return nil
-	}
-	return solver.StepTranslations
 }
 
 // weightSpread returns Result.WeightSpread for g.

@@ -10,6 +10,7 @@ import (
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
+	"github.com/bcmsync/bcmsync/rounding"
 )
 
 // The one Riemannian staircase. SolveWith owns everything a certified
@@ -23,10 +24,11 @@ import (
 // them, and an incremental solver can be a third.
 //
 // The driver keeps the problem a solve builds once (Q, its fill-reducing
-// order, the certifier's symbolic factorization) in Run, and the
-// optimizer keeps its own (central: BCM's translation factor, the
-// Hessian's analysis), so a solver that keeps both across calls reuses
-// them. The certificate, the escape and the rounding go through Run's own
+// order, the block analysis of its pattern that every factorization
+// shares, the rounding's plan with the translation factor, the
+// certifier's symbolic factorization) in Run, and the optimizer keeps its
+// own (central: the Hessian's analysis and factor, Q's factor), so a
+// solver that keeps both across calls reuses them. The certificate, the escape and the rounding go through Run's own
 // methods (certify, escape, round), the place where an optimizer that
 // does not gather the point would take them over.
 
@@ -117,6 +119,14 @@ type Run struct {
 	opts            Options
 	q               *sparse.BlockSym
 	perm, poseOrder []int // Q's fill-reducing block order, and by pose
+	// sym is the block analysis of Q's pattern in perm's order (nil when
+	// it failed: each factorization then analyses alone), which every
+	// matrix of that pattern a solve factors shares (symbolic.go); plan is
+	// the rounding's linear algebra in that order, whose translation
+	// factor the initialization, every rounding and an optimizer's
+	// translation steps share.
+	sym             *sparse.BlockSymbolic
+	plan            *rounding.Plan
 	res             *Result
 	st              *stages
 	start, deadline time.Time
@@ -218,6 +228,8 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	for k := range r.poseOrder {
 		r.poseOrder[k] = r.perm[k*q.B] / q.B
 	}
+	r.sym, _ = sparse.AnalyzeBlockPattern(q, r.perm)
+	r.plan = rounding.NewPlan(g, r.poseOrder, r.sym)
 	init, name, err := m.Init(ctx, r)
 	if err != nil {
 		return nil, err
@@ -234,6 +246,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 
 	r.cert = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
 	r.cert.deadline = r.deadline
+	r.cert.sym = r.sym
 
 	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
 	if opts.Rank0 > d {
@@ -371,7 +384,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 		if k < 0 {
 			return readOut(g, x, d, opts.Problem), nil
 		}
-		return roundEstimate(g, x, d, opts.Problem, r.poseOrder)
+		return roundEstimate(g, x, d, opts.Problem, r.plan)
 	}
 	poses, err := round(x)
 	if err != nil {
@@ -389,7 +402,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	}
 	st.end(k)
 	var refined float64 // seconds of the rank-d refinement, counted in Optimize
-	tightEnough := haveBound && res.Objective-res.DualBound <= gapAllowed(res.Objective, opts.GapTol, opts.GapAbs)
+	tightEnough := haveBound && res.Objective-res.DualBound <= gapAllowed(res.Objective, r.cert.fUnit(), opts.GapTol, opts.GapAbs)
 	if res.Rank > d && status != Cancelled && status != Aborted && !tightEnough && k >= 0 {
 		if kr := st.begin("refine", d); kr >= 0 {
 			// Refine the rounding (the critical point is one already).
@@ -401,7 +414,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 			res.Timings.Optimize += refined
 			res.Refine = &lv
 			if err == nil || errors.Is(err, context.DeadlineExceeded) {
-				p, err := roundEstimate(g, xr, d, opts.Problem, r.poseOrder)
+				p, err := roundEstimate(g, xr, d, opts.Problem, r.plan)
 				if err != nil {
 					return nil, err
 				}
@@ -410,6 +423,17 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 				}
 			}
 			st.end(kr)
+		}
+	}
+	// The initial estimate is a candidate too: every point the staircase
+	// made came from it, but a rounding from above rank d (or a level
+	// stopped early) can land above it, and a solve must never return an
+	// estimate worse than the one it was given (a warm start at an
+	// optimum came back higher by rounding).
+	if status != Cancelled && len(res.InitialPoses) == g.N() {
+		p := inGauge(g, res.InitialPoses, opts.Problem)
+		if f := g.Cost(p, opts.Problem); f < res.Objective {
+			res.Poses, res.Objective, res.Estimate = p, f, EstimateInitial
 		}
 	}
 	res.Timings.Round = time.Since(t0).Seconds() - refined
@@ -471,8 +495,12 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 	// diagonal entry) than the relative gradient may be failing for the
 	// same reason, and escaping from there climbs ranks for nothing (from
 	// GradTol 1e-3 a 200-pose 3-D graph went to rank 6 with no step taken
-	// above rank 3). A stalled optimizer, a limit, or the floor itself
-	// ends it.
+	// above rank 3). A stalled optimizer, a limit or the refinements'
+	// count ends it, and not the shift's rounding floor: the bound is
+	// F - tr(Lambda) plus the shift's cost, and F - tr(Lambda) can be
+	// negative, so a floor above the allowance does not prove by itself
+	// that no refined point can meet it (BelowPrecision is decided after
+	// the refinements, in settle).
 	maxDiag := r.q.MaxDiag()
 	refine := func() bool {
 		if stop != "" || !out.Converged || lv.ProofRefinements >= info.MaxRefinements || tol <= info.MinTol {
@@ -481,8 +509,8 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 		if !c.psd {
 			return c.minEig < 0 && lv.RelGrad > -c.minEig/maxDiag
 		}
-		allowed := gapAllowed(lv.F, r.opts.GapTol, r.opts.GapAbs)
-		return lv.F-c.dualBound > allowed && c.floorCost <= allowed
+		allowed := gapAllowed(lv.F, r.cert.fUnit(), r.opts.GapTol, r.opts.GapAbs)
+		return lv.F-c.dualBound > allowed
 	}
 	for refine() {
 		tol = max(tol/100, info.MinTol)

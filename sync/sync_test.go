@@ -190,7 +190,8 @@ func TestSuboptimalityBoundIsRigorous(t *testing.T) {
 // proven: the certificate's shift is at least its rounding floor, so the
 // bound is positive while GapTol |F| is ~1e-21. By default (GapAbs 0) the
 // status says so; with an absolute tolerance above the floor's cost the
-// same solve certifies, and GapAllowed is exactly max(GapTol |F|, GapAbs).
+// same solve certifies, and GapAllowed is exactly
+// max(GapTol max(FUnit, |F|), GapAbs).
 func TestZeroResidualCertified(t *testing.T) {
 	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
 		for _, d := range []int{2, 3} {
@@ -208,14 +209,14 @@ func TestZeroResidualCertified(t *testing.T) {
 				if res.Objective > 1e-12*float64(g.M()) || !res.HasBound {
 					t.Errorf("%v d=%d GapAbs %g: F = %g, has bound %v", prob, d, gapAbs, res.Objective, res.HasBound)
 				}
-				if want := math.Max(1e-6*math.Max(1, res.Objective), gapAbs); res.GapAllowed != want {
+				if want := math.Max(1e-6*math.Max(res.FUnit, res.Objective), gapAbs); !(res.FUnit > 0) || res.GapAllowed != want {
 					t.Errorf("%v d=%d GapAbs %g: gap allowed %g, want %g", prob, d, gapAbs, res.GapAllowed, want)
 				}
 				if res.Certified != (res.SuboptimalityBound <= res.GapAllowed) {
 					t.Errorf("%v d=%d GapAbs %g: certified %v with bound %g, allowed %g", prob, d, gapAbs, res.Certified, res.SuboptimalityBound, res.GapAllowed)
 				}
 				// F* = 0 data certify by default: the allowance is
-				// GapTol max(1, |F|), not a relative 1e-6 of F ~ 1e-27.
+				// GapTol max(FUnit, |F|), not a relative 1e-6 of F ~ 1e-27.
 				if res.Status != Certified {
 					t.Errorf("%v d=%d GapAbs %g: status %q, want %q (bound %g)", prob, d, gapAbs, res.Status, Certified, res.SuboptimalityBound)
 				}
@@ -304,12 +305,14 @@ func TestGaugeProjection(t *testing.T) {
 }
 
 // The rounded estimate is certified on its own only when the relaxation's
-// bound leaves more than the allowed gap: a loosely converged relaxation
-// (inaccurate translations) still ends certified through the estimate's
+// bound leaves more than the allowed gap: a relaxation stopped with
+// inaccurate translations still ends certified through the estimate's
 // exactly optimal translations, and a converged one keeps the relaxation's
 // bound, which already met the tolerance, without a second factorization.
-// The saddle instances of TestStaircaseEscapesSaddle add levels above
-// rank d.
+// The trust region's trial points have optimal translations (varpro.go), so
+// the inaccurate ones come from a start at the optimum with its
+// translations perturbed and a tolerance the start already meets. The
+// saddle instances of TestStaircaseEscapesSaddle add levels above rank d.
 func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
 	type instance struct {
 		d    int
@@ -322,6 +325,18 @@ func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
 		for _, tol := range []float64{1e-4, 1e-5, 1e-6, 0} {
 			cases = append(cases, instance{d, g, Options{Seed: 1, GradTol: tol, BCMMaxSweeps: -1}})
 		}
+		opt, err := Solve(context.Background(), g, Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(5, uint64(d)))
+		start := append([]posegraph.Pose(nil), opt.Poses...)
+		for i := range start {
+			for a := 0; a < d; a++ {
+				start[i].T[a] += 1e-4 * rng.NormFloat64()
+			}
+		}
+		cases = append(cases, instance{d, g, Options{Seed: 1, GradTol: 0.03, BCMMaxSweeps: -1, InitialPoses: start}})
 	}
 	for _, c := range saddleInstances() {
 		cases = append(cases, instance{c.d, c.graph(), c.options()})

@@ -87,6 +87,11 @@ type benchRow struct {
 	PeakRSS int64   `json:"peak_rss_bytes"`
 	PeakMB  float64 `json:"peak_mb"`
 	Runs    int     `json:"runs"`
+	// With --peer, Wall is the median of the Walls of the Runs runs
+	// instead, and Peer the peer's runs on the same graph, in turn with
+	// them (benchpeer.go).
+	Walls []float64 `json:"walls_s,omitempty"`
+	Peer  *peerRow  `json:"peer,omitempty"`
 
 	FStar     *float64 `json:"f_star"`
 	RelErr    *float64 `json:"relative_error"` // (F - f_star) / f_star
@@ -110,15 +115,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"The exit status is 1 when a graph could not be solved at all; an uncertified result is\n"+
 			"a row of the table, not a failure.\n\n"+benchNotTaken.help("bench"), stderr)
 	var (
-		refPath, outDir, match string
-		repeat                 int
-		quiet                  bool
+		refPath, outDir, match, peerBin string
+		repeat                          int
+		quiet                           bool
 	)
 	fs.StringVar(&refPath, "reference", "", "compare with the reference table `FILE` (columns file d n m f_star peer_wall_s notes; default DIR/REFERENCE.tsv if present)")
 	fs.StringVar(&outDir, "o", "bench-out", "write bench.md and bench.json into `OUTDIR`")
 	fs.StringVar(&match, "match", "", "solve only the files whose name matches `REGEXP`")
 	fs.IntVar(&repeat, "repeat", 1, "solve each graph `N` times, N >= 1, and keep the fastest wall time (and that run's memory)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	fs.StringVar(&peerBin, "peer", "", "also run the peer solver `BIN` (SE-Sync's example binary: BIN FILE.g2o) on a copy of each graph it can read, in turn with each solve, and report both medians and their ratio")
 	own := map[string]bool{}
 	fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
 	var sf solveFlags
@@ -181,10 +187,30 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("bench: cannot locate this executable to run the solves: %v", err)
 	}
 
+	var peerDir string
+	if peerBin != "" {
+		if peerBin, err = exec.LookPath(peerBin); err != nil {
+			return usageError{fmt.Errorf("--peer: %v", err)}
+		}
+		if peerDir, err = os.MkdirTemp("", "bcmsync-peer-"); err != nil {
+			return fmt.Errorf("bench: %v", err)
+		}
+		defer os.RemoveAll(peerDir)
+	}
+
 	rows := make([]benchRow, 0, len(files))
 	failed := 0
 	for k, name := range files {
-		row := benchGraph(ctx, exe, filepath.Join(dir, name), passed, repeat)
+		var row benchRow
+		if peerBin == "" {
+			row = benchGraph(ctx, exe, filepath.Join(dir, name), passed, repeat)
+		} else {
+			pf, err := peerCopy(peerDir, filepath.Join(dir, name))
+			if err != nil {
+				return fmt.Errorf("bench: a copy for the peer: %v", err)
+			}
+			row = benchSideBySide(ctx, exe, peerBin, pf, filepath.Join(dir, name), passed, repeat)
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -206,7 +232,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	var md bytes.Buffer
-	writeBenchMarkdown(&md, dir, refFile, passed, repeat, rows)
+	writeBenchMarkdown(&md, dir, refFile, peerBin, passed, repeat, rows)
 	if _, err := stdout.Write(md.Bytes()); err != nil {
 		return err
 	}
@@ -403,14 +429,18 @@ func firstLine(s string) string {
 
 // writeBenchMarkdown writes the table: a line on how it was made, the rows,
 // the summary line when there is a reference, and the errors.
-func writeBenchMarkdown(w *bytes.Buffer, dir, refFile string, passed []string, repeat int, rows []benchRow) {
+func writeBenchMarkdown(w *bytes.Buffer, dir, refFile, peerBin string, passed []string, repeat int, rows []benchRow) {
 	fmt.Fprintf(w, "# bcmsync bench %s\n\n", dir)
 	opts := "defaults"
 	if len(passed) > 0 {
 		opts = strings.Join(passed, " ")
 	}
-	fmt.Fprintf(w, "Solve options: %s. Best of %d run(s) per graph, each a separate process; %d CPUs, %s/%s, %s.\n",
-		opts, repeat, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format(time.RFC3339))
+	how := fmt.Sprintf("Best of %d run(s) per graph", repeat)
+	if peerBin != "" {
+		how = fmt.Sprintf("Median of %d run(s) per graph, in turn with the peer's", repeat)
+	}
+	fmt.Fprintf(w, "Solve options: %s. %s, each a separate process; %d CPUs, %s/%s, %s.\n",
+		opts, how, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "Times in seconds: the stages as the solver measured them, wall = whole process; peak = max RSS in MB (10^6 bytes).\n")
 	if refFile != "" {
 		fmt.Fprintf(w, "Reference: %s; rel. error = (F - f_star)/f_star, ratio = wall/peer_wall_s.\n", refFile)
@@ -420,6 +450,9 @@ func writeBenchMarkdown(w *bytes.Buffer, dir, refFile string, passed []string, r
 	cols := []string{"file", "d", "n", "m", "F", "certified", "rank", "parse", "init", "optimize", "certify", "round", "total", "wall", "peak MB"}
 	if refFile != "" {
 		cols = append(cols, "f_star", "rel. error", "peer_wall_s", "ratio")
+	}
+	if peerBin != "" {
+		cols = append(cols, "peer wall", "peer peak MB", "peer F", "wall/peer")
 	}
 	w.WriteString("| " + strings.Join(cols, " | ") + " |\n|")
 	for k := range cols {
@@ -452,10 +485,16 @@ func writeBenchMarkdown(w *bytes.Buffer, dir, refFile string, passed []string, r
 		if refFile != "" {
 			c = append(c, opt(r.FStar, "%.12g"), opt(r.RelErr, "%.2e"), opt(r.PeerWall, "%g"), opt(r.TimeRatio, "%.3g"))
 		}
+		if peerBin != "" {
+			c = append(c, r.Peer.cells()...)
+		}
 		w.WriteString("| " + strings.Join(c, " | ") + " |\n")
 	}
 	if refFile != "" {
 		w.WriteString("\n" + benchSummary(rows) + "\n")
+	}
+	if peerBin != "" {
+		w.WriteString("\n" + peerSummary(peerBin, repeat, rows) + "\n")
 	}
 	first := true
 	for _, r := range rows {

@@ -222,7 +222,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := notStdio("FILE", files[0], "every process of the run reads FILE itself: give a file"); err != nil {
 		return err
 	}
-	if err := f.files(files[0]).check(); err != nil {
+	set := f.files(files[0])
+	sec.inputs(set)
+	if err := set.check(); err != nil {
 		return err
 	}
 	if natsLink == nil {
@@ -331,6 +333,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	set := f.files(file)
+	sec.inputs(set)
 	sf.outputs(set)
 	set.output("--checkpoint", *checkpoint)
 	set.input("--resume", *resume)

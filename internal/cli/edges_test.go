@@ -345,10 +345,10 @@ func TestZeroResidualSummary(t *testing.T) {
 	} {
 		in := writeTemp(t, dir, c.name, c.src)
 		// F* = 0 data certify by default: the allowance is gap-tol times
-		// max(1, |F|), and the summary says which term set it.
+		// max(unit, |F|), and the summary says which term set it.
 		code, stdout, stderr := runCmd("solve", in)
-		if code != 0 || !strings.Contains(stdout, "CERTIFIED") || !strings.Contains(stdout, "(--gap-tol 1e-06 times 1, as |F| < 1)") {
-			t.Errorf("%s without --gap-abs: exit %d, stdout %q, stderr %q; want 0, certified by gap-tol times 1", c.name, code, stdout, stderr)
+		if code != 0 || !strings.Contains(stdout, "CERTIFIED") || !strings.Contains(stdout, "(--gap-tol 1e-06 times the unit of F") {
+			t.Errorf("%s without --gap-abs: exit %d, stdout %q, stderr %q; want 0, certified by gap-tol times the unit", c.name, code, stdout, stderr)
 		}
 		code, stdout, stderr = runCmd("solve", "--gap-abs", "1e-3", in)
 		if code != 0 || !strings.Contains(stdout, "(--gap-abs 0.001)") {

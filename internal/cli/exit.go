@@ -22,7 +22,7 @@ const (
 	exitNotTight     = 4 // sync.CertifiedRelaxation: relaxation certified, rounding not tight
 	exitNotCertified = 5 // sync.NotCertified: no certificate at the last rank
 	exitInconsistent = 6 // sync.Inconsistent: the measurements contradict their weights
-	exitLimit        = 7 // a limit stopped the solve: sync.TimeLimit, sync.IterationLimit, or GNC's iterations
+	exitLimit        = 7 // a limit stopped the solve: sync.TimeLimit, sync.IterationLimit, sync.RobustUnsettled (GNC's or the TLS check's cap)
 	exitCancelled    = 8 // cancelled: interrupted (Ctrl-C, SIGTERM)
 	exitAborted      = 9 // sync.Aborted: the solver failed (a distributed run lost an agent); the estimate so far
 )
@@ -45,7 +45,7 @@ func statusExitCode(s bsync.Status) int {
 		return exitInconsistent
 	case bsync.TimeLimit:
 		return exitLimit
-	case bsync.IterationLimit:
+	case bsync.IterationLimit, bsync.RobustUnsettled:
 		return exitLimit
 	case bsync.Cancelled:
 		return exitCancelled
@@ -90,7 +90,8 @@ func exitStatusHelp(w io.Writer) {
   4  not certified: the relaxation is certified, but rounding is not tight
   5  not certified at the last rank (--max-rank)
   6  not certified: the measurements contradict their weights (try --robust gnc-tls)
-  7  not certified: a limit stopped the solve (--time-limit, the iteration limit, GNC's iterations)
+  7  not certified: a limit stopped the solve (--time-limit, --max-iterations; with --robust, GNC's
+     caps on weight updates and TLS checks: the weights did not settle)
   8  cancelled (interrupted)
   9  aborted by an error (distributed: an agent gone); the estimate so far is written
 3 to 9 write every requested output first; view exits 0 whenever it wrote the page, and

@@ -288,15 +288,15 @@ func writeOutput(path string, stdout io.Writer, write func(io.Writer) error) err
 		_, err := stdout.Write(b.Bytes())
 		return err
 	}
-	f, err := outfile.Create(path)
-	if err != nil {
-		return err
+	var werr error
+	err := outfile.Write(path, func(w io.Writer) error {
+		werr = write(w)
+		return werr
+	})
+	if werr != nil {
+		return fmt.Errorf("%s: %w", path, werr) // outfile's own errors name path already
 	}
-	defer f.Abort()
-	if err := write(f); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Commit()
+	return err
 }
 
 // writeBytes is a writeOutput function that writes b.

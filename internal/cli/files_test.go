@@ -89,6 +89,10 @@ func collisionDir(t *testing.T) string {
 	must(os.Mkdir(filepath.Join(dir, "figs"), 0o755))
 	must(os.WriteFile(filepath.Join(dir, "figs", "trajectory.png"), b, 0o644))
 	must(os.WriteFile(filepath.Join(dir, "figs", "stages.png"), b, 0o644))
+	must(os.WriteFile(filepath.Join(dir, "figs", "robust.png"), b, 0o644))
+	for _, secret := range []string{"run.key", "run.creds", "client.pem", "client.key", "ca.pem", "pw", "token", "user.nk"} {
+		must(os.WriteFile(filepath.Join(dir, secret), []byte("secret\n"), 0o600))
+	}
 	must(os.WriteFile(filepath.Join(dir, "in.png"), b, 0o644))
 	must(os.Mkdir(filepath.Join(dir, "empty"), 0o755))
 	must(os.Mkdir(filepath.Join(dir, "bench"), 0o755))
@@ -119,6 +123,7 @@ func TestOutputCollisions(t *testing.T) {
 		{[]string{"solve", "--robust", "gnc-tls", "-o", "in.g2o", "in.g2o"}, "would overwrite the input"},
 		{[]string{"solve", "--plots", "figs", "figs/trajectory.png"}, "--plots figs/trajectory.png would overwrite the input"},
 		{[]string{"solve", "--rotations", "--plots", "figs", "figs/stages.png"}, "--plots figs/stages.png would overwrite the input"},
+		{[]string{"solve", "--robust", "gnc-tls", "--plots", "figs", "figs/robust.png"}, "--plots figs/robust.png would overwrite the input"},
 		// solve: outputs against each other.
 		{[]string{"solve", "-o", "x", "--tum", "x", "in.g2o"}, "-o x and --tum x are the same file"},
 		{[]string{"solve", "-o", "x", "--report", p("x"), "in.g2o"}, "are the same file"},
@@ -130,6 +135,15 @@ func TestOutputCollisions(t *testing.T) {
 		{[]string{"solve", "--plots", "in.g2o", "in.g2o"}, "--plots in.g2o: not a folder"},
 		{[]string{"solve", "-o", "/nonexistent-bcmsync/dir/o.g2o", "in.g2o"}, "the folder /nonexistent-bcmsync/dir does not exist"},
 		{[]string{"solve", "--report", "in.g2o/r.json", "in.g2o"}, "in.g2o is not a folder"},
+		// distributed: its outputs against its secret files too.
+		{[]string{"distributed", "--agents", "2", "--key", "run.key", "-o", "run.key", "in.g2o"}, "-o run.key would overwrite the input --key run.key"},
+		{[]string{"distributed", "--agents", "2", "--nats", "nats://127.0.0.1:1", "--creds", "run.creds", "--report", "run.creds", "in.g2o"}, "would overwrite the input --creds run.creds"},
+		{[]string{"distributed", "--agents", "2", "--nats", "nats://127.0.0.1:1", "--nkey", "user.nk", "--tum", "user.nk", "in.g2o"}, "would overwrite the input --nkey user.nk"},
+		{[]string{"distributed", "--agents", "2", "--nats", "nats://127.0.0.1:1", "--user", "u", "--password-file", "pw", "-o", "pw", "in.g2o"}, "would overwrite the input --password-file pw"},
+		{[]string{"distributed", "--agents", "2", "--nats", "nats://127.0.0.1:1", "--token-file", "token", "-o", "token", "in.g2o"}, "would overwrite the input --token-file token"},
+		{[]string{"distributed", "--agents", "2", "--nats", "nats://127.0.0.1:1", "--tls-ca", "ca.pem", "--covariances", "ca.pem", "in.g2o"}, "would overwrite the input --tls-ca ca.pem"},
+		{[]string{"distributed", "--agents", "2", "--nats", "nats://127.0.0.1:1", "--tls-cert", "client.pem", "--tls-key", "client.key", "-o", "client.key", "in.g2o"}, "would overwrite the input --tls-key client.key"},
+		{[]string{"distributed", "--agents", "2", "--nats", "nats://127.0.0.1:1", "--tls-cert", "client.pem", "--tls-key", "client.key", "--report", "client.pem", "in.g2o"}, "would overwrite the input --tls-cert client.pem"},
 		// demo: its outputs.
 		{[]string{"demo", "-o", "x", "--tum", "x"}, "-o x and --tum x are the same file"},
 		{[]string{"demo", "--report", "r", "-o", "r", "--plots", ""}, "are the same file"},

@@ -26,6 +26,7 @@ const (
   grid       a snake path through a 3-D lattice (smallGrid3D)  --nx --ny --nz
   manhattan  a 2-D random walk on a grid (Olson's manhattan)   -n --side
   geometric  random poses joined when near (2-D or 3-D)        -n --radius --dim
+  corridor   a long 2-D corridor out and back, few closures    -n --segment --gap
 
 FILE.g2o holds the measurements and, as VERTEX lines, the dead-reckoning
 estimate. The truth goes to FILE.gt.g2o (the same graph with the true poses
@@ -61,7 +62,7 @@ func init() {
 	register(command{
 		name:  "generate",
 		usage: generateUsage,
-		short: "write a synthetic pose graph (sphere, torus, grid, manhattan, geometric) with its ground truth",
+		short: "write a synthetic pose graph (sphere, torus, grid, manhattan, geometric, corridor) with its ground truth",
 		run:   runGenerate,
 	})
 }
@@ -81,6 +82,7 @@ type generateFlags struct {
 	nx, ny, nz           int
 	n, side, dim         int
 	radius               float64
+	segment, gap         int
 	landmarks, observers int
 	lmRange              float64
 	quiet                bool
@@ -93,6 +95,7 @@ var familySizes = map[string][]string{
 	"grid":      {"nx", "ny", "nz"},
 	"manhattan": {"n", "side"},
 	"geometric": {"n", "radius", "dim"},
+	"corridor":  {"n", "segment", "gap"},
 }
 
 func (f *generateFlags) register(fs *flag.FlagSet) {
@@ -115,10 +118,12 @@ func (f *generateFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.nx, "nx", 5, "grid: lattice size along x")
 	fs.IntVar(&f.ny, "ny", 5, "grid: lattice size along y")
 	fs.IntVar(&f.nz, "nz", 5, "grid: lattice size along z")
-	fs.IntVar(&f.n, "n", 500, "manhattan, geometric: number of poses")
+	fs.IntVar(&f.n, "n", 500, "manhattan, geometric, corridor: number of poses")
 	fs.IntVar(&f.side, "side", 20, "manhattan: side of the square the walk stays in")
 	fs.Float64Var(&f.radius, "radius", 1.5, "geometric: loop-closure radius (positions have unit density)")
 	fs.IntVar(&f.dim, "dim", 2, "geometric: dimension, 2 or 3")
+	fs.IntVar(&f.segment, "segment", 300, "corridor: poses per straight segment")
+	fs.IntVar(&f.gap, "gap", 500, "corridor: poses between candidate loop closures on the way back")
 	fs.IntVar(&f.landmarks, "landmarks", 0, "add `N` point landmarks observed from the poses near them")
 	fs.Float64Var(&f.lmRange, "landmark-range", 3, "landmarks: the sensor's range: each landmark lies within it of a pose, and every pose within it observes the landmark")
 	fs.IntVar(&f.observers, "landmark-observers", 0, "landmarks: keep at most the `K` nearest observers of each landmark (0: all in range)")
@@ -135,7 +140,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return usageError{fmt.Errorf("generate takes exactly one FAMILY (sphere, torus, grid, manhattan or geometric), not %d arguments", len(pos))}
+		return usageError{fmt.Errorf("generate takes exactly one FAMILY (sphere, torus, grid, manhattan, geometric or corridor), not %d arguments", len(pos))}
 	}
 	family := pos[0]
 	set := map[string]bool{}
@@ -167,6 +172,8 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		g, truth, err = datasets.Manhattan(f.n, f.side, cfg)
 	case "geometric":
 		g, truth, err = datasets.Geometric(f.dim, f.n, f.radius, cfg)
+	case "corridor":
+		g, truth, err = datasets.Corridor(f.n, f.segment, f.gap, cfg)
 	}
 	if err != nil {
 		// The generators check the sizes: a bad one is a usage error.
@@ -267,7 +274,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 func (f *generateFlags) check(family string, set map[string]bool) error {
 	sizes, ok := familySizes[family]
 	if !ok {
-		return fmt.Errorf("unknown FAMILY %q (want sphere, torus, grid, manhattan or geometric)", family)
+		return fmt.Errorf("unknown FAMILY %q (want sphere, torus, grid, manhattan, geometric or corridor)", family)
 	}
 	for _, names := range familySizes {
 		for _, name := range names {

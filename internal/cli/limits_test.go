@@ -60,7 +60,7 @@ func TestPrecisionHint(t *testing.T) {
 		t.Errorf("--gap-tol 1e-16: exit %d, status %q, shift floor %g, allowed %g by %q", code, rep.Status, rep.ShiftFloor, rep.GapAllowed, rep.GapAllowedBy)
 	}
 	_, stdout, _ = runCmd("solve", "--gap-tol", "1e-16", in)
-	if !strings.Contains(stdout, "below what double precision can prove here") || !strings.Contains(stdout, "no smaller bound can be proven") {
+	if !strings.Contains(stdout, "about what double precision can prove here") || !strings.Contains(stdout, "the bound that was proven is printed below") {
 		t.Errorf("--gap-tol 1e-16: stdout %q", stdout)
 	}
 	code, stdout, _ = runCmd("solve", in)
@@ -71,7 +71,10 @@ func TestPrecisionHint(t *testing.T) {
 
 // stiffSpread is a 5-pose graph with one edge weighted 1e12 among weights
 // 1 (legal data): the trust region cannot converge, and the summary says
-// why, with the weights' spread, instead of promising convergence.
+// why, with the weights' spread, instead of promising convergence. Whether
+// it ends on its iteration limit (exit 7) or stalls with a loose bound
+// (exit 3) depends on its steps: with the trial points' exact translations
+// (sync/varpro.go) it stalls at a lower F.
 const stiffSpread = `EDGE_SE2 0 1 1.0598327027295924 -0.2629863776226261 0.5938615260971661 1 0 0 1 0 1
 EDGE_SE2 1 2 1.1957558487452924 0.18743917166396665 0.6144026221590972 1 0 0 1 0 1
 EDGE_SE2 2 3 0.9773109591335423 0.5430145442948122 0.6000004755290502 1e12 0 0 1e12 0 1e12
@@ -85,7 +88,7 @@ func TestWeightSpreadNote(t *testing.T) {
 	dir := t.TempDir()
 	in := writeTemp(t, dir, "stiff.g2o", stiffSpread)
 	code, stdout, _ := runCmd("solve", in)
-	if code != exitLimit || !strings.Contains(stdout, "the edge weights span a factor of 1e+12") || strings.Contains(stdout, "CERTIFIED") {
+	if (code != exitLimit && code != exitBounded) || !strings.Contains(stdout, "the edge weights span a factor of 1e+12") || strings.Contains(stdout, "CERTIFIED") {
 		t.Errorf("1e12 among 1s: exit %d, stdout %q", code, stdout)
 	}
 	// A certified solve, or weights within the tolerance's reach, get no note.

@@ -72,6 +72,18 @@ func (s *secFlags) connecting() string {
 }
 
 // check reports inconsistent flags (a usage error).
+// inputs adds the files the flags name to set, as inputs: the files rule
+// then refuses an output (-o, --report, ...) that would overwrite a key,
+// a credentials file or a certificate.
+func (s *secFlags) inputs(set *fileSet) {
+	for _, f := range []struct{ what, path string }{
+		{"--key", s.key}, {"--creds", s.creds}, {"--nkey", s.nkey}, {"--password-file", s.passwordFile},
+		{"--token-file", s.tokenFile}, {"--tls-ca", s.ca}, {"--tls-cert", s.cert}, {"--tls-key", s.certKey},
+	} {
+		set.input(f.what, f.path)
+	}
+}
+
 func (s *secFlags) check() error {
 	n := 0
 	for _, set := range []bool{s.creds != "", s.nkey != "", s.user != "", s.tokenFile != ""} {

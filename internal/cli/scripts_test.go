@@ -72,6 +72,10 @@ func TestStatusExitCodes(t *testing.T) {
 		{bsync.Certified, false, "cancelled", exitCancelled},
 		{bsync.NotCertified, false, "iterations", exitNotCertified},
 		{bsync.TimeLimit, false, "time limit", exitLimit},
+		// sync demotes such a run itself now (review D2): the status's
+		// own code is the limit's.
+		{bsync.RobustUnsettled, false, "iterations", exitLimit},
+		{bsync.RobustUnsettled, false, "checks", exitLimit},
 	} {
 		if got := resultExitCode(c.status, c.converged, c.stop); got != c.want {
 			t.Errorf("%q, converged %t, stop %q: exit %d, want %d", c.status, c.converged, c.stop, got, c.want)

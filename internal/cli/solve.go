@@ -59,7 +59,7 @@ func (f *solveFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", def.Seed, "random seed, any value but 0 (BCM samplers, random initialization, eigensolver)")
 	fs.Float64Var(&f.gradTol, "grad-tol", 0, "relative gradient norm ||grad F||/||2XQ|| to reach at each rank (0: 1e-9)")
 	fs.Float64Var(&f.eigTol, "eig-tol", 0, "smallest certificate shift, relative to each coordinate's diagonal entry of Q (0: 1e-13): the rounding floor below which a factorization proves nothing")
-	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6): certified means bound <= max(gap-tol*max(1, |F|), gap-abs)")
+	fs.Float64Var(&f.gapTol, "gap-tol", 0, "relative suboptimality the certificate must prove (0: 1e-6): certified means bound <= max(gap-tol*max(unit, |F|), gap-abs), unit 1e7 times the certificate's rounding floor")
 	fs.Float64Var(&f.gapAbs, "gap-abs", 0, "absolute suboptimality, in units of F, that also certifies (default 0)")
 	fs.Float64Var(&f.bcmTol, "bcm-tol", 0, "relative gradient norm at which BCM hands over to the trust region (0: 1e-3)")
 	fs.Float64Var(&f.bcmDecrease, "bcm-decrease", 0, "hand over to the trust region when a BCM sweep lowers F by less than this fraction (0: 1e-5)")
@@ -235,6 +235,9 @@ func (f *solveFlags) outputs(set *fileSet) {
 	names := []string{"convergence.png", "stages.png"}
 	if !f.rotations {
 		names = append(names, trajectoryPNG)
+	}
+	if loss, err := bsync.ParseRobust(f.robust); err == nil && loss != bsync.RobustNone {
+		names = append(names, robustPNG)
 	}
 	set.folder("--plots", f.plots, names...)
 }

@@ -107,14 +107,14 @@ func lastChecked(r *bsync.Report) bool {
 	return len(r.Levels) > 0 && r.Levels[len(r.Levels)-1].EigMethod != ""
 }
 
-// allowanceNote says which term of max(gap-tol max(1, |F|), gap-abs) set
+// allowanceNote says which term of max(gap-tol max(unit, |F|), gap-abs) set
 // the allowance, with the flag that changes it.
 func allowanceNote(r *bsync.Report) string {
 	switch r.GapAllowedBy {
 	case "gap_tol*|F|":
 		return fmt.Sprintf("(--gap-tol %g times |F|)", r.Options.GapTol)
-	case "gap_tol*1":
-		return fmt.Sprintf("(--gap-tol %g times 1, as |F| < 1)", r.Options.GapTol)
+	case "gap_tol*unit":
+		return fmt.Sprintf("(--gap-tol %g times the unit of F %.3g, 1e7 rounding floors, as |F| is below it)", r.Options.GapTol, r.FUnit)
 	case "gap_abs":
 		return fmt.Sprintf("(--gap-abs %g)", r.Options.GapAbs)
 	}
@@ -167,8 +167,9 @@ func statusWords(r *bsync.Report) string {
 		return msg
 	case bsync.BelowPrecision:
 		return fmt.Sprintf("NOT certified to the gap tolerance: the certificate holds at rank %d, "+
-			"but the allowed %.3g is below what double precision can prove here: at the rounding floor (--eig-tol %g) "+
-			"the certificate's shift alone costs %.3g, so no smaller bound can be proven; the bound proven is below", r.Rank, r.GapAllowed, r.Options.EigTol, r.ShiftFloor)
+			"but the allowed %.3g is about what double precision can prove here: at the rounding floor (--eig-tol %g) "+
+			"the certificate's shift alone costs %.3g, more than the allowance, and the proof refinements did not make up for it; "+
+			"the bound that was proven is printed below", r.Rank, r.GapAllowed, r.Options.EigTol, r.ShiftFloor)
 	case bsync.NotCertified:
 		why := "no saddle escape was found"
 		if r.Rank >= r.Options.MaxRank {
@@ -189,6 +190,9 @@ func statusWords(r *bsync.Report) string {
 			msg += fmt.Sprintf(", at relative gradient %.2g where %.2g is the goal", lv.RelGrad, r.Options.GradTol)
 		}
 		return msg + "; --max-iterations raises the limit"
+	case bsync.RobustUnsettled:
+		return fmt.Sprintf("NOT certified: the robust weights did not settle (GNC's cap on weight updates, or on TLS checks, stopped the run); "+
+			"the solve of the last weights ended at rank %d", r.Rank)
 	case bsync.Cancelled:
 		return fmt.Sprintf("NOT certified: cancelled at rank %d", r.Rank)
 	case bsync.Aborted:

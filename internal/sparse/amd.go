@@ -292,16 +292,22 @@ func minDegree(n int, xadj, adj []int, w []int) []int {
 		}
 	}
 	total := 0
+	// One backing array for the initial neighbour lists (each list's
+	// capacity is its own part, so that a later append cannot overwrite
+	// the next): a slice per node cost an allocation or more each.
+	back := make([]int, 0, len(adj))
 	for i := 0; i < n; i++ {
 		if isDense[i] {
 			continue
 		}
+		start := len(back)
 		for _, v := range adj[xadj[i]:xadj[i+1]] {
 			if !isDense[v] {
-				vadj[i] = append(vadj[i], v)
+				back = append(back, v)
 				deg[i] += w[v]
 			}
 		}
+		vadj[i] = back[start:len(back):len(back)]
 		total += w[i]
 	}
 	// Degree buckets: doubly linked lists, so a degree update is O(1).
@@ -339,6 +345,7 @@ func minDegree(n int, xadj, adj []int, w []int) []int {
 	order := make([]int, 0, n)
 	stamp := 0
 	nleft := total
+	var lpBuf []int
 	for len(order) < n-ndense {
 		for head[mindeg] == -1 {
 			mindeg++
@@ -351,7 +358,7 @@ func minDegree(n int, xadj, adj []int, w []int) []int {
 		mark[p] = stamp
 		// The new element's variables: p's variable neighbours and the
 		// variables of every element adjacent to p, which p absorbs.
-		var lp []int
+		lp := lpBuf[:0] // copied out below: one allocation per element
 		lpW := 0
 		for _, v := range vadj[p] {
 			if state[v] == variable && mark[v] != stamp {
@@ -374,6 +381,8 @@ func minDegree(n int, xadj, adj []int, w []int) []int {
 			state[e] = absorbed
 			le[e] = nil
 		}
+		lpBuf = lp
+		lp = append([]int(nil), lp...)
 		state[p] = element
 		le[p], lenW[p] = lp, lpW
 		vadj[p], eadj[p] = nil, nil

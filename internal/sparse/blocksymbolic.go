@@ -40,8 +40,87 @@ func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 	if perm == nil || !blockSymOK(m) || !blockPermOK(perm, m.B, m.N) {
 		return Analyze(LowerCSC(m, 0, 0), perm)
 	}
+	return analyzePattern(m, perm).cholesky(m), nil
+}
+
+// BlockSymbolic is the part of AnalyzeBlocks that depends on the block
+// pattern and the block order only, not on the block size: the
+// elimination tree of the blocks, its postorder, the column counts and
+// the structure of L in blocks. Matrices with one block graph (the
+// chordal system, Q, the Hessian, S: all have the pose graph's) and one
+// order share it, and each analysis for one of them (Analyze) then does
+// only the work that grows with the block size.
+type BlockSymbolic struct {
+	rowPtr, colIdx []int // the pattern analysed (m's slices, not copied)
+	order          []int // the block eliminated k-th, in postorder
+	parent, cnt    []int // block elimination tree and column counts, in that order
+	sptr, sidx     []int // blocks of L below the diagonal, column k at sidx[sptr[k]:sptr[k+1]]
+}
+
+// AnalyzeBlockPattern computes the block-level analysis of m's pattern in
+// the block order of perm (a scalar permutation of m keeping its blocks
+// together, as for AnalyzeBlocks). It fails, where AnalyzeBlocks would
+// fall back to the scalar analysis, when m's pattern is not symmetric
+// with sorted rows or perm does not keep m's blocks together.
+func AnalyzeBlockPattern(m *BlockSym, perm []int) (*BlockSymbolic, error) {
+	if m == nil {
+		return nil, errors.New("sparse: AnalyzeBlockPattern: nil matrix")
+	}
+	if err := blockShapeErr(m); err != nil {
+		return nil, fmt.Errorf("sparse: AnalyzeBlockPattern: %w", err)
+	}
+	if !blockSymOK(m) || !blockPermOK(perm, m.B, m.N) {
+		return nil, errors.New("sparse: AnalyzeBlockPattern: the pattern is not symmetric with sorted rows, or the order does not keep blocks together")
+	}
+	return analyzePattern(m, perm), nil
+}
+
+// Analyze is AnalyzeBlocks(m, perm) for the perm s was made with
+// (expanded to m's block size), m of s's block pattern and any block
+// size: the same factor, bit for bit. It fails if m's pattern is not
+// s's.
+func (s *BlockSymbolic) Analyze(m *BlockSym) (*Cholesky, error) {
+	if m == nil {
+		return nil, errors.New("sparse: BlockSymbolic.Analyze: nil matrix")
+	}
+	if err := blockShapeErr(m); err != nil {
+		return nil, fmt.Errorf("sparse: BlockSymbolic.Analyze: %w", err)
+	}
+	if !s.samePattern(m) {
+		return nil, errors.New("sparse: BlockSymbolic.Analyze: the matrix's block pattern is not the one analysed")
+	}
+	return s.cholesky(m), nil
+}
+
+// samePattern reports whether m's block pattern is the one s analysed.
+func (s *BlockSymbolic) samePattern(m *BlockSym) bool {
+	nb := m.N
+	if len(s.order) != nb || len(m.RowPtr) != len(s.rowPtr) {
+		return false
+	}
+	nnz := m.RowPtr[nb]
+	if len(s.colIdx) < nnz {
+		return false
+	}
+	if &m.RowPtr[0] == &s.rowPtr[0] && (nnz == 0 || &m.ColIdx[0] == &s.colIdx[0]) {
+		return true // the same slices (the Hessian shares Q's)
+	}
+	for i, v := range m.RowPtr {
+		if s.rowPtr[i] != v {
+			return false
+		}
+	}
+	for k, v := range m.ColIdx[:nnz] {
+		if s.colIdx[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// analyzePattern is AnalyzeBlockPattern for m and perm already checked.
+func analyzePattern(m *BlockSym, perm []int) *BlockSymbolic {
 	b, nb := m.B, m.N
-	n := nb * b
 	xadj, adj := blockGraph(m, 0)
 
 	// Block elimination tree, postorder, and the tree again in postorder
@@ -59,27 +138,6 @@ func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 	order = post
 	parentB = blockEtree(xadj, adj, order, pos)
 	cnt := blockColCounts(xadj, adj, order)
-
-	c := &Cholesky{n: n, perm: expandBlockOrder(order, b), pinv: make([]int, n),
-		parent: make([]int, n), colCnt: make([]int, n), x: make([]float64, n)}
-	for k, i := range c.perm {
-		c.pinv[i] = k
-	}
-	for kb := 0; kb < nb; kb++ {
-		for t := 0; t < b; t++ {
-			j := kb*b + t
-			c.colCnt[j] = b*cnt[kb] - t
-			c.nnz += c.colCnt[j]
-			switch {
-			case t < b-1:
-				c.parent[j] = j + 1
-			case parentB[kb] >= 0:
-				c.parent[j] = parentB[kb] * b
-			default:
-				c.parent[j] = -1
-			}
-		}
-	}
 
 	// Block structures of L below the diagonal, in pivot order, from the
 	// leaves up: column K holds A's blocks below K and its children's
@@ -127,6 +185,35 @@ func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 		}
 		sort.Ints(sidx[sptr[k]:top])
 	}
+	return &BlockSymbolic{rowPtr: m.RowPtr, colIdx: m.ColIdx, order: order, parent: parentB, cnt: cnt, sptr: sptr, sidx: sidx}
+}
+
+// cholesky makes the analysis of m (s's pattern, block size m.B) from s:
+// the scalar tree, counts and supernodes, which grow with the block size.
+func (s *BlockSymbolic) cholesky(m *BlockSym) *Cholesky {
+	b, nb := m.B, m.N
+	n := nb * b
+	order, parentB, cnt, sptr, sidx := s.order, s.parent, s.cnt, s.sptr, s.sidx
+	c := &Cholesky{n: n, perm: expandBlockOrder(order, b), pinv: make([]int, n),
+		parent: make([]int, n), colCnt: make([]int, n), x: make([]float64, n)}
+	for k, i := range c.perm {
+		c.pinv[i] = k
+	}
+	for kb := 0; kb < nb; kb++ {
+		for t := 0; t < b; t++ {
+			j := kb*b + t
+			c.colCnt[j] = b*cnt[kb] - t
+			c.nnz += c.colCnt[j]
+			switch {
+			case t < b-1:
+				c.parent[j] = j + 1
+			case parentB[kb] >= 0:
+				c.parent[j] = parentB[kb] * b
+			default:
+				c.parent[j] = -1
+			}
+		}
+	}
 
 	// Supernodes as the scalar analysis makes them; the rows below a
 	// supernode's last column l are the rest of l's block, then the
@@ -160,15 +247,15 @@ func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 
 	// No vmap: FactorizeBlocks assembles each supernode from m itself
 	// (assembleNode), and Factorize on a CSC builds one on first use. The
-	// pattern's hash is the scalar one, so that Factorize accepts
-	// LowerCSC(., 0) of m; the block signature spares FactorizeBlocks the
-	// pass over every scalar entry that the hash costs.
-	c.aNNZ, c.aHash = lowerBlockHash(m)
+	// block signature spares FactorizeBlocks a pass over every scalar
+	// entry; the scalar pattern's hash, which Factorize checks a CSC
+	// against, is computed when that first happens (lowerBlockHash).
+	c.aNNZ, c.aHashOf = lowerCSCEntries(m, 0), &BlockSym{N: m.N, B: m.B, RowPtr: m.RowPtr, ColIdx: m.ColIdx}
 	c.bsig, c.bsigOK = blockSignature(m), true
 	sparent, shead, snext := supernodeTree(c, sn)
 	sn.finish(sparent, shead, snext)
 	c.sn = sn
-	return c, nil
+	return c
 }
 
 // blockEtree returns the elimination tree of the block graph (xadj, adj)

@@ -150,9 +150,9 @@ func sameSymbolic(t *testing.T, got, want *Cholesky) {
 			t.Fatalf("%s differs: block %v, scalar %v", a.name, head(a.got), head(a.want))
 		}
 	}
-	if got.nnz != want.nnz || got.aNNZ != want.aNNZ || got.aHash != want.aHash || got.sn.stored != want.sn.stored {
+	if got.nnz != want.nnz || got.aNNZ != want.aNNZ || got.hash() != want.hash() || got.sn.stored != want.sn.stored {
 		t.Fatalf("nnz %d/%d, aNNZ %d/%d, hash %x/%x, stored %d/%d", got.nnz, want.nnz, got.aNNZ, want.aNNZ,
-			got.aHash, want.aHash, got.sn.stored, want.sn.stored)
+			got.hash(), want.hash(), got.sn.stored, want.sn.stored)
 	}
 	if !slices.Equal(got.sn.tasks, want.sn.tasks) {
 		t.Fatal("task split differs")
@@ -418,6 +418,94 @@ func TestLastPivot(t *testing.T) {
 			}
 			if err := c.FactorizeBlocks(q, 0.5); err != nil {
 				t.Errorf("nb=%d b=%d: the unchanged matrix failed: %v", tc.nb, tc.b, err)
+			}
+		}
+	}
+}
+
+// withBlockSize returns a matrix of q's block pattern with b x b blocks:
+// each block of q's values, cycled, plus a dominant diagonal.
+func withBlockSize(q *BlockSym, b int) *BlockSym {
+	m := &BlockSym{N: q.N, B: b, RowPtr: q.RowPtr, ColIdx: q.ColIdx, Diag: q.Diag, Val: make([]float64, len(q.ColIdx)*b*b)}
+	for k := range m.Val {
+		m.Val[k] = q.Val[k%len(q.Val)] / 4
+	}
+	// Symmetric values, then a dominant diagonal.
+	for i := 0; i < m.N; i++ {
+		for pos := m.RowPtr[i]; pos < m.RowPtr[i+1]; pos++ {
+			j := m.ColIdx[pos]
+			if j > i {
+				continue
+			}
+			blk := m.Block(pos)
+			var tr []float64
+			for t := m.RowPtr[j]; t < m.RowPtr[j+1]; t++ {
+				if m.ColIdx[t] == i {
+					tr = m.Block(t)
+				}
+			}
+			for a := 0; a < b; a++ {
+				for c := 0; c < b; c++ {
+					if j == i {
+						blk[a*b+c] = blk[c*b+a]
+						if a == c {
+							blk[a*b+a] = 10 * float64(b*(m.RowPtr[i+1]-m.RowPtr[i]))
+						}
+					} else {
+						tr[c*b+a] = blk[a*b+c]
+					}
+				}
+			}
+		}
+	}
+	return m
+}
+
+// TestBlockSymbolic: one block analysis serves matrices of its pattern with
+// any block size, giving AnalyzeBlocks' factor bit for bit, and refuses a
+// matrix of another pattern.
+func TestBlockSymbolic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, tc := range []struct{ nb, dens int }{{1, 0}, {30, 20}, {120, 4}} {
+		q := randomBlockSym(rng, tc.nb, 2, float64(tc.dens)/100, 1)
+		order := rng.Perm(q.N)
+		sym, err := AnalyzeBlockPattern(q, expandBlockOrder(order, q.B))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range []int{1, 3, 4, 6} {
+			m := withBlockSize(q, b)
+			// A copy of the pattern, so that the check compares it.
+			m.RowPtr, m.ColIdx = slices.Clone(m.RowPtr), slices.Clone(m.ColIdx)
+			got, err := sym.Analyze(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := AnalyzeBlocks(m, expandBlockOrder(order, b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameSymbolic(t, got, want)
+			n := m.N * b
+			rhs := make([]float64, n)
+			for i := range rhs {
+				rhs[i] = rng.NormFloat64()
+			}
+			x1, x2 := make([]float64, n), make([]float64, n)
+			for k, c := range []*Cholesky{want, got} {
+				if err := c.FactorizeBlocks(m, 0); err != nil {
+					t.Fatal(err)
+				}
+				c.Solve([][]float64{x1, x2}[k], rhs)
+			}
+			if !slices.Equal(x1, x2) {
+				t.Fatalf("nb %d, b %d: the solves differ", tc.nb, b)
+			}
+		}
+		if tc.nb > 1 {
+			other := randomBlockSym(rng, tc.nb, 2, 0.5, 1)
+			if _, err := sym.Analyze(other); err == nil {
+				t.Error("Analyze took a matrix of another pattern")
 			}
 		}
 	}

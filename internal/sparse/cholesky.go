@@ -54,6 +54,10 @@ type Cholesky struct {
 	// memory of large, thinly filled problems).
 	aNNZ  int
 	aHash uint64
+	// aHashOf, when not nil, is a block pattern (no values) whose scalar
+	// pattern hash aHash is still to be computed: a block analysis
+	// leaves it for the first check that needs it (hash).
+	aHashOf *BlockSym
 	// bsig is the block signature (blockSignature) of a BlockSym known
 	// to have that pattern, when bsigOK: FactorizeBlocks checks it
 	// instead of hashing every scalar entry.
@@ -402,7 +406,7 @@ func (c *Cholesky) Factorize(a *CSC) error {
 	if a == nil {
 		return errors.New("sparse: Factorize: nil matrix")
 	}
-	if a.N != c.n || len(a.ColPtr) != a.N+1 || a.ColPtr[a.N] != c.aNNZ || !colPtrOK(a) || patternHash(a) != c.aHash {
+	if a.N != c.n || len(a.ColPtr) != a.N+1 || a.ColPtr[a.N] != c.aNNZ || !colPtrOK(a) || patternHash(a) != c.hash() {
 		return fmt.Errorf("sparse: Factorize: matrix of order %d with %d entries does not match the analysed pattern", a.N, len(a.RowIdx))
 	}
 	// Pivots at or below this are rejected: a positive definite matrix
@@ -499,7 +503,7 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 		return c.Factorize(LowerCSC(m, shift, 0))
 	}
 	if !c.bsigOK || blockSignature(m) != c.bsig {
-		if nnz, h := lowerBlockHash(m); nnz != c.aNNZ || h != c.aHash {
+		if nnz, h := lowerBlockHash(m); nnz != c.aNNZ || h != c.hash() {
 			return fmt.Errorf("sparse: FactorizeBlocks: matrix of order %d with %d lower entries does not match the analysed pattern", c.n, nnz)
 		}
 		c.bsig, c.bsigOK = blockSignature(m), true
@@ -769,3 +773,13 @@ func (c *Cholesky) TrailingClique() int {
 // in elimination order): LastPivot is Pivot(n-1). A caller that must
 // ground at a coordinate of some kind walks back from the last.
 func (c *Cholesky) Pivot(k int) int { return c.perm[k] }
+
+// hash returns the hash of the analysed scalar pattern (aHash), computing
+// it first if a block analysis left it to be.
+func (c *Cholesky) hash() uint64 {
+	if c.aHashOf != nil {
+		_, c.aHash = lowerBlockHash(c.aHashOf)
+		c.aHashOf = nil
+	}
+	return c.aHash
+}

@@ -78,7 +78,7 @@ type psolveCase struct {
 	name string
 	a    *CSC
 	perm []int
-	// What the plan must hold, so that every path is exercised.
+	// What the schedule must hold, so that every path is exercised.
 	wantTasks   bool
 	wantChunked bool // a top supernode whose rows below are cut into chunks
 	wantBlocked bool // a top supernode with a blocked triangle
@@ -104,13 +104,13 @@ func psolveCases() []psolveCase {
 // solveSplitMin so that factors small enough for a dense oracle are split.
 const testSplitMin = 1 << 12
 
-// factorCase factors c and gives it a solve plan split from testSplitMin.
+// factorCase factors c and gives it a solve schedule split from testSplitMin.
 func factorCase(c psolveCase) (*Cholesky, error) {
 	ch, err := NewCholeskyPerm(c.a, c.perm)
 	if err != nil {
 		return nil, err
 	}
-	ch.sn.plan = ch.sn.newSolvePlan(testSplitMin)
+	ch.sn.sched = ch.sn.newSolveSchedule(testSplitMin)
 	return ch, nil
 }
 
@@ -151,7 +151,7 @@ func denseSym(a *CSC) *mat.SymDense {
 // loc sends it to that column's accumulator.
 func checkPlan(t *testing.T, sn *supernodes, c psolveCase) {
 	t.Helper()
-	p := sn.plan
+	p := sn.sched
 	ns := len(sn.first) - 1
 	owner := make([]int, ns)
 	for s := range owner {
@@ -383,7 +383,7 @@ func TestSolveThreadsSameBits(t *testing.T) {
 }
 
 // TestSolveNoAlloc checks that repeated solves allocate nothing once the
-// plan exists. testing.AllocsPerRun measures at GOMAXPROCS 1, so this is
+// schedule exists. testing.AllocsPerRun measures at GOMAXPROCS 1, so this is
 // the sequential path; on two threads the runtime may now and then
 // allocate a goroutine for a helper (the review counted 0 to 2 small
 // allocations over 400 solves).

@@ -43,7 +43,10 @@ func TestMulBlocks(t *testing.T) {
 				}
 			}
 			par := NewBlocks(r, b, nb)
+			old := mulParallelMin
+			mulParallelMin = 1 // split even this small matrix
 			q.MulBlocksParallel(par, x, 3)
+			mulParallelMin = old
 			for k, v := range par.Data {
 				if math.Float64bits(v) != math.Float64bits(got.Data[k]) {
 					t.Fatalf("b=%d r=%d: MulBlocksParallel differs at %d: %v, want %v", b, r, k, v, got.Data[k])

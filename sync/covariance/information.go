@@ -161,16 +161,6 @@ func unitDiagonal(m *sparse.BlockSym) ([]float64, error) {
 			scale[i*b+a] = 1 / math.Sqrt(v)
 		}
 	}
-	for i := 0; i < m.N; i++ {
-		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
-			j := m.ColIdx[k]
-			blk := m.Block(k)
-			for a := 0; a < b; a++ {
-				for c := 0; c < b; c++ {
-					blk[a*b+c] *= scale[i*b+a] * scale[j*b+c]
-				}
-			}
-		}
-	}
+	sparse.ScaleCongruent(m, scale)
 	return scale, nil
 }

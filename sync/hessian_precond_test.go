@@ -523,7 +523,7 @@ func BenchmarkHessianPrecond(b *testing.B) {
 				p.apply(dst, v)
 			}
 		})
-		rs := newRowSolver(&lazyFactor{build: func() (*sparse.Cholesky, error) { return pchol, nil }}, r, q.Dim())
+		rs := newRowSolver(&lazyFactor{build: func() (*sparse.Cholesky, error) { return pchol, nil }})
 		b.Run("rowsolver/"+name, func(b *testing.B) {
 			for b.Loop() {
 				rs.apply(dst, v)

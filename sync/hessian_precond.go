@@ -35,9 +35,10 @@ import (
 // by row, which knows nothing of Lambda or of the Stiefel constraints) to
 // one or a few.
 //
-// The factor of H costs (k/b)^3 times that of Q, and k grows with r: at
-// r = 5 on sphere2500 one update takes seconds. So at r > d the default is
-// the split form. Take the complements Yperp_i from one common frame (the
+// The factor of H costs (k/b)^3 times that of Q, and k grows with r: a few
+// ranks up, one update takes seconds on the benchmark graphs
+// (docs/performance.md, "Tuning figures"). So at r > d the default is the
+// split form. Take the complements Yperp_i from one common frame (the
 // trailing eigenvectors of sum_i Y_i Y_i^T, made orthogonal to each Y_i):
 // at a rank-deficient point, where the staircase converges when the
 // relaxation is exact, Yperp_j^T Y_i = 0 and Yperp_j^T Yperp_i = I, so H
@@ -61,7 +62,8 @@ type basisEntry struct {
 type hessianPrecond struct {
 	q    *sparse.BlockSym
 	d, b int
-	qper []int // block ordering of Q, scalar (b per block)
+	qper []int                 // block ordering of Q, scalar (b per block)
+	sym  *sparse.BlockSymbolic // Q's pattern analysed in that order (nil: none)
 	mu   float64
 	// exact keeps the full coupled Hessian at r > d (tests compare the
 	// two forms); by default the split form below is used there.
@@ -73,15 +75,17 @@ type hessianPrecond struct {
 	keepSplit bool
 
 	// Per rank; rebuilt when the rank changes.
-	r, k  int
-	split bool
-	basis [][]basisEntry
-	h     *sparse.BlockSym // the Hessian in basis coordinates, both triangles
-	tpos  []int            // tpos[pos] = position of the transposed block
-	chol  *sparse.Cholesky
-	perm  []int     // Q's ordering expanded to k scalars per block
-	w     []float64 // W_i, r x r row-major, at w[i*r*r:]
-	c, z  []float64 // coordinates (n k): right-hand side and solution
+	r, k    int
+	split   bool
+	basis   [][]basisEntry
+	terms   []hTerm          // the terms of every entry of a Hessian block (assemble)
+	termPtr []int            // entry e's terms are terms[termPtr[e]:termPtr[e+1]]
+	h       *sparse.BlockSym // the Hessian in basis coordinates, both triangles
+	tpos    []int            // tpos[pos] = position of the transposed block
+	chol    *sparse.Cholesky
+	perm    []int     // Q's ordering expanded to k scalars per block
+	w       []float64 // W_i, r x r row-major, at w[i*r*r:]
+	c, z    []float64 // coordinates (n k): right-hand side and solution
 
 	// The per-pose loops (completion, assembly, coordinates) run on up to
 	// poseChunks(n, threads) goroutines, each with its own scratch (chunks).
@@ -126,6 +130,14 @@ type hessianPrecond struct {
 	updateSeconds  float64
 }
 
+// hTerm is a term coef * S[s] * M[m] of an entry of a Hessian block: coef
+// the product of two basis values, s and m indices into S_ij (b x b) and
+// W_j^T W_i (r x r).
+type hTerm struct {
+	coef float64
+	s, m int
+}
+
 // hpWork is one goroutine's scratch for the per-pose loops.
 type hpWork struct {
 	m    []float64   // r x r: W_j^T W_i
@@ -150,13 +162,9 @@ func (p *hessianPrecond) chunks() int {
 // shiftLadder lists the diagonal shifts update tries, relative to the
 // largest diagonal entry of the Hessian. The smallest shift that factors
 // is the best preconditioner, since a shift blurs every eigenvalue below
-// it: on the first trust-region step of the synthetic grids 1e-5 factors
-// where 0 does not, and over the whole solve tCG needed 36 inner
-// iterations instead of 48 with 1e-4 as the first rung at 10^4 poses, 26
-// instead of 35 at 10^5 (1e-6 factored too, but failed at a later step at
-// 10^5). Since BCM stops after five sweeps, the first Hessian of torus3D
-// and sphere2500 fails the modified factorization and factors at 1e-5;
-// smallGrid3D's needs 1e-4.
+// it; the rungs were chosen on the synthetic grids, where 1e-5 is the
+// smallest that factors at the first steps and lasts (docs/performance.md,
+// "Tuning figures": shiftLadder).
 var shiftLadder = []float64{0, 1e-5, 1e-4, 1e-3, 1e-2}
 
 // newHessianPrecond prepares the preconditioner for Q with the block
@@ -196,6 +204,20 @@ func (p *hessianPrecond) setRank(r int) {
 	}
 	k := len(p.basis)
 	p.k = k
+	// The terms of each entry (kk, ll) of a Hessian block, in the order
+	// of the basis entries (assemble), with the products of the basis
+	// values made once: they are the same for every block.
+	p.terms, p.termPtr = p.terms[:0], append(p.termPtr[:0], 0)
+	for _, bk := range p.basis {
+		for _, bl := range p.basis {
+			for _, ek := range bk {
+				for _, el := range bl {
+					p.terms = append(p.terms, hTerm{coef: ek.val * el.val, s: ek.col*b + el.col, m: el.row*r + ek.row})
+				}
+			}
+			p.termPtr = append(p.termPtr, len(p.terms))
+		}
+	}
 	p.h = &sparse.BlockSym{N: q.N, B: k, RowPtr: q.RowPtr, ColIdx: q.ColIdx, Diag: q.Diag,
 		Val: make([]float64, len(q.ColIdx)*k*k)}
 	if p.tpos == nil {
@@ -355,9 +377,9 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 			// rank-deficient minimum, so the split form's neglected
 			// coupling is not small either (the relaxation may not be
 			// tight, and its solution has rank r). Q's factor, the
-			// fallback, knows nothing of Lambda: on an M3500-like graph
-			// with rotation noise 0.22 rad the rank-3 and rank-4 levels
-			// took 1455 and 4781 tCG iterations (6.5 and 34 s) with it.
+			// fallback, knows nothing of Lambda and took thousands of tCG
+			// iterations per level there (docs/performance.md, "Tuning
+			// figures": the full Hessian above rank d).
 			// The full Hessian has (k/b)^3 times Q's factor cost but
 			// makes every step a Newton step again; it serves the rest
 			// of the rank.
@@ -397,7 +419,7 @@ func (p *hessianPrecond) assembleAt(x *sparse.Blocks, lam []float64) {
 // analyze computes the symbolic factorization of the Hessian's pattern; on
 // failure it marks the preconditioner failed and reports false.
 func (p *hessianPrecond) analyze() bool {
-	c, err := sparse.AnalyzeBlocks(p.h, p.perm)
+	c, err := analyzeWith(p.sym, p.h, p.perm)
 	if err != nil {
 		p.ok = false
 		p.failed++
@@ -478,17 +500,14 @@ func (p *hessianPrecond) assemble(wk *hpWork, lam []float64, lo, hi int) {
 				}
 			}
 			hb := p.h.Block(pos)
-			for kk, bk := range p.basis {
-				for ll, bl := range p.basis {
-					// tr(A_k S A_l^T M) = sum (A_k)_{a,c} S_{c,c'} (A_l)_{a',c'} M_{a',a}
-					s := 0.0
-					for _, ek := range bk {
-						for _, el := range bl {
-							s += ek.val * el.val * sij[ek.col*b+el.col] * m[el.row*r+ek.row]
-						}
-					}
-					hb[kk*k+ll] = 2 * s
+			// tr(A_k S A_l^T M) = sum (A_k)_{a,c} S_{c,c'} (A_l)_{a',c'} M_{a',a},
+			// over the terms setRank listed for each entry (k, l).
+			for e := range hb {
+				s := 0.0
+				for _, t := range p.terms[p.termPtr[e]:p.termPtr[e+1]] {
+					s += t.coef * sij[t.s] * m[t.m]
 				}
+				hb[e] = 2 * s
 			}
 			if i == j && p.free != nil && p.free[i] {
 				freeDiagonal(hb, p.basis, k, d, 2*sij[d*b+d])
@@ -515,16 +534,15 @@ func (p *hessianPrecond) assemble(wk *hpWork, lam []float64, lo, hi int) {
 // stored entry of L, including the split form's second factor) plus a
 // Hessian product (about 2 r flops per entry of Q).
 //
-// refactorFlopRatio turns the flop ratio into a threshold. Measured on
-// cubicle, torus3D and sphere2500, a factorization costs as much time as
-// 20 to 60 inner iterations while its flop count is that of 50 to 85: the
-// dense kernels run about 2.5 times more flops per second than the
-// memory-bound solves. Break-even would thus be about flops/(2.5 iter); but
-// a stale factor degrades from step to step (cubicle: 8 inner iterations,
-// then 31 with the same factor, then 2 after refactoring), so refactoring
-// well before break-even is cheaper. 20 keeps the threshold at 3 to 7 on the
-// benchmark graphs, where refactoring after 3 was tuned, and raises it to
-// tens on the 10^6-pose grids, whose factorizations cost hundreds of solves.
+// refactorFlopRatio turns the flop ratio into a threshold. The dense
+// kernels of a factorization run more flops per second than the
+// memory-bound solves, so break-even lies below the flop ratio; and a
+// stale factor degrades from step to step, so refactoring well before
+// break-even is cheaper. The ratio keeps the threshold a few iterations on
+// the benchmark graphs, where refactoring after freshInner was tuned, and
+// raises it to tens on the 10^6-pose grids, whose factorizations cost
+// hundreds of solves (docs/performance.md, "Tuning figures":
+// refactorFlopRatio).
 func (p *hessianPrecond) refactorAfter() int {
 	const fresh = freshInner
 	if p.chol == nil {
@@ -555,13 +573,11 @@ const freshInner = 3
 // factor is refactored when the inner iterations beyond a fresh factor's
 // (freshInner), summed over the steps since it was made, exceed the
 // budget refactorAfter() - freshInner. Summing matters where the budget is
-// large: on the 10^6-pose grid one factor served steps of 12, 11 and 25
-// inner iterations, each but the last under the threshold of 13; counting
-// the sum refactors after the second, and the steps that followed took 2,
-// 5 and 7 iterations (79 in the solve instead of 96, 200 s instead of
-// 234-240). On the benchmark graphs and the smaller grids no factor
+// large (the 10^6-pose grid, where one factor served several steps each
+// under the threshold: docs/performance.md, "Tuning figures":
+// staleFactor). On the benchmark graphs and the smaller grids no factor
 // serves two steps that each stay under the threshold and together exceed
-// it, and their paths are unchanged.
+// it, and their paths are the same either way.
 type staleFactor struct{ excess int }
 
 // factored notes a new factorization.
@@ -577,10 +593,9 @@ func (s *staleFactor) step(inner, after int) bool {
 // resumeShift is the shift, relative to the largest diagonal entry, from
 // which a factor is refactored at the next accepted point whatever the
 // inner iterations. A shift that large blurs the Hessian's low modes, and
-// the step after it moves far: on the 10^6-pose grid the first factor
-// needs 1e-4 (0, 1e-5 and 3e-5 fail), and the next step took 40 inner
-// iterations with it (53 s) against 18 and one factorization with a fresh
-// one at 1e-4. See resumeFrom for where the ladder starts then.
+// the step after it moves far, where the kept factor costs more inner
+// iterations than a new one (docs/performance.md, "Tuning figures":
+// resumeShift). See resumeFrom for where the ladder starts then.
 const resumeShift = 1e-4
 
 // resumeFrom returns the rung from which the next accepted point refactors
@@ -593,18 +608,13 @@ const resumeShift = 1e-4
 // shifts step down the ladder one point at a time until a factor is exact
 // (from rung 0 the modified factorization is tried first), and a Hessian
 // that keeps needing the same shift is kept as the usual rule says (with
-// no such condition, parking-garage from a random start refactored at 563
-// of its 564 accepted steps). Consecutive points need similar shifts, and
-// a lower rung that fails costs less than a stale shifted factor: on the
-// 10^6-pose grid the point after the first step factors at 1e-5 where the
-// first needed 1e-4, and the step with it takes 6 inner iterations
-// instead of 18; kept at the next point, that factor took 39 (26 s), and
-// refactoring there gives an exact factor and 1. Over the solve, 46 inner
-// iterations instead of 59 and the same factorizations: 111.5 s against
-// 118 to 119. Starting each resumed ladder at the factor's own rung (the
-// rule before) or from rung 0 (trying the failed attempts again: 8
-// factorizations, 282 s) were worse. Of the benchmark graphs only
-// smallGrid3D's first factor needs 1e-4.
+// no such condition, parking-garage from a random start refactored at
+// almost every accepted step). Consecutive points need similar shifts, and
+// a lower rung that fails costs less than a stale shifted factor; starting
+// each resumed ladder at the factor's own rung, or from rung 0, were
+// slower on the 10^6-pose grid (docs/performance.md, "Tuning figures":
+// resumeFrom). Of the benchmark graphs only smallGrid3D's first factor
+// needs 1e-4.
 func resumeFrom(rung int, resumed bool, prev int) int {
 	switch {
 	case resumed && rung > 0 && rung < prev, !resumed && shiftLadder[rung] >= resumeShift:
@@ -632,16 +642,12 @@ const refactorFlopRatio = 20.0
 // raiseFloor of it. A Hessian near a minimum but not yet positive definite
 // thus factors in one pass, exact but for a few raised pivots, where it
 // took a failed factorization and a shifted one; the shift also blurs
-// every small eigenvalue, which tCG pays for in iterations. After BCM's
-// five sweeps the first Hessian of cubicle, parking-garage and tinyGrid3D
-// factors with 1 to 3 raised pivots (after 50 sweeps: cubicle, torus3D
-// and tinyGrid3D; cubicle's first step then went from a failed and a
-// shifted factorization and 12 inner iterations to one factorization and
-// 2). A pivot below the limit means strong indefiniteness or pivot growth
-// (the first step on the synthetic grids of 10^4 and 10^5 poses, where
-// the failing pivot is 2 to 4 percent of the largest diagonal entry below
-// zero, though shifting by 1e-5 of it suffices), and the ladder goes on
-// as before. It returns the shift, the number of raised pivots and
+// every small eigenvalue, which tCG pays for in iterations (the benchmark
+// graphs whose first Hessian factors this way: docs/performance.md,
+// "Tuning figures": factorShifted). A pivot below the limit means strong
+// indefiniteness or pivot growth (the first step on the synthetic grids,
+// where a shift of 1e-5 suffices all the same), and the ladder goes on as
+// before. It returns the shift, the number of raised pivots and
 // whether a factor was made, and adds the factorizations it attempted to
 // *attempts. With from > 0 the ladder starts at rung from instead, with
 // no modified attempt (see resumeFrom).
@@ -689,7 +695,7 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 		}
 	}
 	if p.schol == nil {
-		c, err := sparse.AnalyzeBlocks(p.s, p.qper)
+		c, err := analyzeWith(p.sym, p.s, p.qper)
 		if err != nil {
 			return false
 		}
@@ -697,9 +703,8 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 	}
 	// S is positive semidefinite only near a global minimum of the rank-d
 	// problem (it is the certificate). Elsewhere a shifted S made a poor
-	// preconditioner: parking-garage from a random start at rank 5 took
-	// 500 trust-region steps without converging where Q's factor, used
-	// until S factors unshifted, converges in 184 (51 s against 163 s).
+	// preconditioner, worse than Q's factor, which is used until S factors
+	// unshifted (docs/performance.md, "Tuning figures": factorS).
 	var ok bool
 	p.sshift, _, ok = factorShifted(p.s, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0, 0, false, &p.factorizations)
 	return ok
@@ -896,4 +901,16 @@ func (p *hessianPrecond) apply(dst, v *sparse.Blocks) {
 		p.schol.SolveMany(p.sz, p.sc, p.r-p.d)
 	}
 	p.vector(dst, p.z, p.sz)
+}
+
+// restartAfter is the number of inner iterations after which a factor kept
+// from an earlier point is replaced (rtr restarts tCG with a fresh one):
+// four times the budget refactorAfter gives it, and at least 20. A point
+// far from the one factored (a long step on a corridor, whose translations
+// swing with every rotation) can make the kept factor a poor
+// preconditioner, where a fresh one needs an iteration or two
+// (docs/performance.md, "Tuning figures": restartAfter). Near the minimum,
+// where factors are kept, tCG stays well below this.
+func restartAfter(p *hessianPrecond) int {
+	return max(4*p.refactorAfter(), 20)
 }

@@ -1,0 +1,506 @@
+package sparse
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	stdsync "sync"
+	"sync/atomic"
+)
+
+// The numeric supernodal factorization (the layout is supernodal.go's):
+// assembling A or a BlockSym into the supernodes, the left-looking
+// updates, the dense factorization of each supernode with its pivot
+// modification (FactorizeBlocksModified), and the split of the tree into
+// subtrees factored concurrently. Every sum runs in an order fixed by the
+// matrix, so the factor's bits do not depend on the number of threads.
+
+// blasThreshold is the flop count above which the dense kernels call
+// gonum's BLAS rather than plain loops (call overhead dominates below).
+const blasThreshold = 8192
+
+// snWork is the work space of one goroutine of the factorization.
+type snWork struct {
+	relMap []int
+	cbuf   []float64
+	raised int // pivots changed by FactorizeBlocksModified
+}
+
+// factor computes the numeric supernodal factor of a. Independent subtrees
+// (sn.tasks) are factored concurrently; the supernodes above them (the
+// top of the tree, with the large separators whose dense products gonum
+// parallelizes itself) follow in order. A descendant's pending update of a
+// supernode outside its subtree is queued per task and linked in task order
+// after the join, so the order of every sum, hence every bit of the
+// result, is the same on any number of threads.
+func (sn *supernodes) factor(c *Cholesky, a *CSC, thr float64) error {
+	sn.ensureVmap(c, a)
+	sn.assemble(a.Val)
+	return sn.factorAssembled(c, thr)
+}
+
+// assemble zeroes val and scatters A's values (aval, in the analysed CSC
+// order) into it.
+func (sn *supernodes) assemble(aval []float64) {
+	sn.clearVal()
+	val := sn.val
+	for p, q := range sn.vmap {
+		val[q] = aval[p]
+	}
+}
+
+// ensureVmap builds vmap for a, whose pattern is the analysed one, when
+// the analysis did not (AnalyzeBlocks): entry (i, j) lands in column
+// lo = min of their pivots, at the row hi = max of supernode super[lo],
+// whose rows are increasing.
+func (sn *supernodes) ensureVmap(c *Cholesky, a *CSC) {
+	if sn.vmap != nil {
+		return
+	}
+	vmap := make([]int, len(a.RowIdx))
+	for j := 0; j < a.N; j++ {
+		pj := c.pinv[j]
+		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
+			pi := c.pinv[a.RowIdx[p]]
+			lo, hi := min(pi, pj), max(pi, pj)
+			s := sn.super[lo]
+			f := sn.first[s]
+			nc := sn.first[s+1] - f
+			row, _ := slices.BinarySearch(sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], hi)
+			vmap[p] = sn.valPtr[s] + row*nc + lo - f
+		}
+	}
+	sn.vmap = vmap
+}
+
+// assembleNode sets supernode s's values ls to those of src + shift I in
+// its columns (src and shift as FactorizeBlocks set them). relMap holds
+// the local row of each of s's rows. Column q of L is scalar column
+// perm[q] of A, entry (j*b+cc) of block row j; A's pattern lies inside
+// L's, so every entry below the pivot has a row in s, and the blocks of a
+// row of src are contiguous: the reads stay near one another, and the
+// writes inside s.
+func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, relMap []int) {
+	clear(ls)
+	m := sn.src
+	b := m.B
+	f, l := sn.first[s], sn.first[s+1]-1
+	nc := l - f + 1
+	for q := f; q <= l; q++ {
+		j, cc := c.perm[q]/b, c.perm[q]%b
+		for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
+			i := m.ColIdx[k]
+			// Block (j, i) holds A[(j, cc), (i, a)] = A[(i, a), (j, cc)]
+			// in its row cc.
+			blk := m.Block(k)[cc*b : cc*b+b]
+			pi := c.pinv[i*b : i*b+b]
+			for a, v := range blk {
+				pr := pi[a]
+				if pr < q {
+					continue // above the diagonal: column pr holds it
+				}
+				if pr == q {
+					v += sn.shift
+				}
+				ls[relMap[pr]*nc+q-f] = v
+			}
+		}
+	}
+}
+
+// clearVal allocates val on first use and sets it to zero.
+func (sn *supernodes) clearVal() {
+	if sn.val == nil {
+		sn.val = make([]float64, sn.valPtr[len(sn.first)-1])
+		return
+	}
+	clear(sn.val)
+}
+
+// factorAssembled factors val in place, which holds A (assemble).
+func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
+	for s := range sn.head {
+		sn.head[s] = -1
+	}
+	threads := min(runtime.GOMAXPROCS(0), len(sn.tasks))
+	for len(sn.work) < max(threads, 1) {
+		sn.work = append(sn.work, &snWork{relMap: make([]int, c.n)})
+	}
+	for _, w := range sn.work {
+		w.raised = 0
+	}
+	defer func() {
+		c.raised = 0
+		for _, w := range sn.work {
+			c.raised += w.raised
+		}
+	}()
+	if len(sn.errs) < len(sn.tasks) {
+		sn.errs = make([]error, len(sn.tasks))
+		sn.deferred = make([][]int, len(sn.tasks))
+	}
+	errs, deferred := sn.errs, sn.deferred
+	for t := range sn.tasks {
+		errs[t], deferred[t] = nil, deferred[t][:0]
+	}
+	var stop atomic.Bool
+	runTask := func(t int, w *snWork) {
+		lo, hi := sn.tasks[t][0], sn.tasks[t][1]
+		for s := lo; s < hi && !stop.Load(); s++ {
+			err := sn.factorNode(c, s, w, thr, func(d, tgt int) {
+				if tgt >= lo && tgt < hi {
+					sn.next[d] = sn.head[tgt]
+					sn.head[tgt] = d
+				} else {
+					deferred[t] = append(deferred[t], d)
+				}
+			})
+			if err != nil {
+				errs[t] = err
+				stop.Store(true)
+				return
+			}
+		}
+	}
+	if threads <= 1 {
+		for t := range sn.tasks {
+			runTask(t, sn.work[0])
+		}
+	} else {
+		var next atomic.Int64
+		var wg stdsync.WaitGroup
+		for g := 0; g < threads; g++ {
+			wg.Add(1)
+			go func(w *snWork) {
+				defer wg.Done()
+				for {
+					t := int(next.Add(1)) - 1
+					if t >= len(sn.tasks) {
+						return
+					}
+					runTask(t, w)
+				}
+			}(sn.work[g])
+		}
+		wg.Wait()
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	link := func(d, tgt int) {
+		sn.next[d] = sn.head[tgt]
+		sn.head[tgt] = d
+	}
+	for t := range sn.tasks {
+		for _, d := range deferred[t] {
+			link(d, sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]])
+		}
+	}
+	for _, s := range sn.top {
+		if err := sn.factorNode(c, s, sn.work[0], thr, link); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// factorNode assembles supernode s, applies the updates of the descendants
+// queued on it, factors it, and hands every descendant (and s itself) whose
+// rows reach further up to link with its next target.
+func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, link func(d, t int)) error {
+	f, l := sn.first[s], sn.first[s+1]-1
+	nc := l - f + 1
+	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
+	nr := len(rows)
+	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]] // holds A's columns f..l (assemble)
+	relMap := w.relMap
+	for r, i := range rows {
+		relMap[i] = r
+	}
+	if sn.src != nil {
+		sn.assembleNode(c, s, ls, relMap)
+	}
+	// Updates from descendants.
+	for d := sn.head[s]; d != -1; {
+		dnext := sn.next[d]
+		drows := sn.rows[sn.rowPtr[d]:sn.rowPtr[d+1]]
+		ncd := sn.first[d+1] - sn.first[d]
+		nrd := len(drows)
+		ld := sn.val[sn.valPtr[d]:sn.valPtr[d+1]]
+		p1 := sn.dpos[d]
+		p2 := p1
+		for p2 < nrd && drows[p2] <= l {
+			p2++
+		}
+		m, wd := nrd-p1, p2-p1
+		if need := m * wd; len(w.cbuf) < need {
+			w.cbuf = make([]float64, need)
+		}
+		cb := w.cbuf[:m*wd]
+		// cb = L_d[p1:, :] * L_d[p1:p2, :]^T (only the lower part of the
+		// top wd x wd square is used).
+		if m*wd*ncd >= blasThreshold {
+			gemmNT(m, wd, ncd, 1, ld[p1*ncd:], ncd, ld[p1*ncd:], ncd, 0, cb, wd)
+		} else {
+			smallUpdate(cb, ld[p1*ncd:(p1+m)*ncd], m, wd, ncd)
+		}
+		for r := 0; r < m; r++ {
+			tr := relMap[drows[p1+r]] * nc
+			cr := cb[r*wd : r*wd+wd]
+			for q := 0; q < wd && q <= r; q++ {
+				ls[tr+drows[p1+q]-f] -= cr[q]
+			}
+		}
+		if p2 < nrd {
+			sn.dpos[d] = p2
+			link(d, sn.super[drows[p2]])
+		}
+		d = dnext
+	}
+	j, piv, raised := denseFactor(ls, nr, nc, thr, c.floor, c.limit)
+	w.raised += raised
+	if j >= 0 {
+		return &NotPositiveDefiniteError{Column: c.perm[f+j], Pivot: piv}
+	}
+	if nr > nc {
+		sn.dpos[s] = nc
+		link(s, sn.super[rows[nc]])
+	}
+	return nil
+}
+
+// panelWidth is the block size of the dense Cholesky of a supernode, and
+// trailingStrip the column width of its trailing-update products.
+const (
+	panelWidth    = 64
+	trailingStrip = 256
+)
+
+// denseFactor overwrites the nr x nc row-major trapezoid l (nr >= nc) with
+// its Cholesky factor: the top nc x nc block becomes lower triangular L11
+// and the rows below L21 = A21 L11^{-T}. It is a right-looking blocked
+// algorithm: panels of panelWidth columns are factored by plain loops, the
+// rows below a panel by a triangular solve, and the trailing columns of the
+// supernode are updated by a rank-panelWidth product. It returns the local
+// column and the value of the first pivot not above thr, or -1, and the
+// number of pivots changed: with floor > 0 a finite pivot not above thr
+// and not below -limit becomes max(|pivot|, floor) instead of failing
+// (see Cholesky.FactorizeBlocksModified).
+func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, pivot float64, raised int) {
+	for k := 0; k < nc; k += panelWidth {
+		kb := min(panelWidth, nc-k)
+		// Unblocked Cholesky of the panel's diagonal block.
+		for j := k; j < k+kb; j++ {
+			rj := l[j*nc+k : j*nc+j]
+			d := l[j*nc+j]
+			for _, v := range rj {
+				d -= v * v
+			}
+			if !(d > thr) || math.IsInf(d, 0) {
+				if !raisable(d, floor, limit) {
+					return j, d, raised
+				}
+				if nd := max(math.Abs(d), floor); nd != d {
+					d = nd
+					raised++
+				}
+			}
+			d = math.Sqrt(d)
+			l[j*nc+j] = d
+			for i := j + 1; i < k+kb; i++ {
+				ri := l[i*nc+k : i*nc+j]
+				sum := l[i*nc+j]
+				for t, v := range ri {
+					sum -= v * rj[t]
+				}
+				l[i*nc+j] = sum / d
+			}
+		}
+		m := nr - k - kb
+		if m == 0 {
+			continue
+		}
+		// Rows below the panel: B = B L_kk^{-T}.
+		if m*kb*kb >= blasThreshold {
+			trsmRT(m, kb, l[k*nc+k:], nc, l[(k+kb)*nc+k:], nc)
+		} else {
+			trsmRTLeaf(m, kb, l[k*nc+k:], nc, l[(k+kb)*nc+k:], nc)
+		}
+		// Trailing update of columns k+kb..nc-1, rows k+kb..nr-1:
+		// T -= P P^T restricted to the lower trapezoid, with P the rows
+		// below the panel. Large updates go to Dgemm by column strips of
+		// trailingStrip (gemmNT runs in parallel, gonum's Dsyrk does
+		// not), each strip starting at its diagonal so little of the upper
+		// triangle is computed.
+		nt := nc - k - kb
+		if nt == 0 {
+			continue
+		}
+		panel := l[(k+kb)*nc+k:]
+		if m*nt*kb >= blasThreshold {
+			for j0 := 0; j0 < nt; j0 += trailingStrip {
+				jw := min(trailingStrip, nt-j0)
+				gemmNT(m-j0, jw, kb, -1, panel[j0*nc:], nc, panel[j0*nc:], nc, 1, l[(k+kb+j0)*nc+k+kb+j0:], nc)
+			}
+			continue
+		}
+		for i := 0; i < m; i++ {
+			ri := panel[i*nc : i*nc+kb]
+			for j := 0; j < nt && j <= i; j++ {
+				rj := panel[j*nc : j*nc+kb]
+				sum := 0.0
+				for t, v := range ri {
+					sum += v * rj[t]
+				}
+				l[(k+kb+i)*nc+k+kb+j] -= sum
+			}
+		}
+	}
+	return -1, 0, raised
+}
+
+// raisable reports whether a rejected pivot d may be raised: a modified
+// factorization is asked for (floor > 0) and d is finite and not below
+// -limit (NaN and Inf mean the input or the elimination broke down).
+func raisable(d, floor, limit float64) bool {
+	return floor > 0 && d >= -limit && !math.IsInf(d, 0)
+}
+
+// splitTasks chooses the independent subtrees for concurrent
+// factorization: starting from the roots, it keeps replacing the heaviest
+// subtree by its children (the root moving to the sequential top) until no
+// subtree holds more than an eighth of the work, the top holds a third, or
+// the heaviest is a leaf. Work is estimated as nc*nr^2 per supernode. The
+// split depends on the matrix only, not on the number of threads, which is
+// what keeps results bitwise reproducible.
+func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
+	ns := len(sn.first) - 1
+	work := make([]float64, ns) // subtree work
+	size := make([]int, ns)     // subtree size in supernodes
+	total := 0.0
+	for s := 0; s < ns; s++ {
+		nc := float64(sn.first[s+1] - sn.first[s])
+		nr := float64(sn.rowPtr[s+1] - sn.rowPtr[s])
+		work[s] += nc * nr * nr
+		size[s]++
+		if p := sparent[s]; p >= 0 {
+			work[p] += work[s]
+			size[p] += size[s]
+		} else {
+			total += work[s]
+		}
+	}
+	var front []int
+	for s := 0; s < ns; s++ {
+		if sparent[s] < 0 {
+			front = append(front, s)
+		}
+	}
+	isTop := make([]bool, ns)
+	topWork := 0.0
+	// Below this much work, threads cost more than they save.
+	if total >= 1e6 {
+		for {
+			h := 0
+			for i, s := range front {
+				if work[s] > work[front[h]] {
+					h = i
+				}
+			}
+			s := front[h]
+			if work[s] <= total/8 || chead[s] == -1 {
+				break
+			}
+			nc := float64(sn.first[s+1] - sn.first[s])
+			nr := float64(sn.rowPtr[s+1] - sn.rowPtr[s])
+			if topWork+nc*nr*nr > total/3 {
+				break
+			}
+			topWork += nc * nr * nr
+			isTop[s] = true
+			front = append(front[:h], front[h+1:]...)
+			for ch := chead[s]; ch != -1; ch = cnext[ch] {
+				front = append(front, ch)
+			}
+		}
+	}
+	sort.Ints(front)
+	sn.tasks = sn.tasks[:0]
+	for _, s := range front {
+		sn.tasks = append(sn.tasks, [2]int{s - size[s] + 1, s + 1})
+	}
+	// Heaviest first, so the goroutines finish together.
+	sort.SliceStable(sn.tasks, func(i, j int) bool { return work[sn.tasks[i][1]-1] > work[sn.tasks[j][1]-1] })
+	sn.top = sn.top[:0]
+	for s := 0; s < ns; s++ {
+		if isTop[s] {
+			sn.top = append(sn.top, s)
+		}
+	}
+}
+
+// smallUpdate sets the lower part of the top wd x wd square and the rows
+// below it of cb (m x wd) to the products of the rows of l (m x ncd): cb[r][q]
+// = sum_t l[r][t] l[q][t], q <= r, summed over t in order. It is the
+// update of a small supernode by a small descendant, the bulk of the
+// factorization on 2-D graphs, so the widths that blocks of 2 to 6 make
+// have loops of their own, with the same sums in the same order.
+func smallUpdate(cb, l []float64, m, wd, ncd int) {
+	switch ncd {
+	case 3:
+		for r := 0; r < m; r++ {
+			lr := l[r*3 : r*3+3 : r*3+3]
+			for q := 0; q < wd && q <= r; q++ {
+				lq := l[q*3 : q*3+3 : q*3+3]
+				sum := 0.0
+				sum += lr[0] * lq[0]
+				sum += lr[1] * lq[1]
+				sum += lr[2] * lq[2]
+				cb[r*wd+q] = sum
+			}
+		}
+	case 4:
+		for r := 0; r < m; r++ {
+			lr := l[r*4 : r*4+4 : r*4+4]
+			for q := 0; q < wd && q <= r; q++ {
+				lq := l[q*4 : q*4+4 : q*4+4]
+				sum := 0.0
+				sum += lr[0] * lq[0]
+				sum += lr[1] * lq[1]
+				sum += lr[2] * lq[2]
+				sum += lr[3] * lq[3]
+				cb[r*wd+q] = sum
+			}
+		}
+	case 6:
+		for r := 0; r < m; r++ {
+			lr := l[r*6 : r*6+6 : r*6+6]
+			for q := 0; q < wd && q <= r; q++ {
+				lq := l[q*6 : q*6+6 : q*6+6]
+				sum := 0.0
+				sum += lr[0] * lq[0]
+				sum += lr[1] * lq[1]
+				sum += lr[2] * lq[2]
+				sum += lr[3] * lq[3]
+				sum += lr[4] * lq[4]
+				sum += lr[5] * lq[5]
+				cb[r*wd+q] = sum
+			}
+		}
+	default:
+		for r := 0; r < m; r++ {
+			lr := l[r*ncd : (r+1)*ncd]
+			for q := 0; q < wd && q <= r; q++ {
+				lq := l[q*ncd : (q+1)*ncd]
+				sum := 0.0
+				for t, v := range lr {
+					sum += v * lq[t]
+				}
+				cb[r*wd+q] = sum
+			}
+		}
+	}
+}

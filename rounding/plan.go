@@ -1,0 +1,127 @@
+package rounding
+
+import (
+	"fmt"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// Plan is the linear algebra of one graph's initialization and rounding
+// for one elimination order of its poses, made on first use and kept: a
+// solve initializes, rounds and may round again, and each time it needs
+// the same translation system (the tau-weighted Laplacian anchored at
+// g.Anchor()), which a Plan factors once. Its results are bit for bit
+// those of ChordalOrdered, ChordalRotationsOrdered and
+// RecoverTranslationsOrdered with the same order.
+//
+// A Plan also serves as bcm's translation step (bcm.TranslationSolver):
+// that step solves the same system.
+type Plan struct {
+	g     *posegraph.Graph
+	order []int
+	sym   *sparse.BlockSymbolic
+
+	ts      *translationSystem // nil until first needed
+	checked bool               // the graph passed checkGraph
+}
+
+// NewPlan returns the plan for g (validated, connected) and order, an
+// elimination order of all its poses (order[k] = the pose eliminated
+// k-th). sym, if not nil, is the block analysis of g's pose graph pattern
+// in that order (sparse.AnalyzeBlockPattern of Q with the order), which
+// the chordal system, of that pattern, then shares.
+func NewPlan(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic) *Plan {
+	return &Plan{g: g, order: order, sym: sym}
+}
+
+// Chordal is ChordalOrdered(g, order).
+func (p *Plan) Chordal() ([]posegraph.Pose, error) {
+	g := p.g
+	if g.HasLandmarks() {
+		return chordalLandmarks(g, p.order)
+	}
+	poses, _, err := chordalRotationsWith(g, p.order, posegraph.Poses, p.sym)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.RecoverTranslations(poses); err != nil {
+		return nil, err
+	}
+	ToGauge(g, poses)
+	return poses, nil
+}
+
+// ChordalRotations is ChordalRotationsOrdered(g, order).
+func (p *Plan) ChordalRotations() ([]posegraph.Pose, error) {
+	poses, _, err := chordalRotationsWith(p.g, p.order, posegraph.Rotations, p.sym)
+	if err != nil {
+		return nil, err
+	}
+	rotationGauge(p.g, poses)
+	return poses, nil
+}
+
+// RecoverTranslations is RecoverTranslationsOrdered(g, poses, order),
+// with the translation system factored once for every call.
+func (p *Plan) RecoverTranslations(poses []posegraph.Pose) error {
+	g := p.g
+	if err := checkPoses(g, poses); err != nil {
+		return err
+	}
+	if g.N() == 1 {
+		return nil
+	}
+	ts, err := p.translations()
+	if err != nil {
+		return err
+	}
+	return ts.recover(g, poses)
+}
+
+// translations returns the factored translation system, made on first use.
+func (p *Plan) translations() (*translationSystem, error) {
+	if p.ts != nil {
+		return p.ts, nil
+	}
+	g := p.g
+	if !p.checked {
+		if err := checkGraph(g); err != nil {
+			return nil, err
+		}
+		p.checked = true
+	}
+	var red []int
+	if p.order != nil {
+		var err error
+		if red, err = translationOrder(g, p.order); err != nil {
+			return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
+		}
+	}
+	ts, err := newTranslationSystem(g, red)
+	if err != nil {
+		return nil, err
+	}
+	p.ts = ts
+	return ts, nil
+}
+
+// Anchor is the pose whose translation the translation system holds
+// (g.Anchor()).
+func (p *Plan) Anchor() int { return p.g.Anchor() }
+
+// SolveTranslations solves the translation system L x = rhs, L the
+// tau-weighted Laplacian without the anchor's row and column, for the
+// n-1 unknowns of the poses other than the anchor, in pose order (pose i
+// at i, or at i-1 after the anchor).
+func (p *Plan) SolveTranslations(x, rhs []float64) error {
+	if p.g.N() == 1 {
+		return nil
+	}
+	ts, err := p.translations()
+	if err != nil {
+		return err
+	}
+	ts.chol.Solve(x, rhs)
+	return nil
+}

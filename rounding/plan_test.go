@@ -1,0 +1,98 @@
+package rounding
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// TestPlan: a plan gives the bits of ChordalOrdered, ChordalRotationsOrdered
+// and RecoverTranslationsOrdered with its order, with and without the
+// shared block analysis and however often its translation system serves,
+// and solves that system exactly for bcm.
+func TestPlan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, d := range []int{2, 3} {
+		for _, anchor := range []int{0, 17} {
+			n := 60
+			g, _ := randomGraph(rng, d, n, 80, 0.1, 0.2)
+			if anchor != 0 {
+				g.Fixed = []int{anchor}
+			}
+			order := rng.Perm(n)
+			q := g.Laplacian(posegraph.Poses)
+			sym, err := sparse.AnalyzeBlockPattern(q, blockPerm(order, q.B))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []*sparse.BlockSymbolic{sym, nil} {
+				plan := NewPlan(g, order, s)
+				want, err := ChordalOrdered(g, order)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := plan.Chordal()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("d=%d anchor %d: Plan.Chordal differs from ChordalOrdered", d, anchor)
+				}
+				wantR, _ := ChordalRotationsOrdered(g, order)
+				gotR, err := plan.ChordalRotations()
+				if err != nil || !slices.Equal(gotR, wantR) {
+					t.Fatalf("d=%d anchor %d: Plan.ChordalRotations differs (%v)", d, anchor, err)
+				}
+				for range 2 {
+					a := make([]posegraph.Pose, n)
+					for i := range a {
+						a[i].R = RandomRotation(rng, d)
+						a[i].T = [3]float64{rng.NormFloat64(), rng.NormFloat64(), 0}
+					}
+					b := slices.Clone(a)
+					if err := RecoverTranslationsOrdered(g, a, order); err != nil {
+						t.Fatal(err)
+					}
+					if err := plan.RecoverTranslations(b); err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(a, b) {
+						t.Fatalf("d=%d anchor %d: Plan.RecoverTranslations differs", d, anchor)
+					}
+				}
+				// The system bcm solves: L x = rhs without the anchor.
+				if plan.Anchor() != anchor {
+					t.Fatalf("anchor %d, want %d", plan.Anchor(), anchor)
+				}
+				rhs := make([]float64, n-1)
+				for i := range rhs {
+					rhs[i] = rng.NormFloat64()
+				}
+				x := make([]float64, n-1)
+				if err := plan.SolveTranslations(x, rhs); err != nil {
+					t.Fatal(err)
+				}
+				lap := laplacianCSC(g, anchor)
+				res := slices.Clone(rhs)
+				for j := 0; j < lap.N; j++ {
+					for p := lap.ColPtr[j]; p < lap.ColPtr[j+1]; p++ {
+						i, v := lap.RowIdx[p], lap.Val[p]
+						res[i] -= v * x[j]
+						if i != j {
+							res[j] -= v * x[i]
+						}
+					}
+				}
+				for i, r := range res {
+					if math.Abs(r) > 1e-9*(1+math.Abs(rhs[i])) {
+						t.Fatalf("d=%d anchor %d: residual %g at %d", d, anchor, r, i)
+					}
+				}
+			}
+		}
+	}
+}
