@@ -106,3 +106,50 @@ func TestBlockProblemHessian(t *testing.T) {
 		}
 	}
 }
+
+// MomentumInner is <grad F, X_B - X_prev>: 0 before a recorded point and
+// at it, and after a step it matches the derivative of F along the
+// retraction of the step's tangent part (central differences; the
+// gradient is tangent, so only that part counts).
+func TestBlockMomentumInner(t *testing.T) {
+	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
+		for _, d := range []int{2, 3} {
+			for _, r := range []int{d, d + 1} {
+				_, q, x, p := blockCase(t, d, r, prob)
+				if v := p.MomentumInner(x); v != 0 {
+					t.Fatalf("%v d=%d r=%d: %g before a point was recorded", prob, d, r, v)
+				}
+				p.Momentum(x, 0)
+				if v := p.MomentumInner(x); v != 0 {
+					t.Fatalf("%v d=%d r=%d: %g at the recorded point", prob, d, r, v)
+				}
+				if _, err := p.TrustRegion(context.Background(), x, 2, 0); err != nil {
+					t.Fatal(err)
+				}
+				got := p.MomentumInner(x)
+				xb := p.at(x)
+				step, tan := sparse.NewBlocks(x.R, x.B, p.n), sparse.NewBlocks(x.R, x.B, p.n)
+				for k := range step.Data {
+					step.Data[k] = xb.Data[k] - p.last[k]
+				}
+				p.m.proj(tan, xb, step)
+				work := sparse.NewBlocks(x.R, x.B, x.N)
+				at := func(h float64) float64 {
+					y := &sparse.Blocks{R: x.R, B: x.B, N: x.N, Data: append([]float64(nil), x.Data...)}
+					yb := &sparse.Blocks{R: x.R, B: x.B, N: p.n, Data: y.Data[:p.n*x.R*x.B]}
+					v := sparse.NewBlocks(x.R, x.B, p.n)
+					for k := range v.Data {
+						v.Data[k] = h * tan.Data[k]
+					}
+					p.m.retract(yb, xb, v)
+					return posegraph.TraceCost(q, y, work)
+				}
+				const h = 1e-5
+				want := (at(h) - at(-h)) / (2 * h)
+				if math.Abs(got-want) > 1e-5*math.Abs(want) || want == 0 {
+					t.Errorf("%v d=%d r=%d: MomentumInner %.10g, the derivative along the step %.10g", prob, d, r, got, want)
+				}
+			}
+		}
+	}
+}

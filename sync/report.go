@@ -67,9 +67,12 @@ type Report struct {
 	// ShiftFloor is the least the certificate's shift could cost the bound
 	// at the rounding floor eig_tol (Result.ShiftFloor): a gap_allowed
 	// below it cannot be proven in double precision.
-	ShiftFloor    float64 `json:"shift_floor"`
-	Certified     bool    `json:"certified"`
-	Status        string  `json:"status"`
+	ShiftFloor float64 `json:"shift_floor"`
+	Certified  bool    `json:"certified"`
+	Status     string  `json:"status"`
+	// Error is what aborted the solve (status "aborted by an error",
+	// Result.Error); absent otherwise.
+	Error         string  `json:"error,omitempty"`
 	Rank          int     `json:"rank"`
 	MinEigenvalue float64 `json:"min_eigenvalue"`
 	Eta           float64 `json:"eta"`
@@ -100,8 +103,60 @@ type Report struct {
 	Distributed *DistributedReport `json:"distributed,omitempty"`
 }
 
-// DistributedReport is the account of a distributed solve.
+// DistributedReport is the account of a distributed solve
+// (sync/distributed's Stats.Report). Messages and bytes count records as
+// sent once (a server fans a publication out to each subscriber), resent
+// requests included, without the authentication trailer.
 type DistributedReport struct {
+	Agents        int `json:"agents"`
+	ColourClasses int `json:"colour_classes"`
+	// Rounds is the rounds over all levels (a resumed run's include the
+	// checkpoint's, ResumedRounds).
+	Rounds int `json:"rounds"`
+	// Messages and Bytes are the run's traffic: the coordinator's
+	// requests and the agents' replies (CoordinatorMessages and
+	// CoordinatorBytes) plus the agents' pose publications (Publications
+	// and PublicationBytes).
+	Messages            int64 `json:"messages"`
+	Bytes               int64 `json:"bytes"`
+	CoordinatorMessages int64 `json:"coordinator_messages"`
+	CoordinatorBytes    int64 `json:"coordinator_bytes"`
+	Publications        int64 `json:"publications"`
+	PublicationBytes    int64 `json:"publication_bytes"`
+	// TransferBytes is the part of CoordinatorBytes that moved whole
+	// blocks: Gathers of the point to the coordinator and Sets of a new
+	// point (after an escape, a rounding, exact translations), O(n) each.
+	TransferBytes int64 `json:"transfer_bytes"`
+	Gathers       int   `json:"gathers"`
+	Sets          int   `json:"sets"`
+	// BoundaryPoses counts the poses with an edge to another part,
+	// BoundaryEdges the edges between parts. BytesPerRound is the traffic
+	// of the rounds (Bytes less TransferBytes) per round, and
+	// BytesPerRoundPerBoundaryPose that over BoundaryPoses: a round's
+	// traffic is O(boundary), about two publications and a few requests
+	// per agent.
+	BoundaryPoses                int     `json:"boundary_poses"`
+	BoundaryEdges                int     `json:"boundary_edges"`
+	BytesPerRound                float64 `json:"bytes_per_round"`
+	BytesPerRoundPerBoundaryPose float64 `json:"bytes_per_round_per_boundary_pose"`
+	// Resends counts the publications asked again because a message was
+	// lost or late, Stale the updates skipped for want of them, Restarts
+	// the agents that rejoined after losing their state.
+	Resends  int `json:"resends"`
+	Stale    int `json:"stale"`
+	Restarts int `json:"restarts"`
+	// AgentPeakRSS is each agent's peak resident set in bytes as it
+	// measured it (0: not measured, as for agents inside the
+	// coordinator's process), CoordinatorPeakRSS the coordinator's
+	// (with an embedded NATS server, the server's too).
+	AgentPeakRSS       []int64 `json:"agent_peak_rss_bytes"`
+	CoordinatorPeakRSS int64   `json:"coordinator_peak_rss_bytes"`
+	// Checkpoints counts the checkpoints written (--checkpoint);
+	// ResumedRounds and ResumedRank are the rounds and the rank of the
+	// checkpoint a resumed run (--resume) started from (0: none).
+	Checkpoints   int `json:"checkpoints"`
+	ResumedRounds int `json:"resumed_rounds,omitempty"`
+	ResumedRank   int `json:"resumed_rank,omitempty"`
 	// Authenticated is true when every message carried a MAC under the
 	// run's key; Rejected then counts the messages that failed
 	// authentication, which were dropped, never applied.
@@ -193,7 +248,7 @@ func NewReport(file string, res *Result) *Report {
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
 		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed, GapAllowedBy: res.GapAllowedBy, FUnit: res.FUnit,
 		ShiftFloor: res.ShiftFloor,
-		Certified:  res.Certified, Status: string(res.Status), Rank: res.Rank,
+		Certified:  res.Certified, Status: string(res.Status), Error: res.Error, Rank: res.Rank,
 		MinEigenvalue: res.MinEigenvalue, Eta: res.Eta, EtaPoses: res.EtaPoses, Estimate: string(res.Estimate),
 		WeightSpread: res.WeightSpread, ExpectedObjective: res.ExpectedObjective, ExpectedObjectiveSD: res.ExpectedObjectiveSD, Timings: res.Timings,
 		Levels: res.Levels, Stages: stages, History: hist,

@@ -1,6 +1,8 @@
 package sync
 
 import (
+	"errors"
+
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
@@ -67,7 +69,30 @@ const (
 	RobustUnsettled Status = "not certified: the robust weights did not settle"
 	// Cancelled: the context was cancelled.
 	Cancelled Status = "cancelled"
+	// Aborted: the level optimizer failed with an error the solve
+	// survives (one wrapping ErrAborted: a distributed run that lost an
+	// agent). The estimate is the last point the optimizer held (the
+	// initial estimate, a level's start, or the last point it gathered),
+	// rounded, with no certificate (a bound only when an earlier level
+	// proved one); Result.Error says what happened.
+	Aborted Status = "aborted by an error"
 )
+
+// ErrAborted marks a LevelOptimizer's error that ends the solve with
+// status Aborted and the estimate so far, rather than with no result:
+// the optimizer's point is intact, only the optimizer cannot go on (see
+// LevelOptimizer.Optimize).
+var ErrAborted = errors.New("the level optimizer stopped")
+
+// Abort marks err as an error that aborts the solve with the estimate so
+// far: errors.Is(Abort(err), ErrAborted) holds, errors.Is and errors.As
+// find err, and the message is err's.
+func Abort(err error) error { return abortError{err} }
+
+type abortError struct{ err error }
+
+func (e abortError) Error() string   { return e.err.Error() }
+func (e abortError) Unwrap() []error { return []error{ErrAborted, e.err} }
 
 // Estimate names where a Result's poses came from.
 type Estimate string
@@ -298,4 +323,6 @@ type Result struct {
 	// iterations. With it, Graph is the final weighted graph, the one the
 	// certificate is of.
 	Robust *RobustResult
+	// Error is the error that aborted the solve (status Aborted), "" otherwise.
+	Error string
 }

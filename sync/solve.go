@@ -370,7 +370,7 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 			status = Bounded
 		}
 	}
-	if st != nil && st.cut && status != Certified && status != Inconsistent && status != Cancelled && status != IterationLimit {
+	if st != nil && st.cut && status != Certified && status != Inconsistent && status != Cancelled && status != IterationLimit && status != Aborted {
 		// A stage the deadline refused (the refinement, the estimate's
 		// own certificate) might have certified: the limit is what
 		// stopped the solve.

@@ -53,7 +53,10 @@ type LevelOptimizer interface {
 	// returns, and its own counters and seconds) and its records through
 	// r.Record, opens its stages with r.Stage, and starts none after
 	// r.Deadline(). An error ends the solve, except the context's, which
-	// the staircase reports as TimeLimit or Cancelled.
+	// the staircase reports as TimeLimit or Cancelled, and one that wraps
+	// ErrAborted (Abort), which it reports as Aborted with x, as Optimize left it,
+	// rounded: an optimizer that loses its means to go on (a distributed
+	// run's agent) leaves in x the best point it holds.
 	Optimize(ctx context.Context, r *Run, x *blockmat.Blocks, goal Goal, lv *Level) (Outcome, error)
 }
 
@@ -300,6 +303,9 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 				status = TimeLimit
 			case errors.Is(err, context.Canceled):
 				status = Cancelled
+			case errors.Is(err, ErrAborted):
+				status, res.Error = Aborted, err.Error()
+				log.Warn("aborted", "rank", rank, "err", err)
 			default:
 				return nil, err
 			}
@@ -403,7 +409,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	st.end(k)
 	var refined float64 // seconds of the rank-d refinement, counted in Optimize
 	tightEnough := haveBound && res.Objective-res.DualBound <= gapAllowed(res.Objective, r.cert.fUnit(), opts.GapTol, opts.GapAbs)
-	if res.Rank > d && status != Cancelled && !tightEnough && k >= 0 {
+	if res.Rank > d && status != Cancelled && status != Aborted && !tightEnough && k >= 0 {
 		if kr := st.begin("refine", d); kr >= 0 {
 			// Refine the rounding (the critical point is one already).
 			xr := g.Lift(centered(poses, d), opts.Problem, d)

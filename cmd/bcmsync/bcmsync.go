@@ -9,7 +9,7 @@
 // (or "bcmsync COMMAND -h") for one command's flags, and "bcmsync
 // --version" for the version. Exit status: 0 on success (for a solve, a
 // certified estimate), 1 on an error (the message goes to stderr), 2 on a
-// usage error, 3 to 8 for a result that is not certified, one status per
+// usage error, 3 to 9 for a result that is not certified, one status per
 // way a solve ends short of a certificate.
 //
 // The distributed commands (distributed, agent) run in a second program,

@@ -341,7 +341,7 @@ func benchOnce(ctx context.Context, exe, file string, passed []string) benchRow 
 		row.PeakRSS = maxRSS(cmd.ProcessState)
 		row.PeakMB = float64(row.PeakRSS) / 1e6
 	}
-	// solve exits 3 to 8 after printing its report when the result is not
+	// solve exits 3 to 9 after printing its report when the result is not
 	// certified: a report on stdout is a result whatever the status.
 	rep, err := bsync.ReadReport(&out)
 	if err != nil {

@@ -251,7 +251,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeBus()
 	return distributed.RunAgent(ctx, bus, g, p, *part, distributed.AgentOptions{
-		Problem: f.problem(), Subject: f.subject, Sweeps: *sweeps, Logger: f.logger(stderr), Key: key,
+		Problem: f.problem(), Subject: f.subject, Sweeps: *sweeps, Logger: f.logger(stderr), Key: key, PeakRSS: peakRSS,
 	})
 }
 
@@ -287,7 +287,10 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	url := fs.String("nats", "", "use the NATS server at `URL` instead of an embedded one")
 	noSpawn := fs.Bool("no-spawn", false, "start no agent processes (they run elsewhere)")
 	maxRounds := fs.Int("max-rounds", 0, "maximum rounds per rank (0: 5000)")
-	timeout := fs.Duration("timeout", 30*time.Second, "end the run when an agent has not answered for this long")
+	timeout := fs.Duration("timeout", 30*time.Second, "end the run when an agent has not answered for this long (the estimate so far is written, status \"aborted by an error\")")
+	checkpoint := fs.String("checkpoint", "", "write the run's state to `FILE` after each level and every --checkpoint-rounds rounds (atomically), for --resume")
+	checkpointRounds := fs.Int("checkpoint-rounds", 100, "rounds between two checkpoints within a level")
+	resume := fs.String("resume", "", "start from the checkpoint `FILE` of a run of the same FILE and partition (not the --checkpoint file: an input is never overwritten)")
 	sf := &f.solve
 	sf.registerExcept(fs, distributedNotTaken)
 	files, err := parseSolveLike(fs, distributedNotTaken, args)
@@ -307,6 +310,15 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *maxRounds < 0 || *timeout <= 0 {
 		return usageError{errors.New("--max-rounds must not be negative, and --timeout must be > 0")}
 	}
+	if *checkpointRounds < 1 {
+		return usageError{fmt.Errorf("--checkpoint-rounds must be >= 1, not %d", *checkpointRounds)}
+	}
+	if err := notStdio("--checkpoint", *checkpoint, "a checkpoint is a file to resume from: give a file"); err != nil {
+		return err
+	}
+	if err := notStdio("--resume", *resume, "every process of the run reads its files itself: give a file"); err != nil {
+		return err
+	}
 	if *noSpawn && *url == "" {
 		return usageError{errors.New("--no-spawn needs --nats URL: agents elsewhere cannot reach an embedded server on the loopback interface")}
 	}
@@ -323,11 +335,19 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	set := f.files(file)
 	sec.inputs(set)
 	sf.outputs(set)
+	set.output("--checkpoint", *checkpoint)
+	set.input("--resume", *resume)
 	if err := set.check(); err != nil {
 		return err
 	}
 	if natsLink == nil {
 		return execNATS("distributed", args)
+	}
+	var resumed *distributed.Checkpoint
+	if *resume != "" {
+		if resumed, err = readCheckpoint(*resume); err != nil {
+			return err
+		}
 	}
 	key, err := sec.readKey(stderr, !sf.quiet)
 	if err != nil {
@@ -413,19 +433,28 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 
-	counter := &distributed.Counter{Bus: bus}
 	opts := distributed.Options{
 		Sync:    sopts,
 		Subject: f.subject, MaxRounds: *maxRounds, Timeout: *timeout, Key: key,
+		CheckpointRounds: *checkpointRounds, Resume: resumed,
+	}
+	if *checkpoint != "" {
+		opts.Checkpoint = checkpointWriter(*checkpoint, stderr, sf.quiet)
 	}
 	prog := newProgress(stderr, sf.quiet)
 	opts.Sync.Progress = prog.update
-	res, st, err := distributed.Solve(ctx, counter, g, p, opts)
+	res, st, err := distributed.Solve(ctx, bus, g, p, opts)
 	prog.done()
 	closeBus()
 	if err != nil {
 		killAll(procs)
 		return solveError(err, g)
+	}
+	if res.Status == bsync.Aborted {
+		// An agent is gone or failing: the others were told to stop, and
+		// the estimate so far is written below; no process is left behind.
+		killAll(procs)
+		procs = nil
 	}
 	for k, cmd := range procs {
 		if err := waitOrKill(cmd, 10*time.Second); err != nil && !sf.quiet {
@@ -437,11 +466,21 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	rep := bsync.NewReport(filepath.Base(file), res)
 	rep.PeakRSSBytes = peakRSS()
 	r := st.Rejected
-	rep.Distributed = &bsync.DistributedReport{Authenticated: st.Authenticated,
-		Rejected: bsync.AuthRejections{Forged: r.Forged, Replayed: r.Replayed, Foreign: r.Foreign}}
+	rep.Distributed = st.Report(rep.PeakRSSBytes)
 	note := fmt.Sprintf("distributed: %d agents in %d colour classes, %d rounds, %d lost messages resent, %d stale updates, %d restarts;\n"+
-		"    coordinator traffic %d messages, %d bytes; agents published %d pose messages",
-		st.Agents, st.Colors, st.Rounds, st.Republished, st.Stale, st.Restarts, counter.Messages.Load(), counter.Bytes.Load(), st.Publications)
+		"    coordinator traffic %d messages, %d bytes (%d moving whole blocks); agents published %d pose messages, %d bytes;\n"+
+		"    %.0f bytes per round for %d boundary poses",
+		st.Agents, st.Colors, st.Rounds, st.Republished, st.Stale, st.Restarts, st.Requests, st.RequestBytes, st.TransferBytes,
+		st.Publications, st.PublicationBytes, st.RoundBytes(), st.BoundaryPoses)
+	if st.ResumedRank > 0 {
+		note += fmt.Sprintf("\n    resumed from %s at rank %d after %d rounds", *resume, st.ResumedRank, st.ResumedRounds)
+	}
+	if *checkpoint != "" {
+		note += fmt.Sprintf("\n    %d checkpoints written to %s", st.Checkpoints, *checkpoint)
+	}
+	if res.Status == bsync.Aborted {
+		note += "\n    aborted: " + res.Error + "\n    the estimate written is the last point the coordinator held, rounded"
+	}
 	if st.Authenticated {
 		note += fmt.Sprintf("\n    messages authenticated (--key); rejected %d forged, %d replayed, %d foreign", r.Forged, r.Replayed, r.Foreign)
 	} else {
@@ -453,6 +492,33 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	return sf.writeResult(&solved{file: file, input: input, res: res, rep: rep, pairs: pairs, notes: []string{note}},
 		set.toStdout(), stdout, stderr)
+}
+
+// readCheckpoint reads the checkpoint file path (--resume).
+func readCheckpoint(path string) (*distributed.Checkpoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return distributed.ReadCheckpoint(f, path)
+}
+
+// checkpointWriter writes each checkpoint to path, whole or not at all
+// (writeOutput); a failure is a warning, once, and the run goes on.
+func checkpointWriter(path string, stderr io.Writer, quiet bool) func(*distributed.Checkpoint) error {
+	warned := false
+	return func(ck *distributed.Checkpoint) error {
+		err := writeOutput(path, nil, func(w io.Writer) error {
+			_, err := ck.WriteTo(w)
+			return err
+		})
+		if err != nil && !warned && !quiet {
+			warned = true
+			fmt.Fprintf(stderr, "warning: checkpoint not written: %v (the run goes on)\n", err)
+		}
+		return err
+	}
 }
 
 // lockedWriter serializes the writes of several goroutines to w.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/bcmsync/bcmsync/internal/natstest"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
+	"github.com/bcmsync/bcmsync/sync/distributed"
 )
 
 // distributed starts an embedded NATS server and two agent processes on
@@ -186,5 +189,114 @@ func TestDistributedOutputs(t *testing.T) {
 	}
 	if b, err := os.ReadFile(cov); err != nil || strings.Count(string(b), "\n") < 250 {
 		t.Errorf("--covariances: %v", err)
+	}
+}
+
+// dyingBus serves its agent's commands until left runs out, then kills
+// the agent (die): the coordinator hears nothing from it again.
+type dyingBus struct {
+	distributed.Bus
+	left atomic.Int64
+	die  func()
+}
+
+func (b *dyingBus) Serve(subject string, h func([]byte) []byte) (func(), error) {
+	return b.Bus.Serve(subject, func(req []byte) []byte {
+		if b.left.Add(-1) < 0 {
+			b.die()
+			return nil
+		}
+		return h(req)
+	})
+}
+
+// TestDistributedAgentDiesAndResume: an agent that dies mid-run (here
+// after 30 commands) ends the coordinator after --timeout with exit 9,
+// status "aborted by an error", and every output written: the estimate so
+// far, the report with its error and the distributed section, and the
+// checkpoints. A coordinator started again with --resume on the last
+// checkpoint (and a new --checkpoint file) goes on from it and certifies.
+func TestDistributedAgentDiesAndResume(t *testing.T) {
+	s := natstest.StartPlain(t)
+	dir := t.TempDir()
+	in := demoFile(t, dir, "in.g2o")
+	out, rep, ck := filepath.Join(dir, "out.g2o"), filepath.Join(dir, "rep.json"), filepath.Join(dir, "ck.bin")
+	flags := []string{"--nats", s.ClientURL(), "--agents", "3", "--split", "bfs", "--subject", "dies"}
+	done := make(chan string, 2)
+	for k := 0; k < 2; k++ {
+		go func() {
+			code, _, stderr := runCmd(append(append([]string{"agent", "--part", strconv.Itoa(k)}, flags...), in)...)
+			done <- fmt.Sprintf("agent %d: exit %d %s", k, code, stderr)
+		}()
+	}
+	g, err := g2o.ReadFile(in, g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := distributed.BFS(g, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, closeBus, err := dial(s.ClientURL(), "test agent 2", distributed.NATSSecurity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeBus()
+	actx, kill := context.WithCancel(context.Background())
+	defer kill()
+	db := &dyingBus{Bus: bus, die: kill}
+	db.left.Store(30)
+	go distributed.RunAgent(actx, db, g, p, 2, distributed.AgentOptions{Subject: "dies"})
+
+	code, stdout, stderr := runCmd(append(append([]string{"distributed", "--no-spawn", "--timeout", "2s", "--checkpoint", ck,
+		"--checkpoint-rounds", "3", "-o", out, "--report", rep}, flags...), in)...)
+	if code != exitAborted {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitAborted, stdout, stderr)
+	}
+	for _, want := range []string{"aborted by an error", "agent 2 did not answer within 2s", "checkpoints written to"} {
+		if !strings.Contains(stdout+stderr, want) {
+			t.Errorf("output lacks %q:\n%s\n%s", want, stdout, stderr)
+		}
+	}
+	r, err := readReport(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != string(bsync.Aborted) || r.Certified || !strings.Contains(r.Error, "agent 2") || r.Distributed == nil ||
+		r.Distributed.Checkpoints == 0 || r.Distributed.Agents != 3 || r.Distributed.Rounds == 0 || len(r.Distributed.AgentPeakRSS) != 3 {
+		t.Errorf("report: status %q, error %q, distributed %+v", r.Status, r.Error, r.Distributed)
+	}
+	// The agents started with the agent command measured themselves.
+	if d := r.Distributed; d != nil && (d.AgentPeakRSS[0] == 0 || d.CoordinatorPeakRSS == 0) {
+		t.Errorf("peak RSS: agents %v, coordinator %d", d.AgentPeakRSS, d.CoordinatorPeakRSS)
+	}
+	if h, err := g2o.ReadFile(out, g2o.ReadOptions{}); err != nil || len(h.Initial) != g.N() {
+		t.Errorf("-o: %v", err)
+	}
+	for k := 0; k < 2; k++ {
+		if msg := <-done; !strings.Contains(msg, "exit 0") {
+			t.Error(msg)
+		}
+	}
+
+	// Resume with agents this command starts; the checkpoint is an input
+	// now, and may not be the new checkpoint's file.
+	if code, _, stderr := runCmd("distributed", "--agents", "3", "--resume", ck, "--checkpoint", ck, in); code != exitUsage || !strings.Contains(stderr, "would overwrite the input --resume") {
+		t.Errorf("--resume and --checkpoint on one file: exit %d, %s", code, stderr)
+	}
+	rep2, ck2 := filepath.Join(dir, "rep2.json"), filepath.Join(dir, "ck2.bin")
+	code, stdout, stderr = runCmd("distributed", "--agents", "3", "--resume", ck, "--checkpoint", ck2, "--report", rep2, in)
+	if code != 0 || !strings.Contains(stdout, "CERTIFIED globally optimal") || !strings.Contains(stdout, "resumed from") {
+		t.Fatalf("resumed: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	r2, err := readReport(rep2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := r2.Distributed; d == nil || d.ResumedRounds == 0 || d.ResumedRank < 2 || d.Rounds <= d.ResumedRounds || r2.Init != "checkpoint" {
+		t.Errorf("resumed report: init %q, distributed %+v", r2.Init, r2.Distributed)
+	}
+	if _, err := os.Stat(ck2); err != nil {
+		t.Error(err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // Exit statuses of bcmsync, the same for every command. A script can rely
 // on them: 0 is a certified estimate (or, for the commands that solve
-// nothing, success); 1 and 2 are failures with no result; 3 to 8 are
+// nothing, success); 1 and 2 are failures with no result; 3 to 9 are
 // results that are not certified, one status for each way a solve can end
 // short of a certificate, with every requested output written. The table
 // is printed by `bcmsync help` (exitStatusHelp), in README.md and in
@@ -24,6 +24,7 @@ const (
 	exitInconsistent = 6 // sync.Inconsistent: the measurements contradict their weights
 	exitLimit        = 7 // a limit stopped the solve: sync.TimeLimit, sync.IterationLimit, sync.RobustUnsettled (GNC's or the TLS check's cap)
 	exitCancelled    = 8 // cancelled: interrupted (Ctrl-C, SIGTERM)
+	exitAborted      = 9 // sync.Aborted: the solver failed (a distributed run lost an agent); the estimate so far
 )
 
 // statusExitCode is the exit status of a solve that ended with status s:
@@ -48,6 +49,8 @@ func statusExitCode(s bsync.Status) int {
 		return exitLimit
 	case bsync.Cancelled:
 		return exitCancelled
+	case bsync.Aborted:
+		return exitAborted
 	}
 	return exitError
 }
@@ -90,7 +93,8 @@ func exitStatusHelp(w io.Writer) {
   7  not certified: a limit stopped the solve (--time-limit, --max-iterations; with --robust, GNC's
      caps on weight updates and TLS checks: the weights did not settle)
   8  cancelled (interrupted)
-3 to 8 write every requested output first; view exits 0 whenever it wrote the page, and
+  9  aborted by an error (distributed: an agent gone); the estimate so far is written
+3 to 9 write every requested output first; view exits 0 whenever it wrote the page, and
 bench whenever every graph gave a row.
 `)
 }

@@ -5,7 +5,7 @@
 //
 // Each command lives in its own file and registers itself (register).
 // Exit status: 0 on success (for a solve, a certified estimate), 1 on an
-// error (the message goes to stderr), 2 on a usage error, 3 to 8 for a
+// error (the message goes to stderr), 2 on a usage error, 3 to 9 for a
 // result that is not certified, one status per way a solve ends short of
 // a certificate (exit.go).
 //

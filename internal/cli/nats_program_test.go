@@ -125,7 +125,8 @@ func TestNATSProgram(t *testing.T) {
 	// Signals: a coordinator waiting for agents that never come is
 	// interrupted, and exits as an interrupted solve does. The process is
 	// bcmsync-nats by then (Linux shows it), so the signal is its own.
-	url := natstest.StartPlain(t).ClientURL()
+	srv := natstest.StartPlain(t)
+	url := srv.ClientURL()
 	cmd := exec.Command(bcmsync, "distributed", "--no-spawn", "--nats", url, "--agents", "2", in)
 	cmd.Env = append(os.Environ(), "PATH="+empty)
 	var errb bytes.Buffer
@@ -143,7 +144,17 @@ func TestNATSProgram(t *testing.T) {
 	if runtime.GOOS == "linux" && !became {
 		t.Error("the bcmsync process did not become bcmsync-nats")
 	}
-	time.Sleep(300 * time.Millisecond) // into the solve
+	// Into the solve: the coordinator connects to the server only after
+	// its signal handling is set up (runProcess), so once the server
+	// counts a client an interrupt cancels the solve instead of killing the
+	// process (a fixed sleep lost that race on a loaded machine).
+	for deadline := time.Now().Add(30 * time.Second); srv.NumClients() == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if srv.NumClients() == 0 {
+		t.Error("the coordinator never connected to the NATS server")
+	}
+	time.Sleep(100 * time.Millisecond)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

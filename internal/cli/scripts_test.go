@@ -37,7 +37,7 @@ func withStdin(src string, args ...string) (code int, stdout, stderr string) {
 // build does not know is an error.
 func TestStatusExitCodes(t *testing.T) {
 	statuses := []bsync.Status{bsync.Certified, bsync.Bounded, bsync.CertifiedRelaxation, bsync.NotCertified,
-		bsync.Inconsistent, bsync.TimeLimit, bsync.Cancelled}
+		bsync.Inconsistent, bsync.TimeLimit, bsync.Cancelled, bsync.Aborted}
 	seen := map[int]bsync.Status{}
 	for _, s := range statuses {
 		code := statusExitCode(s)

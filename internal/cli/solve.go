@@ -175,7 +175,7 @@ func init() {
 func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("solve", "solve [flags] FILE",
 		"Finds the globally optimal estimate of FILE's poses (g2o or TORO; - reads standard input)\n"+
-			"and proves it. The exit status is 0 only for a certified estimate: 3 to 8 say how an\n"+
+			"and proves it. The exit status is 0 only for a certified estimate: 3 to 9 say how an\n"+
 			"uncertified solve ended (bcmsync help lists them), after every output was written.\n"+
 			"-o, --tum and --report take - for standard output (the summary then goes to stderr).", stderr)
 	var f solveFlags

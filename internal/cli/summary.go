@@ -198,6 +198,8 @@ func statusWords(r *bsync.Report) string {
 			"the solve of the last weights ended at rank %d", r.Rank)
 	case bsync.Cancelled:
 		return fmt.Sprintf("NOT certified: cancelled at rank %d", r.Rank)
+	case bsync.Aborted:
+		return fmt.Sprintf("NOT certified: aborted by an error at rank %d (%s); the estimate is the last point held", r.Rank, r.Error)
 	}
 	if r.Certified {
 		return fmt.Sprintf("CERTIFIED (%s) at rank %d", r.Status, r.Rank)

@@ -2,6 +2,7 @@ package distributed
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,13 @@ type AgentOptions struct {
 	// Key authenticates every message, as Options.Key; it must be the
 	// coordinator's.
 	Key []byte
+	// PeakRSS, if set, measures the agent's peak resident set in bytes;
+	// the agent sends it with its replies to the statistics and gather
+	// commands, and the run's report lists it per agent (Stats.AgentRSS).
+	// The bcmsync agent command sets it to the process's VmHWM; agents
+	// sharing a process (SolveOn) leave it nil: they could only report
+	// the process's.
+	PeakRSS func() int64
 }
 
 func (o *AgentOptions) defaults() {
@@ -83,6 +91,7 @@ type agent struct {
 	seq  uint64
 	have map[int]uint64 // neighbour part -> sequence number of its poses held
 	buf  []byte
+	sent uint64 // bytes published while serving the current command
 
 	rejected    int
 	stopped     chan struct{}
@@ -252,7 +261,17 @@ func (a *agent) publish() error {
 		m.Values = append(m.Values, l.x.Block(li)...)
 	}
 	a.buf = encode(a.buf, m)
+	a.sent += uint64(len(a.buf))
 	return a.bus.Publish(poseSubject(a.opts.Subject, l.part), a.buf)
+}
+
+// peakRSS is the agent's own measure of its peak resident set, 0 when it
+// has none.
+func (a *agent) peakRSS() uint64 {
+	if a.opts.PeakRSS == nil {
+		return 0
+	}
+	return uint64(max(a.opts.PeakRSS(), 0))
 }
 
 // onCommand serves one coordinator request.
@@ -266,6 +285,7 @@ func (a *agent) onCommand(data []byte) []byte {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.sent = 0
 	rep := &message{Kind: kindReply, Part: a.l.part, Run: m.Run, Op: m.Op, Round: m.Round, Status: statusOK}
 	fail := func(err error) []byte {
 		rep.Status, rep.Text = statusError, err.Error()
@@ -299,6 +319,9 @@ func (a *agent) onCommand(data []byte) []byte {
 		for li, p := range a.chordal {
 			l.setPose(li, p)
 		}
+		o := a.opts
+		rec, _ := json.Marshal(agentRecord{Sweeps: max(o.Sweeps, 0), NewtonSteps: max(o.NewtonSteps, 0), MaxInner: o.MaxInner, Wait: o.Wait.Seconds()})
+		rep.Text = string(rec)
 	case opAlign:
 		// Wait for the aligned neighbours, align to them, publish.
 		if !a.waitNeeds(m.Needs) {
@@ -330,7 +353,10 @@ func (a *agent) onCommand(data []byte) []byte {
 			break
 		}
 		rep.F, rep.Grad2, rep.Norm2 = l.stats()
+		rep.Dot = l.block.MomentumInner(l.x)
+		rep.Mem = a.peakRSS()
 	case opGather:
+		rep.Mem = a.peakRSS()
 		rep.Rank, rep.B = l.x.R, l.b
 		rep.Index = make([]uint32, len(l.own))
 		for li, gi := range l.own {
@@ -373,7 +399,7 @@ func (a *agent) onCommand(data []byte) []byte {
 		// Never publish or report a broken estimate.
 		return fail(fmt.Errorf("agent %d: non-finite estimate after command %d", l.part, m.Op))
 	}
-	rep.Seq = a.seq
+	rep.Seq, rep.Sent = a.seq, a.sent
 	return encode(nil, rep)
 }
 

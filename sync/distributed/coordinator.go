@@ -2,6 +2,7 @@ package distributed
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"github.com/bcmsync/bcmsync/bcm"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/rounding"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
@@ -43,8 +45,10 @@ type Options struct {
 	// NoMomentum turns off the rounds' acceleration. By default each
 	// round starts with a momentum step of every agent's block,
 	// X <- R(X + beta_t (X - X_prev)) with Nesterov's beta_t = (t-1)/(t+2),
-	// restarted (t = 0) whenever a round raises F, as in accelerated RBCD
-	// (DC2-PGO): block Gauss-Seidel between parts is a non-overlapping
+	// restarted (t = 0) whenever the gradient at the end of a round has a
+	// positive inner product with the round's motion (O'Donoghue and
+	// Candes 2015's gradient test), as in accelerated RBCD (DC2-PGO, which
+	// restarts on a rise of F): block Gauss-Seidel between parts is a non-overlapping
 	// domain decomposition whose slow modes (smooth motions of parts against
 	// each other) decay by a fraction of a percent per round, and momentum
 	// turns that rate into about its square root (docs/distributed.md).
@@ -65,7 +69,31 @@ type Options struct {
 	// every agent need the same key (ReadKey); nil: messages are only
 	// checksummed.
 	Key []byte
+	// Checkpoint, if set, is handed the run's state after each Optimize
+	// (the gathered point of a level, a proof refinement or a rank-d
+	// refinement, its translations made exact) and, within one, every
+	// CheckpointRounds rounds (default 100), for which the coordinator
+	// gathers the point. Its error is logged and the run goes on. With it,
+	// a run that fails (an agent gone) returns the better of the level's
+	// start and the last point gathered (status sync.Aborted).
+	Checkpoint       func(*Checkpoint) error
+	CheckpointRounds int
+	// Resume, if set, starts the run from a checkpoint of the same problem
+	// and partition (its Fingerprint), at its rank and from its point,
+	// instead of the agents' aligned chordal estimates (Init reports
+	// InitCheckpoint). Sync.Rank0 is then the checkpoint's rank.
+	Resume *Checkpoint
+	// AgentProgress, if set, receives after each complete round the rank,
+	// the round's number in the level's history (Record.Iter) and each
+	// agent's gradient norm, ||grad_k F|| over its own poses: which agents
+	// hold the gradient, and which stall (docs/distributed.md). It runs on
+	// the solve's goroutine; grad is reused.
+	AgentProgress func(rank, iter int, grad []float64)
 }
+
+// InitCheckpoint names a resumed run's initialization (Options.Resume) in
+// Result.Options.Init: the checkpoint's point, read out at rank d.
+const InitCheckpoint bsync.Init = "checkpoint"
 
 func (o *Options) defaults() {
 	if o.Subject == "" {
@@ -86,15 +114,21 @@ func (o *Options) defaults() {
 	if o.Try == 0 {
 		o.Try = o.Timeout / 3
 	}
+	if o.CheckpointRounds == 0 {
+		o.CheckpointRounds = 100
+	}
 }
 
 // Stats counts a distributed solve's work and traffic. Messages and bytes
 // are the coordinator's requests and replies plus the agents' public-pose
-// publications (as sent once; a server fans them out to each subscriber).
+// publications (as sent once; a server fans them out to each subscriber),
+// counted as their records: with a key each message carries an
+// authentication trailer of about 100 bytes more (auth.go).
 type Stats struct {
 	Agents, Colors int
 	// Rounds is the total number of rounds (every colour class updated
-	// once, then the statistics gathered), over all levels.
+	// once, then the statistics gathered), over all levels; with
+	// Options.Resume it includes the checkpoint's (ResumedRounds).
 	Rounds int
 	// Stale counts updates an agent skipped because the public poses it
 	// needed had not arrived even after their senders published them again
@@ -102,16 +136,68 @@ type Stats struct {
 	// or late); Restarts counts agents that rejoined.
 	Stale, Republished, Restarts int
 	// Requests and RequestBytes count the coordinator's requests and their
-	// replies; Publications counts the agents' pose messages (one per
-	// accepted update and initialization, as the sequence numbers show).
-	Requests, RequestBytes int64
-	Publications           int64
+	// replies (resent ones included); Publications and PublicationBytes
+	// the agents' pose messages, as their replies report them (one per
+	// accepted update, momentum step and initialization, and per
+	// republication).
+	Requests, RequestBytes         int64
+	Publications, PublicationBytes int64
+	// TransferBytes is the part of RequestBytes that moved whole blocks
+	// between the coordinator and the agents (gathers of the point and
+	// sets of a new one: O(n) each, Gathers and Sets of them) rather than
+	// a round's O(boundary) traffic.
+	TransferBytes int64
+	Gathers, Sets int
+	// BoundaryPoses counts the poses with an edge to another part (the
+	// public poses, whose blocks the publications carry), BoundaryEdges
+	// the edges between parts.
+	BoundaryPoses, BoundaryEdges int
+	// AgentRSS is each agent's peak resident set in bytes, the largest it
+	// reported (0: it measures none; AgentOptions.PeakRSS).
+	AgentRSS []int64
+	// Checkpoints counts the checkpoints written (Options.Checkpoint);
+	// ResumedRounds is the rounds a resumed run's checkpoint had done
+	// before (Options.Resume), ResumedRank its rank.
+	Checkpoints                int
+	ResumedRounds, ResumedRank int
 	// Authenticated is true when the run's messages carried a MAC
 	// (Options.Key); Rejected then counts the messages that failed
 	// authentication at the coordinator and, as their replies report
 	// them, at the agents.
 	Authenticated bool
 	Rejected      Rejections
+}
+
+// RoundBytes is the traffic of the rounds per round: every message but
+// the gathers and sets, over Rounds (0 without rounds).
+func (s *Stats) RoundBytes() float64 {
+	if s.Rounds == 0 {
+		return 0
+	}
+	return float64(s.RequestBytes-s.TransferBytes+s.PublicationBytes) / float64(s.Rounds)
+}
+
+// Report is the distributed section of the run's report (Report.Distributed
+// of package sync), with coordinatorRSS, the coordinator's peak resident
+// set in bytes (0: not measured).
+func (s *Stats) Report(coordinatorRSS int64) *bsync.DistributedReport {
+	r := &bsync.DistributedReport{
+		Agents: s.Agents, ColourClasses: s.Colors, Rounds: s.Rounds,
+		Messages: s.Requests + s.Publications, Bytes: s.RequestBytes + s.PublicationBytes,
+		CoordinatorMessages: s.Requests, CoordinatorBytes: s.RequestBytes,
+		Publications: s.Publications, PublicationBytes: s.PublicationBytes,
+		TransferBytes: s.TransferBytes, Gathers: s.Gathers, Sets: s.Sets,
+		BoundaryPoses: s.BoundaryPoses, BoundaryEdges: s.BoundaryEdges, BytesPerRound: s.RoundBytes(),
+		Resends: s.Republished, Stale: s.Stale, Restarts: s.Restarts,
+		AgentPeakRSS: append([]int64{}, s.AgentRSS...), CoordinatorPeakRSS: coordinatorRSS,
+		Checkpoints: s.Checkpoints, ResumedRounds: s.ResumedRounds, ResumedRank: s.ResumedRank,
+		Authenticated: s.Authenticated,
+		Rejected:      bsync.AuthRejections{Forged: s.Rejected.Forged, Replayed: s.Rejected.Replayed, Foreign: s.Rejected.Foreign},
+	}
+	if s.BoundaryPoses > 0 {
+		r.BytesPerRoundPerBoundaryPose = r.BytesPerRound / float64(s.BoundaryPoses)
+	}
+	return r
 }
 
 // coordinator drives the rounds.
@@ -127,14 +213,19 @@ type coordinator struct {
 	b       int
 	stats   Stats
 	mu      stdsync.Mutex
-	classes [][]int  // the agent graph's colour classes
+	classes [][]int // the agent graph's colour classes
+	mopts   *methodOptions
 	auth    *authBus // nil without a key; its rejections go to stats at the end
 
 	// held is the point the agents hold, as last set or gathered (nil:
 	// their initial estimates); trans and n make exact translations.
-	held  *sparse.Blocks
-	trans *bcm.Solver
-	n     *sparse.Blocks
+	held *sparse.Blocks
+	last *sparse.Blocks // the last point gathered within this Optimize (checkpoints)
+	// resume is the checkpoint to start from, until the first Optimize
+	// has taken its point.
+	resume *Checkpoint
+	trans  *bcm.Solver
+	n      *sparse.Blocks
 
 	// fingerprint identifies the problem and partition; an agent holding
 	// another refuses to join.
@@ -157,7 +248,11 @@ const MethodRBCD = "rbcd"
 // escape, the rounding with its rank-d fallback (rounds at rank d from the
 // rounding) and the status are the staircase's, from the point gathered
 // (see doc.go for why these are central), so the Result means what
-// sync.Solve's means.
+// sync.Solve's means. An agent that stops answering once the agents have
+// joined (or any other failure of the rounds) ends the solve with status
+// sync.Aborted and the estimate so far, not an error (Result.Error says
+// what happened); a failure before, when there is no estimate yet, is an
+// error.
 func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*bsync.Result, *Stats, error) {
 	c, err := newCoordinator(bus, g, p, opts)
 	if err != nil {
@@ -200,19 +295,49 @@ func newCoordinator(bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*c
 	c.auth = auth
 	c.classes = Colors(c.nb)
 	c.stats.Agents, c.stats.Colors = p.K, len(c.classes)
+	c.stats.AgentRSS = make([]int64, p.K)
+	c.stats.BoundaryPoses, c.stats.BoundaryEdges = p.Boundary(g)
+	if ck := opts.Resume; ck != nil {
+		if ck.Fingerprint != c.fingerprint {
+			return nil, fmt.Errorf("distributed: the checkpoint is of another problem or partition (fingerprint %s, this run's %s): resume with the same file, partition and problem flags", ck.Fingerprint, c.fingerprint)
+		}
+		if ck.N != g.N() || ck.B != c.b || ck.Rank < g.D || len(ck.X) != ck.N*ck.Rank*ck.B {
+			return nil, fmt.Errorf("distributed: the checkpoint holds %d blocks of %d x %d, this run needs %d of rank >= %d x %d", ck.N, ck.Rank, ck.B, g.N(), g.D, c.b)
+		}
+		if ck.Rank > opts.Sync.MaxRank {
+			return nil, fmt.Errorf("distributed: the checkpoint is at rank %d, above the maximum rank %d", ck.Rank, opts.Sync.MaxRank)
+		}
+		c.opts.Sync.Rank0 = ck.Rank
+		c.resume = ck
+		c.stats.Rounds, c.stats.ResumedRounds, c.stats.ResumedRank = ck.Rounds, ck.Rounds, ck.Rank
+	}
 	return c, nil
 }
 
 // methodOptions are the coordinator's options as the report records them
-// (Result.MethodOptions).
+// (Result.MethodOptions), and the agents' as they report them when they
+// join (filled in by initialize, after Method returned the pointer).
 type methodOptions struct {
-	Agents      int     `json:"agents"`
-	Colours     int     `json:"colours"`
-	CheckTol    float64 `json:"check_tol"`
-	DecreaseTol float64 `json:"decrease_tol"`
-	MaxRounds   int     `json:"max_rounds"`
-	Momentum    bool    `json:"momentum"`
-	Timeout     float64 `json:"timeout_seconds"`
+	Agents           int           `json:"agents"`
+	Colours          int           `json:"colours"`
+	CheckTol         float64       `json:"check_tol"`
+	DecreaseTol      float64       `json:"decrease_tol"`
+	MaxRounds        int           `json:"max_rounds"`
+	Momentum         bool          `json:"momentum"`
+	Timeout          float64       `json:"timeout_seconds"`
+	Try              float64       `json:"try_seconds"`
+	CheckpointRounds int           `json:"checkpoint_rounds,omitempty"`
+	Authenticated    bool          `json:"authenticated"`
+	AgentOptions     []agentRecord `json:"agent_options"`
+}
+
+// agentRecord is an agent's options as it runs them, sent in its reply to
+// opInit (as JSON in the text).
+type agentRecord struct {
+	Sweeps      int     `json:"sweeps"`
+	NewtonSteps int     `json:"newton_steps"`
+	MaxInner    int     `json:"max_inner"`
+	Wait        float64 `json:"wait_seconds"`
 }
 
 // Method is the coordinator's description as the staircase's level
@@ -226,9 +351,24 @@ func (c *coordinator) Method(r *bsync.Run) bsync.MethodInfo {
 	for t := first; t > gradTol; t /= 100 {
 		n++
 	}
-	return bsync.MethodInfo{Name: MethodRBCD, FirstTol: first, MinTol: gradTol, MaxRefinements: n,
-		Options: methodOptions{Agents: c.p.K, Colours: len(c.classes), CheckTol: o.CheckTol, DecreaseTol: o.DecreaseTol,
-			MaxRounds: o.MaxRounds, Momentum: !o.NoMomentum, Timeout: o.Timeout.Seconds()}}
+	c.mopts = &methodOptions{Agents: c.p.K, Colours: len(c.classes), CheckTol: o.CheckTol, DecreaseTol: o.DecreaseTol,
+		MaxRounds: o.MaxRounds, Momentum: !o.NoMomentum, Timeout: o.Timeout.Seconds(), Try: o.Try.Seconds(),
+		Authenticated: len(o.Key) > 0, AgentOptions: make([]agentRecord, c.p.K)}
+	if o.Checkpoint != nil {
+		c.mopts.CheckpointRounds = o.CheckpointRounds
+	}
+	return bsync.MethodInfo{Name: MethodRBCD, FirstTol: first, MinTol: gradTol, MaxRefinements: n, Options: c.mopts}
+}
+
+// joined records agent k's options from its reply to opInit.
+func (c *coordinator) joined(k int, rep *message) {
+	var a agentRecord
+	if json.Unmarshal([]byte(rep.Text), &a) != nil || c.mopts == nil {
+		return // an agent that sends none keeps zeros
+	}
+	c.mu.Lock()
+	c.mopts.AgentOptions[k] = a
+	c.mu.Unlock()
 }
 
 // Init starts the agents and aligns their chordal estimates
@@ -237,6 +377,15 @@ func (c *coordinator) Init(ctx context.Context, r *bsync.Run) ([]posegraph.Pose,
 	ctx, cancel := withDeadline(ctx, r)
 	defer cancel()
 	g := c.g
+	if ck := c.resume; ck != nil {
+		// The agents join; the first Optimize sets the checkpoint's point.
+		if err := c.join(ctx); err != nil {
+			return nil, "", err
+		}
+		x := &sparse.Blocks{R: ck.Rank, B: ck.B, N: ck.N, Data: ck.X}
+		r.Options().Logger.Info("agents joined; resuming", "rank", ck.Rank, "rounds", ck.Rounds)
+		return rounding.ReadOut(x, g.D, nil), InitCheckpoint, nil
+	}
 	if err := c.initialize(ctx); err != nil {
 		return nil, "", err
 	}
@@ -273,7 +422,8 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 	defer cancel()
 	// stopped maps an error to the outcome: the run's own deadline is a
 	// time limit; the caller's context is the caller's; anything else is
-	// a failure of the run.
+	// a failure of the run (an agent gone, or refusing), which aborts the
+	// solve with the best point at hand in x (sync.ErrAborted).
 	stopped := func(err error) (bsync.Outcome, error) {
 		if ctx.Err() == nil && runCtx.Err() != nil {
 			out.Limit = bsync.TimeLimit
@@ -282,7 +432,16 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		return out, err
+		if c.last != nil && c.last.R == x.R && c.cost(r, c.last) < c.cost(r, x) {
+			copy(x.Data, c.last.Data)
+		}
+		return out, bsync.Abort(err)
+	}
+	c.last = nil
+	if ck := c.resume; ck != nil && ck.Rank == x.R {
+		// A resumed run's first level starts from the checkpoint's point.
+		copy(x.Data, ck.X)
+		c.resume = nil
 	}
 	if c.held == nil || c.held.R != x.R || !slices.Equal(c.held.Data, x.Data) {
 		c.rank = x.R
@@ -313,8 +472,35 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 		return out, err
 	}
 	lv.F -= dec
+	c.checkpoint(x)
 	r.Options().Logger.Info("rounds", "rank", x.R, "rounds", rounds, "stop", stop, "F", lv.F, "rel_grad", rel)
 	return out, nil
+}
+
+// checkpoint hands x to Options.Checkpoint, if set.
+func (c *coordinator) checkpoint(x *sparse.Blocks) {
+	if c.opts.Checkpoint == nil {
+		return
+	}
+	ck := &Checkpoint{Fingerprint: c.fingerprint, Rank: x.R, B: x.B, N: x.N, Rounds: c.stats.Rounds, X: slices.Clone(x.Data)}
+	if err := c.opts.Checkpoint(ck); err != nil {
+		c.opts.Sync.Logger.Warn("checkpoint not written", "err", err)
+		return
+	}
+	c.stats.Checkpoints++
+}
+
+// cost is F(x) = tr(X Q X^T).
+func (c *coordinator) cost(r *bsync.Run, x *sparse.Blocks) float64 {
+	if c.n == nil || c.n.R != x.R {
+		c.n = sparse.NewBlocks(x.R, x.B, x.N)
+	}
+	r.Q().MulBlocks(c.n, x)
+	f := 0.0
+	for k, v := range x.Data {
+		f += v * c.n.Data[k]
+	}
+	return f
 }
 
 // withDeadline returns ctx bounded by the run's deadline, if it has one.
@@ -394,16 +580,8 @@ func (c *coordinator) initialize(ctx context.Context) error {
 			order = append(order, k)
 		}
 	}
-	all := make([]int, c.p.K)
-	for k := range all {
-		all[k] = k
-	}
-	err := parallel(all, func(k int) error {
-		_, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Text: c.fingerprint})
+	if err := c.join(ctx); err != nil {
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("starting the agents: %w", err)
 	}
 	for _, k := range order {
 		rep, err := c.request(ctx, k, &message{Op: opAlign, Rank: c.rank, Needs: c.needsOf(k, done)})
@@ -415,6 +593,25 @@ func (c *coordinator) initialize(ctx context.Context) error {
 		}
 		c.seq[k] = rep.Seq
 		done[k] = true
+	}
+	return nil
+}
+
+// join brings every agent into the run, at its chordal estimate.
+func (c *coordinator) join(ctx context.Context) error {
+	all := make([]int, c.p.K)
+	for k := range all {
+		all[k] = k
+	}
+	err := parallel(all, func(k int) error {
+		rep, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Text: c.fingerprint})
+		if err == nil {
+			c.joined(k, rep)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("starting the agents: %w", err)
 	}
 	return nil
 }
@@ -431,6 +628,7 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 	}
 	fPrev := math.Inf(1)
 	f, rel, gnorm = math.NaN(), math.NaN(), math.NaN()
+	agentGrad := make([]float64, c.p.K)
 	since := 0 // rounds since the momentum's last restart
 	for round := 1; ; round++ {
 		if round > c.opts.MaxRounds {
@@ -452,7 +650,6 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 				}
 				c.mu.Lock()
 				c.seq[k] = rep.Seq
-				c.stats.Publications++
 				c.mu.Unlock()
 				return nil
 			})
@@ -480,7 +677,6 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 					return nil
 				}
 				c.seq[k] = rep.Seq
-				c.stats.Publications++
 				return nil
 			})
 			if err != nil {
@@ -488,7 +684,7 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 			}
 		}
 		c.stats.Rounds++
-		var sf, sg, sn float64
+		var sf, sg, sn, sd float64
 		complete := true
 		err := parallel(all, func(k int) error {
 			rep, err := c.requestHealed(ctx, k, func() *message {
@@ -512,6 +708,8 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 			sf += rep.F
 			sg += rep.Grad2
 			sn += rep.Norm2
+			sd += rep.Dot
+			agentGrad[k] = math.Sqrt(rep.Grad2)
 			return nil
 		})
 		if err != nil {
@@ -520,8 +718,14 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 		if !complete {
 			continue
 		}
-		if !c.opts.NoMomentum && sf > f {
-			since = 0 // adaptive restart: F went up
+		if sd > 0 {
+			// Adaptive restart, by the gradient test: the round's motion
+			// points uphill at its end. A rise of F, the other classic
+			// test, fires on F's rounding error near the optimum, where
+			// F's change is below it: on intel it restarted every second
+			// or third round there and the rounds stalled
+			// (docs/distributed.md, "Why the rounds are many").
+			since = 0
 		}
 		f = sf
 		rel = 0
@@ -530,11 +734,22 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 		}
 		gnorm = math.Sqrt(sg)
 		r.Record(bsync.Record{Rank: c.rank, Phase: phase, Iter: first + round, Seconds: r.Seconds(), F: f, GradNorm: gnorm, RelGrad: rel})
+		if c.opts.AgentProgress != nil {
+			c.opts.AgentProgress(c.rank, first+round, agentGrad)
+		}
+		if c.opts.Checkpoint != nil && round%c.opts.CheckpointRounds == 0 && rel > tol {
+			y, err := c.gather(ctx)
+			if err != nil {
+				return round, "error", f, rel, gnorm, err
+			}
+			c.last = y
+			c.checkpoint(y)
+		}
 		if rel <= tol {
 			return round, "gradient", f, rel, gnorm, nil
 		}
-		// A round that raised F restarted the momentum; only a small
-		// decrease is a stall.
+		// Only a small decrease is a stall; a rise is the momentum's
+		// overshoot, which the restart test answers.
 		if dec := fPrev - f; !staleRound && !math.IsInf(fPrev, 1) && dec >= 0 && dec <= c.opts.DecreaseTol*math.Abs(fPrev) {
 			return round, "decrease", f, rel, gnorm, nil
 		}
@@ -550,6 +765,7 @@ func (c *coordinator) gather(ctx context.Context) (*sparse.Blocks, error) {
 		all[k] = k
 	}
 	sz := c.rank * c.b
+	c.stats.Gathers++
 	err := parallel(all, func(k int) error {
 		rep, err := c.request(ctx, k, &message{Op: opGather, Rank: c.rank})
 		if errors.Is(err, errRestarted) {
@@ -581,6 +797,7 @@ func (c *coordinator) set(ctx context.Context, x *sparse.Blocks) error {
 	for k := range all {
 		all[k] = k
 	}
+	c.stats.Sets++
 	return parallel(all, func(k int) error { return c.setOne(ctx, k, x) })
 }
 

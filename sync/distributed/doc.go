@@ -81,11 +81,27 @@
 // # Faults
 //
 // The coordinator resends a command after each Options.Try and gives up
-// with an error naming the agent after Options.Timeout. An agent that
+// on an agent after Options.Timeout. Once the agents have joined, that
+// (and any other failure of the rounds) does not lose the run: Solve
+// returns the estimate so far, the last point the coordinator held
+// rounded, with status sync.Aborted and the error in Result.Error.
+// Options.Checkpoint receives the run's state (a Checkpoint: the gathered
+// point, its rank, the rounds) after each level and every
+// Options.CheckpointRounds rounds, and Options.Resume starts a new
+// coordinator from one, so a coordinator that dies loses at most that
+// many rounds. An agent that
 // restarted answers that it is not in the run; the coordinator then has it
 // rejoin: its neighbours publish their poses again, and it starts from its
 // own chordal estimate aligned to them, numbering its messages on from its
 // last sequence number so its neighbours accept them.
+//
+// # Accounting
+//
+// Stats counts the rounds, the coordinator's messages and the agents'
+// publications (whose sizes the agents report in their replies), the
+// boundary of the partition, and each agent's peak resident set as it
+// measures it (AgentOptions.PeakRSS); Stats.Report makes the report's
+// distributed section of it.
 //
 // # Security
 //

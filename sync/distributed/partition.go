@@ -237,6 +237,25 @@ func (p *Partition) AgentGraph(g *posegraph.Graph) [][]int {
 	return nb
 }
 
+// Boundary returns the partition's boundary in g: the poses with an edge
+// to another part (the public poses the agents publish) and the edges
+// between parts. A round's traffic is proportional to the first.
+func (p *Partition) Boundary(g *posegraph.Graph) (poses, edges int) {
+	public := make([]bool, len(p.Part))
+	for _, e := range g.Edges {
+		if p.Part[e.I] != p.Part[e.J] {
+			edges++
+			public[e.I], public[e.J] = true, true
+		}
+	}
+	for _, b := range public {
+		if b {
+			poses++
+		}
+	}
+	return poses, edges
+}
+
 // Colors colours the agent graph greedily (parts in order, smallest free
 // colour): agents of one colour share no edge, so they can update at the
 // same time without changing each other's data. It returns the classes.

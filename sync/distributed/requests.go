@@ -29,11 +29,15 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 		out, err := c.bus.Request(tctx, subject, data)
 		cancel()
 		c.mu.Lock()
+		n := int64(len(data))
 		c.stats.Requests++
-		c.stats.RequestBytes += int64(len(data))
 		if err == nil {
 			c.stats.Requests++
-			c.stats.RequestBytes += int64(len(out))
+			n += int64(len(out))
+		}
+		c.stats.RequestBytes += n
+		if m.Op == opGather || m.Op == opSet {
+			c.stats.TransferBytes += n
 		}
 		c.mu.Unlock()
 		if err != nil {
@@ -58,6 +62,15 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 			c.opts.Sync.Logger.Warn("reply rejected", "part", k, "err", lastErr)
 			continue
 		}
+		c.mu.Lock()
+		if rep.Sent > 0 {
+			c.stats.Publications++
+			c.stats.PublicationBytes += int64(rep.Sent)
+		}
+		if int64(rep.Mem) > c.stats.AgentRSS[k] {
+			c.stats.AgentRSS[k] = int64(rep.Mem)
+		}
+		c.mu.Unlock()
 		switch rep.Status {
 		case statusNoRun:
 			return rep, errRestarted
@@ -136,9 +149,11 @@ func (c *coordinator) rejoin(ctx context.Context, k int) error {
 	seq := c.seq[k]
 	c.mu.Unlock()
 	c.opts.Sync.Logger.Warn("agent restarted; rejoining from its neighbours' public poses", "part", k)
-	if _, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Seq: seq, Text: c.fingerprint}); err != nil {
+	rep, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Seq: seq, Text: c.fingerprint})
+	if err != nil {
 		return fmt.Errorf("rejoining agent %d: %w", k, err)
 	}
+	c.joined(k, rep)
 	for _, q := range c.nb[k] {
 		rep, err := c.request(ctx, q, &message{Op: opPublish, Rank: c.rank})
 		if err != nil {
@@ -151,7 +166,7 @@ func (c *coordinator) rejoin(ctx context.Context, k int) error {
 	c.mu.Lock()
 	needs := c.needsOf(k, nil)
 	c.mu.Unlock()
-	rep, err := c.request(ctx, k, &message{Op: opAlign, Rank: c.rank, Needs: needs})
+	rep, err = c.request(ctx, k, &message{Op: opAlign, Rank: c.rank, Needs: needs})
 	if err != nil {
 		return fmt.Errorf("rejoining agent %d: %w", k, err)
 	}

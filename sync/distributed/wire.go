@@ -12,6 +12,7 @@ import (
 //
 //	magic "BCMD" | version | kind | op | status | part int32 | run u64 |
 //	seq u64 | rank u16 | b u16 | round u32 | f, grad2, norm2 f64 |
+//	mem, sent u64 | dot f64 |
 //	needs u32 + (part u32, seq u64)* | poses u32 + index u32* |
 //	values f64 (poses * rank * b) | text u32 + bytes | CRC-32 (IEEE) of all before
 //
@@ -22,8 +23,8 @@ import (
 // sequence number) is the receiver's check.
 const (
 	wireMagic   = 0x444d4342 // "BCMD" little-endian
-	wireVersion = 1
-	headerSize  = 4 + 4 + 4 + 8 + 8 + 2 + 2 + 4 + 3*8
+	wireVersion = 2          // 2: the replies' mem, sent and dot
+	headerSize  = 4 + 4 + 4 + 8 + 8 + 2 + 2 + 4 + 3*8 + 2*8 + 8
 	maxRank     = 64
 )
 
@@ -78,6 +79,15 @@ type message struct {
 	Index            []uint32  // global pose indices
 	Values           []float64 // len(Index) blocks of Rank x B, row-major
 	Text             string
+	// Mem is an agent's peak resident set in bytes as it replies (0: not
+	// measured; AgentOptions.PeakRSS), Sent the bytes of the publications
+	// the command made it send (their records, without an authentication
+	// trailer): the run's report counts both (Stats).
+	Mem, Sent uint64
+	// Dot is a stats reply's share of the momentum restart test,
+	// <grad F, X - X_prev> over the agent's poses (sync.BlockProblem's
+	// MomentumInner).
+	Dot float64
 }
 
 // encode appends m's record to buf[:0].
@@ -95,6 +105,9 @@ func encode(buf []byte, m *message) []byte {
 	for _, v := range [3]float64{m.F, m.Grad2, m.Norm2} {
 		buf = le.AppendUint64(buf, math.Float64bits(v))
 	}
+	buf = le.AppendUint64(buf, m.Mem)
+	buf = le.AppendUint64(buf, m.Sent)
+	buf = le.AppendUint64(buf, math.Float64bits(m.Dot))
 	buf = le.AppendUint32(buf, uint32(len(m.Needs)))
 	for _, n := range m.Needs {
 		buf = le.AppendUint32(buf, uint32(n.Part))
@@ -141,14 +154,17 @@ func decode(data []byte) (*message, error) {
 	m.F = math.Float64frombits(le.Uint64(p[28:]))
 	m.Grad2 = math.Float64frombits(le.Uint64(p[36:]))
 	m.Norm2 = math.Float64frombits(le.Uint64(p[44:]))
-	p = p[52:]
+	m.Mem = le.Uint64(p[52:])
+	m.Sent = le.Uint64(p[60:])
+	m.Dot = math.Float64frombits(le.Uint64(p[68:]))
+	p = p[76:]
 	if m.Kind < kindPoses || m.Kind > kindReply {
 		return nil, fmt.Errorf("unknown message kind %d", m.Kind)
 	}
 	if m.Rank > maxRank || m.B > 4 {
 		return nil, fmt.Errorf("rank %d, block size %d out of range", m.Rank, m.B)
 	}
-	if !finite([]float64{m.F, m.Grad2, m.Norm2}) {
+	if !finite([]float64{m.F, m.Grad2, m.Norm2, m.Dot}) {
 		return nil, errors.New("non-finite statistics")
 	}
 	count := func(unit int) (int, error) {

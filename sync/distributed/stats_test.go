@@ -1,0 +1,101 @@
+package distributed
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// The run's account: the traffic the Counter bus sees is the traffic the
+// stats count (records as sent, no key), each agent's peak RSS as it
+// measures it, the boundary as counted from the edges, and the agents'
+// options as they ran, in the report's distributed section and
+// method_options.
+func TestStatsReport(t *testing.T) {
+	g, _, p := lattice(t, 200, 10, 13, 4)
+	counter := &Counter{Bus: NewMemBus()}
+	var rss [4]int64
+	for k := range rss {
+		rss[k] = int64(1000 * (k + 1))
+	}
+	// Each agent reports its own measure; in one process they tell
+	// themselves apart by part.
+	aopts := func(k int) AgentOptions {
+		return AgentOptions{PeakRSS: func() int64 { return rss[k] }, Sweeps: 2}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for k := 0; k < p.K; k++ {
+		go RunAgent(ctx, counter, g, p, k, aopts(k))
+	}
+	res, st, err := Solve(ctx, counter, g, p, Options{})
+	if err != nil || !res.Certified {
+		t.Fatalf("%v", err)
+	}
+	// stopAll's requests go through the bus after the stats closed.
+	stop := int64(2 * p.K)
+	if got, want := st.Requests+st.Publications, counter.Messages.Load()-stop; got != want {
+		t.Errorf("stats count %d messages, the bus saw %d", got, want)
+	}
+	if st.Publications == 0 || st.PublicationBytes == 0 || st.TransferBytes == 0 || st.TransferBytes >= st.RequestBytes || st.Gathers == 0 || st.Sets == 0 {
+		t.Errorf("traffic %+v", st)
+	}
+	var poses, edges int
+	public := map[int]bool{}
+	for _, e := range g.Edges {
+		if p.Part[e.I] != p.Part[e.J] {
+			edges++
+			public[e.I], public[e.J] = true, true
+		}
+	}
+	poses = len(public)
+	if st.BoundaryPoses != poses || st.BoundaryEdges != edges || poses == 0 {
+		t.Errorf("boundary %d poses, %d edges; want %d, %d", st.BoundaryPoses, st.BoundaryEdges, poses, edges)
+	}
+	for k, v := range st.AgentRSS {
+		if v != rss[k] {
+			t.Errorf("agent %d: peak RSS %d, it measured %d", k, v, rss[k])
+		}
+	}
+	rep := bsync.NewReport("lattice", res)
+	rep.Distributed = st.Report(12345)
+	data, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Distributed map[string]any `json:"distributed"`
+		Options     struct {
+			MethodOptions struct {
+				Agents       int           `json:"agents"`
+				AgentOptions []agentRecord `json:"agent_options"`
+			} `json:"method_options"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	d := back.Distributed
+	t.Logf("%s", data[len(data)-min(len(data), 1500):])
+	for key, want := range map[string]float64{"agents": 4, "rounds": float64(st.Rounds), "boundary_poses": float64(poses),
+		"coordinator_peak_rss_bytes": 12345, "bytes": float64(st.RequestBytes + st.PublicationBytes),
+		"bytes_per_round": st.RoundBytes(), "bytes_per_round_per_boundary_pose": st.RoundBytes() / float64(poses)} {
+		if got, ok := d[key].(float64); !ok || got != want {
+			t.Errorf("distributed.%s = %v, want %g", key, d[key], want)
+		}
+	}
+	if l, ok := d["agent_peak_rss_bytes"].([]any); !ok || len(l) != 4 || l[3].(float64) != 4000 {
+		t.Errorf("agent_peak_rss_bytes %v", d["agent_peak_rss_bytes"])
+	}
+	mo := back.Options.MethodOptions
+	if mo.Agents != 4 || len(mo.AgentOptions) != 4 {
+		t.Fatalf("method_options %+v", mo)
+	}
+	for k, a := range mo.AgentOptions {
+		if a != (agentRecord{Sweeps: 2, NewtonSteps: 1, MaxInner: 2, Wait: 2}) {
+			t.Errorf("agent %d reported options %+v", k, a)
+		}
+	}
+}
