@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bcmsync/bcmsync/internal/outfile"
@@ -92,7 +93,12 @@ func peerCopy(dir, src string) (string, error) {
 }
 
 // peerF matches SE-Sync's report of its rounded estimate's objective.
-var peerF = regexp.MustCompile(`Value of rounded pose estimates F\(x\):\s*(\S+)`)
+// It is compiled on first use: only bench --peer needs it, and a regexp
+// compiled at package initialization would cost every process (a solve,
+// --version) its time.
+var peerF = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`Value of rounded pose estimates F\(x\):\s*(\S+)`)
+})
 
 // peerOnce runs the peer on file and returns its wall time (seconds), its
 // peak RSS (bytes), what it printed, and its error.
@@ -135,7 +141,7 @@ func benchSideBySide(ctx context.Context, exe, peerBin, peerFile, file string, p
 		if err != nil && pr.Error == "" {
 			pr.Error = fmt.Sprintf("%v: %s", err, peerLastLine(out))
 		}
-		if m := peerF.FindSubmatch(out); m != nil {
+		if m := peerF().FindSubmatch(out); m != nil {
 			pr.Objective, _ = strconv.ParseFloat(string(m[1]), 64)
 		}
 		pr.Optimum = bytes.Contains(out, []byte("Found global optimum"))
