@@ -75,10 +75,7 @@ func Main(args []string) int {
 // too.
 func runProcess(args []string) int {
 	if os.Getenv("GOGC") == "" {
-		// The solver's large buffers live for the whole solve, so the
-		// collector's default headroom (100%) is mostly unused memory:
-		// 50% cuts the peak RSS for little time (docs/performance.md).
-		debug.SetGCPercent(50)
+		setGCPolicy()
 	}
 	// An interrupt or a termination request cancels the solve, which
 	// returns its estimate so far; the outputs are written whole and the

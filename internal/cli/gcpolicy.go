@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+)
+
+// The collector's setting for the process (unless GOGC is set): the
+// runtime's default, 100, while the heap is small, and 50 once a
+// collection finds more than largeHeap bytes live.
+//
+// 50 cuts the peak RSS of a large solve, whose buffers live for the whole
+// solve so that the default headroom is mostly unused memory. On a small
+// one it costs time: the minimum heap scales with the percentage (2 MB at
+// 50 against 4 MB), so a 1,000-pose solve of some 8 MB of allocation ran 6
+// collections, 11% of its instructions, each one waking a mark worker on
+// the second core the solver uses (docs/performance.md).
+const (
+	smallHeapGCPercent = 100
+	largeHeapGCPercent = 50
+	largeHeap          = 32 << 20
+)
+
+// setGCPolicy sets the collector's percentage to smallHeapGCPercent and
+// watches the live heap after each collection, until it exceeds
+// largeHeap; from then on the percentage is largeHeapGCPercent.
+func setGCPolicy() {
+	debug.SetGCPercent(smallHeapGCPercent)
+	armHeapWatch()
+}
+
+// heapSentinel is an object only a finalizer refers to: it becomes
+// unreachable at once, so its finalizer runs after the next collection.
+// (It holds a pointer so that it is not batched with other tiny objects,
+// whose finalizers may never run.)
+type heapSentinel struct{ _ *int }
+
+// armHeapWatch schedules checkHeap after the next collection.
+func armHeapWatch() {
+	runtime.SetFinalizer(&heapSentinel{}, checkHeap)
+}
+
+// checkHeap runs on the finalizer goroutine after a collection: it
+// switches to largeHeapGCPercent when the live heap exceeds largeHeap,
+// and otherwise waits for the next collection.
+func checkHeap(*heapSentinel) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 && s[0].Value.Uint64() > largeHeap {
+		debug.SetGCPercent(largeHeapGCPercent)
+		return
+	}
+	armHeapWatch()
+}
