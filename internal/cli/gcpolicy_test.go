@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+// gcPercent returns the collector's current percentage.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// TestGCPolicy checks that the process starts at smallHeapGCPercent and
+// switches to largeHeapGCPercent after a collection that finds more than
+// largeHeap bytes live.
+func TestGCPolicy(t *testing.T) {
+	defer debug.SetGCPercent(gcPercent())
+	setGCPolicy()
+	if p := gcPercent(); p != smallHeapGCPercent {
+		t.Fatalf("GC percent %d at the start, want %d", p, smallHeapGCPercent)
+	}
+	live := make([]byte, largeHeap+1<<20)
+	for i := range live {
+		live[i] = byte(i)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for gcPercent() != largeHeapGCPercent {
+		if time.Now().After(deadline) {
+			t.Fatalf("GC percent still %d with %d bytes live, want %d", gcPercent(), len(live), largeHeapGCPercent)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.KeepAlive(live)
+}
