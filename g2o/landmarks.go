@@ -286,8 +286,9 @@ func (p *parser) placeLandmarks(g *posegraph.Graph) *ParseError {
 	return nil
 }
 
-// identityOffset declares sensor offset 0 as the identity.
-const identityOffset = "PARAMS_SE3OFFSET 0 0 0 0 0 0 0 1\n"
+// identityOffset is the values of the identity sensor offset,
+// x y z qx qy qz qw.
+var identityOffset = [7]float64{0, 0, 0, 0, 0, 0, 1}
 
 func hasObservations(g *posegraph.Graph) bool {
 	for k := range g.Edges {
@@ -310,7 +311,7 @@ func appendLandmarkVertex(b []byte, d, id int, t [3]float64) []byte {
 }
 
 // appendObservation appends an EDGE_SE2_XY or EDGE_SE3_TRACKXYZ line.
-func appendObservation(b []byte, g *posegraph.Graph, e *posegraph.Edge) []byte {
+func appendObservation(b []byte, g *posegraph.Graph, e *posegraph.Edge, offset int) []byte {
 	d := g.D
 	if d == 2 {
 		b = append(b, "EDGE_SE2_XY "...)
@@ -321,7 +322,8 @@ func appendObservation(b []byte, g *posegraph.Graph, e *posegraph.Edge) []byte {
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(g.IDs[e.J]), 10)
 	if d == 3 {
-		b = append(b, " 0"...)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(offset), 10)
 	}
 	if len(e.Meas) == d {
 		b = appendFloats(b, e.Meas)

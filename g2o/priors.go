@@ -306,51 +306,88 @@ type offsetLine struct {
 }
 
 // offsetTable assigns the sensor offsets that the priors of a graph carry
-// the ids they are written under: 0 is the identity (written whenever a
-// 3-D file has priors), and each distinct offset keeps the id it was read
-// with unless that id is 0 or taken by another offset (graphs joined in
-// memory), when it gets the next free one.
+// the ids they are written under: each distinct offset keeps the id it
+// was read with unless another offset took it first (graphs joined in
+// memory), when it gets the lowest free one. The identity, which every
+// other 3-D prior and observation names, is 0 unless a carried offset
+// holds 0, when it too gets the lowest free id.
 type offsetTable struct {
-	lines []offsetLine
-	ids   map[[8]float64]int
+	identity int
+	lines    []offsetLine
+	ids      map[[8]float64]int
 }
 
-// idOf returns the offset id to write for prior edge e (0 for none).
+// idOf returns the offset id to write for prior edge e.
 func (t *offsetTable) idOf(e *posegraph.Edge) int {
-	if t.ids == nil || len(e.Meas) != offsetMeasLen {
-		return 0
+	if id, ok := t.ids[offsetKey(e)]; ok && len(e.Meas) == offsetMeasLen {
+		return id
 	}
-	return t.ids[[8]float64(e.Meas[7:])]
+	return t.identity
+}
+
+// offsetKey is the id and values of the offset in a Meas of offsetMeasLen
+// values (the zero key otherwise).
+func offsetKey(e *posegraph.Edge) (k [8]float64) {
+	if len(e.Meas) == offsetMeasLen {
+		copy(k[:], e.Meas[7:])
+	}
+	return k
 }
 
 func priorOffsets(g *posegraph.Graph) offsetTable {
 	var t offsetTable
-	used := map[int]bool{0: true}
-	next := 1
+	used := make(map[int]bool)
+	var later [][8]float64 // offsets whose id another took first
 	for k := range g.Edges {
 		e := &g.Edges[k]
 		if !hasOffset(g.D, e) {
 			continue
 		}
-		key := [8]float64(e.Meas[7:])
+		key := offsetKey(e)
 		if _, ok := t.ids[key]; ok {
 			continue
 		}
-		id := int(key[0])
-		if float64(id) != key[0] || math.Abs(key[0]) > maxID || used[id] {
-			for used[next] {
-				next++
-			}
-			id = next
-		}
-		used[id] = true
 		if t.ids == nil {
 			t.ids = make(map[[8]float64]int)
+		}
+		id := int(key[0])
+		if float64(id) != key[0] || math.Abs(key[0]) > maxID || used[id] {
+			id = -1
+			later = append(later, key)
+		} else {
+			used[id] = true
 		}
 		t.ids[key] = id
 		t.lines = append(t.lines, offsetLine{id: id, vals: [7]float64(key[1:])})
 	}
+	free := func() int {
+		id := 0
+		for used[id] {
+			id++
+		}
+		used[id] = true
+		return id
+	}
+	t.identity = free()
+	for _, key := range later {
+		id := free()
+		t.ids[key] = id
+		for i := range t.lines {
+			if t.lines[i].id == -1 {
+				t.lines[i].id = id
+				break
+			}
+		}
+	}
 	return t
+}
+
+// appendOffset appends a PARAMS_SE3OFFSET line.
+func appendOffset(b []byte, id int, vals []float64) []byte {
+	b = append(b, "PARAMS_SE3OFFSET "...)
+	b = strconv.AppendInt(b, int64(id), 10)
+	b = appendFloats(b, vals)
+	return append(b, '\n')
 }
 
 // isotropic fills the upper triangle of tau I (d x d) into info.

@@ -248,7 +248,7 @@ func TestReadErrors(t *testing.T) {
 		{"prior", e01 + "EDGE_SE2_PRIOR 0 1 0 0 1 0 0 1 0 1\n", 2, "EDGE_SE2_PRIOR is not supported (this kind of prior; pose and position priors are read as EDGE_PRIOR_SE2"},
 		{"params zero quaternion", "PARAMS_SE3OFFSET 0 0 0 1 0 0 0 0\n" + e01, 1, "PARAMS_SE3OFFSET 0 has a zero quaternion"},
 		{"params short", e01 + "PARAMS_SE3OFFSET 0 0 0 1 0 0 0\n", 2, "PARAMS_SE3OFFSET needs"},
-		{"params not a number", "PARAMS_SE3OFFSET 0 0 0 x 0 0 0 1\n", 1, "PARAMS_SE3OFFSET"},
+		{"params not a number", "PARAMS_SE3OFFSET 0 0 0 x 0 0 0 1\n", 1, "field 4 of PARAMS_SE3OFFSET (x) is not a number"},
 		{"track through offset", "PARAMS_SE3OFFSET 2 0 0 1 0 0 0 1\nEDGE_SE3_TRACKXYZ 0 5 2 1 2 3 1 0 0 1 0 1\n", 2,
 			"EDGE_SE3_TRACKXYZ uses sensor offset 2 (line 1), which is not the identity"},
 		{"unknown", e01 + "\n\nHELLO world\n", 4, "HELLO is not supported (unknown record type"},

@@ -48,18 +48,14 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	if g.D == 3 {
 		vtag, etag = "VERTEX_SE3:QUAT ", "EDGE_SE3:QUAT "
 	}
-	if g.D == 3 && (hasObservations(g) || g.HasPriors()) {
-		// EDGE_SE3_TRACKXYZ names a sensor offset; g2o needs it declared.
-		if _, err := bw.WriteString(identityOffset); err != nil {
-			return err
-		}
-	}
 	offs := priorOffsets(g)
-	for _, o := range offs.lines {
-		b = append(b[:0], "PARAMS_SE3OFFSET "...)
-		b = strconv.AppendInt(b, int64(o.id), 10)
-		b = appendFloats(b, o.vals[:])
-		b = append(b, '\n')
+	if g.D == 3 && (hasObservations(g) || g.HasPriors()) {
+		// EDGE_SE3_TRACKXYZ and the 3-D priors name a sensor offset; g2o
+		// needs it declared.
+		b = appendOffset(b[:0], offs.identity, identityOffset[:])
+		for _, o := range offs.lines {
+			b = appendOffset(b, o.id, o.vals[:])
+		}
 		if _, err := bw.Write(b); err != nil {
 			return err
 		}
@@ -108,7 +104,7 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 			continue
 		}
 		if g.IsLandmark(e.J) {
-			b = appendObservation(b[:0], g, e)
+			b = appendObservation(b[:0], g, e, offs.identity)
 			if _, err := bw.Write(b); err != nil {
 				return err
 			}
