@@ -31,7 +31,7 @@ func TestReadOffsetPrior(t *testing.T) {
 	}
 	p := ps[0]
 	wantR := [9]float64{0, 1, 0, -1, 0, 0, 0, 0, 1} // R_o^T, R_o a quarter turn about z
-	wantT := [3]float64{5, 7, 7}                      // t_z - R_o^T t_o
+	wantT := [3]float64{5, 7, 7}                    // t_z - R_o^T t_o
 	for k := range wantR {
 		if math.Abs(p.R[k]-wantR[k]) > 1e-15 {
 			t.Fatalf("R = %v, want %v", p.R, wantR)
