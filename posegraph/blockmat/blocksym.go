@@ -39,21 +39,25 @@ type BlockBuilder struct {
 	offI []int     // the k-th AddOff's block row ...
 	offJ []int     // ... and column
 	off  []float64 // and its block, at off[k*b*b:]
+	// reserve is the room for AddOff calls still to be made on first
+	// use: NewBlockBuilder's n, taken together with a Grow that follows
+	// it, so that a caller that knows its edge count allocates once.
+	reserve int
 }
 
 // NewBlockBuilder returns a builder for an n x n block matrix of b x b blocks.
 // Every diagonal block is created, zero until added to. It makes room for n
 // AddOff calls, as many as a connected graph on n vertices has edges, less one.
 func NewBlockBuilder(n, b int) *BlockBuilder {
-	bb := &BlockBuilder{n: n, b: b, diag: make([]float64, n*b*b)}
-	bb.Grow(n)
-	return bb
+	return &BlockBuilder{n: n, b: b, diag: make([]float64, n*b*b), reserve: n}
 }
 
 // Grow makes room for k more AddOff calls without reallocating, as
 // strings.Builder's Grow does: a caller that knows its edge count saves the
 // copies of a growing array, hundreds of megabytes at a million poses.
 func (bb *BlockBuilder) Grow(k int) {
+	k = max(k, bb.reserve)
+	bb.reserve = 0
 	bb.offI = slices.Grow(bb.offI, k)
 	bb.offJ = slices.Grow(bb.offJ, k)
 	bb.off = slices.Grow(bb.off, k*bb.b*bb.b)
@@ -72,6 +76,9 @@ func (bb *BlockBuilder) AddDiag(i int, m []float64) {
 func (bb *BlockBuilder) AddOff(i, j int, m []float64) {
 	if i == j {
 		panic("blockmat: AddOff on a diagonal block")
+	}
+	if bb.reserve > 0 {
+		bb.Grow(0)
 	}
 	bb.offI = append(bb.offI, i)
 	bb.offJ = append(bb.offJ, j)

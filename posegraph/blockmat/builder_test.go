@@ -123,3 +123,30 @@ func randomSym(rng *rand.Rand, n, b, perRow int) *BlockSym {
 	}
 	return bb.Build()
 }
+
+// TestBlockBuilderReserve checks the builder's room for AddOff calls: n
+// from NewBlockBuilder, or as many as a following Grow asks for, each
+// taken in one allocation per array (not n first, then again for Grow).
+func TestBlockBuilderReserve(t *testing.T) {
+	const n, b = 10, 3
+	m := make([]float64, b*b)
+	for _, tc := range []struct{ grow, adds int }{{0, n - 1}, {3, n}, {25, 25}} {
+		var bb *BlockBuilder
+		allocs := testing.AllocsPerRun(5, func() {
+			bb = NewBlockBuilder(n, b)
+			if tc.grow > 0 {
+				bb.Grow(tc.grow)
+			}
+			for k := 0; k < tc.adds; k++ {
+				bb.AddOff(k%n, (k+1)%n, m)
+			}
+		})
+		// The builder, its diagonal and the three arrays of AddOff calls.
+		if allocs != 5 {
+			t.Errorf("grow %d, %d AddOff calls: %v allocations, want 5", tc.grow, tc.adds, allocs)
+		}
+		if len(bb.offI) != tc.adds || len(bb.off) != tc.adds*b*b {
+			t.Errorf("grow %d: %d and %d recorded, want %d calls", tc.grow, len(bb.offI), len(bb.off), tc.adds)
+		}
+	}
+}
