@@ -22,3 +22,10 @@ func FactorStorage(c *Cholesky) []float64 {
 
 // ValClass is the capacity a factor's storage of n values gets.
 var ValClass = valClass
+
+// FreeStorages counts the factor storages kept for reuse.
+func FreeStorages() int {
+	free.mu.Lock()
+	defer free.mu.Unlock()
+	return len(free.list)
+}

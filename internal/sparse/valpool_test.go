@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/bcmsync/bcmsync/internal/sparse"
 )
@@ -13,9 +14,15 @@ import (
 // TestReleaseReusesStorage checks that a factor made in storage another
 // factor released (holding that factor's values) is bit for bit the
 // factor made in fresh storage, solves to the dense oracle's accuracy, and
-// that a released factor no longer solves.
+// that a released factor no longer solves; and that what Release keeps
+// expires after a few collections.
 func TestReleaseReusesStorage(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // the pools keep what they hold
+	// No collection expires what Release keeps while the test runs, and
+	// none is kept from other tests (the reuse is checked by identity).
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	if n := expireStorages(); n > 0 {
+		t.Fatalf("%d storages still kept after 50 collections", n)
+	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	const nb, b, shift = 300, 3, 60
 	q1 := randBlockSym(rng, nb, b, 0.03, 1)
@@ -39,32 +46,20 @@ func TestReleaseReusesStorage(t *testing.T) {
 	}
 	_, fresh := factor(q2)
 
-	// A sync.Pool's Get may miss what a Put on another thread left: the
-	// storage is reused on almost every try, and the test needs one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var c1 *sparse.Cholesky
-	var reused []float64
+	c1, _ := factor(q1)
+	old := sparse.FactorStorage(c1)
+	if len(old) == 0 {
+		t.Fatal("the test matrix was not factored supernodally")
+	}
+	c1.Release()
 	x := make([]float64, nb*b)
-	for try := 0; ; try++ {
-		c1, _ = factor(q1)
-		old := sparse.FactorStorage(c1)
-		if len(old) == 0 {
-			t.Fatal("the test matrix was not factored supernodally")
-		}
-		c1.Release()
-		c1.Solve(x, rhs)
-		if !math.IsNaN(x[0]) {
-			t.Errorf("Solve after Release gave %v, want NaN", x[0])
-		}
-		var c2 *sparse.Cholesky
-		c2, reused = factor(q2)
-		if s := sparse.FactorStorage(c2); &s[:1][0] == &old[:1][0] {
-			break
-		}
-		if try == 20 {
-			t.Fatal("no factor reused the storage another released")
-		}
+	c1.Solve(x, rhs)
+	if !math.IsNaN(x[0]) {
+		t.Errorf("Solve after Release gave %v, want NaN", x[0])
+	}
+	c2, reused := factor(q2)
+	if s := sparse.FactorStorage(c2); &s[:1][0] != &old[:1][0] {
+		t.Error("the second factor did not reuse the storage the first released")
 	}
 	for i := range fresh {
 		if math.Float64bits(fresh[i]) != math.Float64bits(reused[i]) {
@@ -83,6 +78,25 @@ func TestReleaseReusesStorage(t *testing.T) {
 	if math.IsNaN(x[0]) {
 		t.Error("a released factor did not factor again")
 	}
+
+	// What is kept expires after a few collections.
+	c2.Release()
+	if sparse.FreeStorages() == 0 {
+		t.Fatal("Release kept nothing")
+	}
+	if n := expireStorages(); n > 0 {
+		t.Errorf("%d storages still kept after 50 collections", n)
+	}
+}
+
+// expireStorages collects until the kept factor storages expire, and
+// returns how many are left.
+func expireStorages() int {
+	for k := 0; k < 50 && sparse.FreeStorages() > 0; k++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond) // cleanups run on their own goroutine
+	}
+	return sparse.FreeStorages()
 }
 
 // TestValClass checks the storage classes: large enough, at most 1/8
