@@ -221,6 +221,7 @@ func (r *Run) release(m LevelOptimizer) {
 	if r.cert != nil {
 		r.cert.chol.Release()
 	}
+	r.plan.Release()
 	if c, ok := m.(*central); ok {
 		if c.hp != nil {
 			c.hp.release()
