@@ -16,7 +16,7 @@
 //	EDGE_SE2_XY pose landmark x y I11 I12 I22
 //	VERTEX_TRACKXYZ id x y z                               (3-D landmark)
 //	EDGE_SE3_TRACKXYZ pose landmark offset x y z I11 I12 I13 I22 I23 I33
-//	PARAMS_SE3OFFSET id x y z qx qy qz qw                  (identity only)
+//	PARAMS_SE3OFFSET id x y z qx qy qz qw                  (sensor offset)
 //	EDGE_PRIOR_SE2 pose x y theta I11 I12 I13 I22 I23 I33   (pose prior)
 //	EDGE_PRIOR_SE2_XY pose x y I11 I12 I22                  (position prior)
 //	EDGE_SE3_PRIOR pose offset x y z qx qy qz qw I11 ... I66
@@ -25,17 +25,21 @@
 // A prior measures a pose, or its position, in a world frame; it becomes
 // an edge from the graph's world vertex (posegraph's priors.go), with kappa
 // and tau by the rules of EDGE_SE2 / EDGE_SE3:QUAT for a pose prior and of
-// a landmark observation for a position prior (priors.go here). Write
-// leaves the world vertex out and writes the priors back as these records.
+// a landmark observation for a position prior (priors.go here). An
+// EDGE_SE3_PRIOR measures the pose composed with its sensor offset O, any
+// rigid offset: it becomes the prior Z O^-1, with the information matrix
+// carried through O (offsetPrior in priors.go; docs/priors.md). Write
+// leaves the world vertex out and writes the priors back as these records,
+// with their PARAMS_SE3OFFSET lines.
 //
 // A landmark observation measures the landmark's position in the pose's
 // frame; its information matrix I becomes the isotropic precision
 // tau = d / tr(inv(I)), the rule for a pose edge's translation block, and
 // it must be positive definite. Landmarks are numbered after all poses
 // (posegraph's landmarks.go); an id used both as a pose and as a landmark
-// is an error. EDGE_SE3_TRACKXYZ names a sensor offset: only identity
-// offsets are supported (a PARAMS_SE3OFFSET that is not the identity is an
-// error), and a file that declares none is read as if all were identity.
+// is an error. EDGE_SE3_TRACKXYZ names a sensor offset: only the identity
+// is supported (an observation through another offset is an error at its
+// line), and a file that declares none is read as if all were identity.
 //
 // Information matrices are given by their upper triangle, row by row, in
 // the order x, y, theta (2-D) or x, y, z, qx, qy, qz (3-D); TORO's order is

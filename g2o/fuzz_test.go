@@ -16,6 +16,8 @@ import (
 func FuzzRead(f *testing.F) {
 	f.Add([]byte("VERTEX_SE2 0 0 0 0\nEDGE_SE2 0 1 1 0 0.1 1 0 0 1 0 1\n"))
 	f.Add([]byte("EDGE_SE3:QUAT 3 1 1 2 3 0 0 0.6 0.8 1 0 0 0 0 0 1 0 0 0 0 1 0 0 0 1 0 0 1 0 1\nFIX 1\n"))
+	f.Add([]byte("PARAMS_SE3OFFSET 0 0.5 -1 2 0.1 0.2 0.3 0.9\nEDGE_SE3:QUAT 3 1 1 2 3 0 0 0.6 0.8 1 0 0 0 0 0 1 0 0 0 0 1 0 0 0 1 0 0 1 0 1\n" +
+		"EDGE_SE3_PRIOR 1 0 5 6 7 0 0 0.6 0.8 4 0.5 0 0 0 0 4 0 0 0 0 4 0 0 0 10 0 0 10 0 10\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := Read(bytes.NewReader(data), "fuzz", ReadOptions{Lenient: len(data)%2 == 0})
 		if err != nil {

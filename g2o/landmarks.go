@@ -80,8 +80,13 @@ func (p *parser) observation(d int) *ParseError {
 		return p.errorf("%s from vertex %d to itself", string(p.fields[0]), i)
 	}
 	if d == 3 {
-		if err := p.offset(3); err != nil {
+		o, err := p.offset(3)
+		if err != nil {
 			return err
+		}
+		if o != nil && !o.nearIdentity {
+			return p.errorf("EDGE_SE3_TRACKXYZ uses sensor offset %s (line %d), which is not the identity; "+
+				"observations through a sensor offset are not supported", string(p.fields[3]), o.line)
 		}
 	}
 	if err := p.parseVals(ids + 1); err != nil {
@@ -103,38 +108,69 @@ func (p *parser) observation(d int) *ParseError {
 	return nil
 }
 
-// offset reads field k as the id of a sensor offset and checks that a
-// PARAMS_SE3OFFSET line before it declares it, when the file declares any.
-func (p *parser) offset(k int) *ParseError {
-	off, err := p.parseID(k)
-	if err != nil {
-		return err
-	}
-	if p.params != nil && !p.params[off] {
-		return p.errorf("%s uses sensor offset %d, which no PARAMS_SE3OFFSET line before it declares", string(p.fields[0]), off)
-	}
-	return nil
+// sensorOffset is a PARAMS_SE3OFFSET declaration: its values as read
+// (id, then x y z qx qy qz qw), the pose they give (quaternion normalized, as g2o
+// does), its line, whether it is exactly the identity (zero translation
+// and quaternion vector part) and whether it is the identity to within
+// identityOffsetTol, which observations accept.
+type sensorOffset struct {
+	id           int
+	vals         [7]float64
+	pose         posegraph.Pose
+	line         int
+	identity     bool
+	nearIdentity bool
 }
 
-// offsetParams reads PARAMS_SE3OFFSET id x y z qx qy qz qw, accepting only
-// the identity offset: a sensor offset would change every observation's
-// frame, which this package does not model.
+// identityOffsetTol is how far from the identity an offset that an
+// EDGE_SE3_TRACKXYZ names may be (printing rounds an identity quaternion).
+const identityOffsetTol = 1e-9
+
+// offset reads field k as the id of a sensor offset and checks that a
+// PARAMS_SE3OFFSET line before it declares it, when the file declares any.
+// It returns the declaration (nil when the file declares none: the
+// identity).
+func (p *parser) offset(k int) (*sensorOffset, *ParseError) {
+	off, err := p.parseID(k)
+	if err != nil {
+		return nil, err
+	}
+	if p.params == nil {
+		return nil, nil
+	}
+	o, ok := p.params[off]
+	if !ok {
+		return nil, p.errorf("%s uses sensor offset %d, which no PARAMS_SE3OFFSET line before it declares", string(p.fields[0]), off)
+	}
+	return &o, nil
+}
+
+// offsetParams reads PARAMS_SE3OFFSET id x y z qx qy qz qw. Any rigid
+// offset is read: EDGE_SE3_PRIOR models it exactly (priors.go), while an
+// observation through one that is not the identity is refused at the
+// observation's line.
 func (p *parser) offsetParams() *ParseError {
 	id, err := p.idRecord(7)
 	if err != nil {
 		return err
 	}
 	v := p.vals
+	o := sensorOffset{id: id, line: p.line, pose: posegraph.Pose{T: [3]float64{v[0], v[1], v[2]}}}
+	copy(o.vals[:], v[:7])
+	r, ok := RotationFromQuat(v[3], v[4], v[5], v[6])
+	if !ok {
+		return p.errorf("PARAMS_SE3OFFSET %d has a zero quaternion", id)
+	}
+	o.pose.R = r
+	o.identity = v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0 && v[5] == 0
 	qn := math.Sqrt(v[3]*v[3] + v[4]*v[4] + v[5]*v[5] + v[6]*v[6])
-	const tol = 1e-9
-	if math.Abs(v[0]) > tol || math.Abs(v[1]) > tol || math.Abs(v[2]) > tol || qn == 0 ||
-		math.Abs(math.Abs(v[6])/qn-1) > tol {
-		return p.errorf("PARAMS_SE3OFFSET %d is not the identity; sensor offsets other than the identity are not supported", id)
-	}
+	const tol = identityOffsetTol
+	o.nearIdentity = math.Abs(v[0]) <= tol && math.Abs(v[1]) <= tol && math.Abs(v[2]) <= tol &&
+		math.Abs(math.Abs(v[6])/qn-1) <= tol
 	if p.params == nil {
-		p.params = make(map[int]bool)
+		p.params = make(map[int]sensorOffset)
 	}
-	p.params[id] = true
+	p.params[id] = o
 	return nil
 }
 
@@ -250,8 +286,9 @@ func (p *parser) placeLandmarks(g *posegraph.Graph) *ParseError {
 	return nil
 }
 
-// identityOffset declares sensor offset 0 as the identity.
-const identityOffset = "PARAMS_SE3OFFSET 0 0 0 0 0 0 0 1\n"
+// identityOffset is the values of the identity sensor offset,
+// x y z qx qy qz qw.
+var identityOffset = [7]float64{0, 0, 0, 0, 0, 0, 1}
 
 func hasObservations(g *posegraph.Graph) bool {
 	for k := range g.Edges {
@@ -274,7 +311,7 @@ func appendLandmarkVertex(b []byte, d, id int, t [3]float64) []byte {
 }
 
 // appendObservation appends an EDGE_SE2_XY or EDGE_SE3_TRACKXYZ line.
-func appendObservation(b []byte, g *posegraph.Graph, e *posegraph.Edge) []byte {
+func appendObservation(b []byte, g *posegraph.Graph, e *posegraph.Edge, offset int) []byte {
 	d := g.D
 	if d == 2 {
 		b = append(b, "EDGE_SE2_XY "...)
@@ -285,7 +322,8 @@ func appendObservation(b []byte, g *posegraph.Graph, e *posegraph.Edge) []byte {
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(g.IDs[e.J]), 10)
 	if d == 3 {
-		b = append(b, " 0"...)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(offset), 10)
 	}
 	if len(e.Meas) == d {
 		b = appendFloats(b, e.Meas)

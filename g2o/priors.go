@@ -22,7 +22,7 @@ import (
 // translation less the measurement; its matrix becomes tau as a landmark
 // observation's does (ObservationPrecision). The 3-D records name a sensor
 // offset (PARAMS_SE3OFFSET): EDGE_SE3_PRIOR measures the pose composed
-// with it, and only the identity is read (as for EDGE_SE3_TRACKXYZ);
+// with it, which offsetPrior turns into an ordinary pose prior;
 // EDGE_SE3_XYZ_PRIOR's error does not use it. posegraph's priors.go models
 // them with a world vertex.
 
@@ -56,8 +56,10 @@ func (p *parser) prior(d int, kind posegraph.PriorKind) *ParseError {
 	if err != nil {
 		return err
 	}
+	var off *sensorOffset
 	if d == 3 {
-		if err := p.offset(2); err != nil {
+		var err *ParseError
+		if off, err = p.offset(2); err != nil {
 			return err
 		}
 	}
@@ -86,7 +88,18 @@ func (p *parser) prior(d int, kind posegraph.PriorKind) *ParseError {
 		}
 		r.p.R = rot
 		r.p.T = [3]float64{v[0], v[1], v[2]}
-		r.p.Kappa, r.p.Tau, perr = SE3Precisions(r.p.Info)
+		info := r.p.Info
+		if off != nil && !off.identity {
+			// The record as read, then its offset, for writers.
+			r.p.Meas = p.alloc(nm + 8)
+			copy(r.p.Meas, v[:nm])
+			r.p.Meas[nm] = float64(off.id)
+			copy(r.p.Meas[nm+1:], off.vals[:])
+			var w [21]float64
+			z := offsetPrior(&r.p.R, &r.p.T, &off.pose, r.p.Info, w[:])
+			r.p.R, r.p.T, info = z.R, z.T, w[:]
+		}
+		r.p.Kappa, r.p.Tau, perr = SE3Precisions(info)
 	}
 	if perr != nil {
 		return p.errorf("%s: %v", string(p.fields[0]), perr)
@@ -104,6 +117,82 @@ func (p *parser) prior(d int, kind posegraph.PriorKind) *ParseError {
 	}
 	p.priors = append(p.priors, r)
 	return nil
+}
+
+// offsetPrior turns an EDGE_SE3_PRIOR with measurement Z = (r, t),
+// information matrix info (21 values, g2o order) and sensor offset O into
+// the ordinary pose prior it equals: it returns Z' = Z O^-1 and writes its
+// information matrix into out (21 values).
+//
+// g2o's error is e(Z^-1 X O), e(D) = (translation of D, vector part of
+// D's unit quaternion with w >= 0), weighted by info. Z^-1 X O =
+// O^-1 (Z'^-1 X) O: zero exactly where the error of the prior Z' is, and
+// a conjugation by O^-1 of it. Near zero, e(O^-1 D' O) = J e(D') + O(|e|^2)
+// with J = [[Ro^T, -2 Ro^T [to]x], [0, Ro^T]] (O's inverse adjoint in g2o's
+// coordinates, the 2 because the quaternion's vector part is half the
+// rotation vector): the rotation part exactly (a conjugated quaternion's
+// vector part is rotated), the translation to first order, as
+// Ro^T (t' + (R' - I) to) with (R' - I) to = 2 q' x to + O(|q'|^2). So the
+// Gaussian g2o's cost describes has the information matrix J^T info J on
+// the prior Z', which the conversion to kappa and tau then reads as any
+// EDGE_SE3:QUAT's.
+func offsetPrior(r *[9]float64, t *[3]float64, o *posegraph.Pose, info, out []float64) posegraph.Pose {
+	var z posegraph.Pose
+	for a := 0; a < 3; a++ {
+		for b := 0; b < 3; b++ {
+			var s float64
+			for c := 0; c < 3; c++ {
+				s += r[a*3+c] * o.R[b*3+c] // R Ro^T
+			}
+			z.R[a*3+b] = s
+		}
+	}
+	for a := 0; a < 3; a++ {
+		s := t[a]
+		for c := 0; c < 3; c++ {
+			s -= z.R[a*3+c] * o.T[c]
+		}
+		z.T[a] = s
+	}
+	// J, 6 x 6, row-major.
+	var j [36]float64
+	to := &o.T
+	cross := [9]float64{0, -to[2], to[1], to[2], 0, -to[0], -to[1], to[0], 0} // [to]x
+	for a := 0; a < 3; a++ {
+		for b := 0; b < 3; b++ {
+			rt := o.R[b*3+a] // Ro^T[a][b]
+			j[a*6+b] = rt
+			j[(a+3)*6+b+3] = rt
+			var s float64
+			for c := 0; c < 3; c++ {
+				s += o.R[c*3+a] * cross[c*3+b]
+			}
+			j[a*6+b+3] = -2 * s
+		}
+	}
+	var w, wj [36]float64
+	unpackUpper(w[:], info, 6)
+	for a := 0; a < 6; a++ { // W J
+		for b := 0; b < 6; b++ {
+			var s float64
+			for c := 0; c < 6; c++ {
+				s += w[a*6+c] * j[c*6+b]
+			}
+			wj[a*6+b] = s
+		}
+	}
+	k := 0
+	for a := 0; a < 6; a++ { // J^T (W J), upper triangle
+		for b := a; b < 6; b++ {
+			var s float64
+			for c := 0; c < 6; c++ {
+				s += j[c*6+a] * wj[c*6+b]
+			}
+			out[k] = s
+			k++
+		}
+	}
+	return z
 }
 
 // placePriors maps the priors' pose ids to g's indices and adds them with
@@ -155,13 +244,14 @@ func priorTag(d int, kind posegraph.PriorKind) string {
 // appendPrior appends prior edge e of g as the record it came from: with
 // Meas and Info when they have the right lengths, else from R, T and the
 // isotropic information matrix that Read turns back into Kappa and Tau.
-func appendPrior(b []byte, g *posegraph.Graph, e *posegraph.Edge) []byte {
+func appendPrior(b []byte, g *posegraph.Graph, e *posegraph.Edge, offset int) []byte {
 	d := g.D
 	b = append(b, priorTag(d, e.Prior)...)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(g.IDs[e.J]), 10)
 	if d == 3 {
-		b = append(b, " 0"...)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(offset), 10)
 	}
 	if e.Prior == posegraph.PositionPrior {
 		ni := d * (d + 1) / 2
@@ -183,8 +273,8 @@ func appendPrior(b []byte, g *posegraph.Graph, e *posegraph.Edge) []byte {
 	if d == 3 {
 		nm, ni = 7, 21
 	}
-	if len(e.Meas) == nm {
-		b = appendFloats(b, e.Meas)
+	if len(e.Meas) == nm || hasOffset(d, e) {
+		b = appendFloats(b, e.Meas[:nm])
 	} else {
 		b = appendPose(b, d, e.R, e.T)
 	}
@@ -195,6 +285,108 @@ func appendPrior(b []byte, g *posegraph.Graph, e *posegraph.Edge) []byte {
 		poseInfo(info[:ni], d, e.Kappa, e.Tau)
 		b = appendFloats(b, info[:ni])
 	}
+	return append(b, '\n')
+}
+
+// offsetMeasLen is the length of the Meas of an EDGE_SE3_PRIOR read with a
+// sensor offset that is not the identity: the record's 7 measurement
+// values, then the offset's id and its 7 values as read.
+const offsetMeasLen = 15
+
+// hasOffset reports whether prior edge e of a d-dimensional graph carries
+// a sensor offset in its Meas.
+func hasOffset(d int, e *posegraph.Edge) bool {
+	return d == 3 && e.Prior == posegraph.PosePrior && len(e.Meas) == offsetMeasLen
+}
+
+// offsetLine is a PARAMS_SE3OFFSET line to write.
+type offsetLine struct {
+	id   int
+	vals [7]float64
+}
+
+// offsetTable assigns the sensor offsets that the priors of a graph carry
+// the ids they are written under: each distinct offset keeps the id it
+// was read with unless another offset took it first (graphs joined in
+// memory), when it gets the lowest free one. The identity, which every
+// other 3-D prior and observation names, is 0 unless a carried offset
+// holds 0, when it too gets the lowest free id.
+type offsetTable struct {
+	identity int
+	lines    []offsetLine
+	ids      map[[8]float64]int
+}
+
+// idOf returns the offset id to write for prior edge e.
+func (t *offsetTable) idOf(e *posegraph.Edge) int {
+	if id, ok := t.ids[offsetKey(e)]; ok && len(e.Meas) == offsetMeasLen {
+		return id
+	}
+	return t.identity
+}
+
+// offsetKey is the id and values of the offset in a Meas of offsetMeasLen
+// values (the zero key otherwise).
+func offsetKey(e *posegraph.Edge) (k [8]float64) {
+	if len(e.Meas) == offsetMeasLen {
+		copy(k[:], e.Meas[7:])
+	}
+	return k
+}
+
+func priorOffsets(g *posegraph.Graph) offsetTable {
+	var t offsetTable
+	used := make(map[int]bool)
+	var later [][8]float64 // offsets whose id another took first
+	for k := range g.Edges {
+		e := &g.Edges[k]
+		if !hasOffset(g.D, e) {
+			continue
+		}
+		key := offsetKey(e)
+		if _, ok := t.ids[key]; ok {
+			continue
+		}
+		if t.ids == nil {
+			t.ids = make(map[[8]float64]int)
+		}
+		id := int(key[0])
+		if float64(id) != key[0] || math.Abs(key[0]) > maxID || used[id] {
+			id = -1
+			later = append(later, key)
+		} else {
+			used[id] = true
+		}
+		t.ids[key] = id
+		t.lines = append(t.lines, offsetLine{id: id, vals: [7]float64(key[1:])})
+	}
+	free := func() int {
+		id := 0
+		for used[id] {
+			id++
+		}
+		used[id] = true
+		return id
+	}
+	t.identity = free()
+	for _, key := range later {
+		id := free()
+		t.ids[key] = id
+		for i := range t.lines {
+			if t.lines[i].id == -1 {
+				t.lines[i].id = id
+				break
+			}
+		}
+	}
+	return t
+}
+
+// appendOffset appends a PARAMS_SE3OFFSET line.
+func appendOffset(b []byte, id int, vals []float64) []byte {
+	b = append(b, "PARAMS_SE3OFFSET "...)
+	b = strconv.AppendInt(b, int64(id), 10)
+	b = appendFloats(b, vals)
 	return append(b, '\n')
 }
 

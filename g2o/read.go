@@ -192,11 +192,11 @@ type parser struct {
 	skippedOrder []string
 
 	// Landmarks (landmarks.go): ids named as landmarks (with the first
-	// line doing so), the lines of landmark vertices, and the identity
-	// sensor offsets declared (nil: none).
+	// line doing so), the lines of landmark vertices, and the sensor
+	// offsets declared (nil: none).
 	landmarks     map[int]int
 	landmarkLines map[int]bool
-	params        map[int]bool
+	params        map[int]sensorOffset
 
 	priors []priorRecord // priors.go, pose ids as in the file
 

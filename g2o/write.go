@@ -32,6 +32,8 @@ import (
 // EDGE_SE3_TRACKXYZ (sensor offset 0, declared the identity by a
 // PARAMS_SE3OFFSET line at the top of a 3-D file), from Meas and Info when
 // they have the right lengths, else from T and the isotropic tau I.
+// Priors are written as the records they came from (appendPrior), an
+// EDGE_SE3_PRIOR read with a sensor offset with its PARAMS_SE3OFFSET line.
 //
 // Numbers are written in the shortest form that parses back to the same
 // float64. Read numbers poses by ascending id, so a graph whose IDs are not
@@ -46,9 +48,15 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	if g.D == 3 {
 		vtag, etag = "VERTEX_SE3:QUAT ", "EDGE_SE3:QUAT "
 	}
+	offs := priorOffsets(g)
 	if g.D == 3 && (hasObservations(g) || g.HasPriors()) {
-		// EDGE_SE3_TRACKXYZ names a sensor offset; g2o needs it declared.
-		if _, err := bw.WriteString(identityOffset); err != nil {
+		// EDGE_SE3_TRACKXYZ and the 3-D priors name a sensor offset; g2o
+		// needs it declared.
+		b = appendOffset(b[:0], offs.identity, identityOffset[:])
+		for _, o := range offs.lines {
+			b = appendOffset(b, o.id, o.vals[:])
+		}
+		if _, err := bw.Write(b); err != nil {
 			return err
 		}
 	}
@@ -89,14 +97,14 @@ func Write(w io.Writer, g *posegraph.Graph, poses []posegraph.Pose) error {
 	for k := range g.Edges {
 		e := &g.Edges[k]
 		if e.Prior != posegraph.NoPrior {
-			b = appendPrior(b[:0], g, e)
+			b = appendPrior(b[:0], g, e, offs.idOf(e))
 			if _, err := bw.Write(b); err != nil {
 				return err
 			}
 			continue
 		}
 		if g.IsLandmark(e.J) {
-			b = appendObservation(b[:0], g, e)
+			b = appendObservation(b[:0], g, e, offs.identity)
 			if _, err := bw.Write(b); err != nil {
 				return err
 			}

@@ -40,7 +40,10 @@ type Edge struct {
 
 	// The record as read, so a writer can reproduce it bit for bit:
 	// Meas holds the file's measurement values (dx dy dth for SE(2),
-	// x y z qx qy qz qw for SE(3), quaternion as written, not normalized),
+	// x y z qx qy qz qw for SE(3), quaternion as written, not normalized;
+	// a 3-D pose prior read through a sensor offset continues with the
+	// offset's id and its x y z qx qy qz qw, 15 values, while R, T, Kappa
+	// and Tau are those of the prior it equals: docs/priors.md),
 	// Info the information matrix's upper triangle in g2o order (6 or 21
 	// values). Both are empty for edges made in memory.
 	Meas []float64

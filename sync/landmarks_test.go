@@ -77,6 +77,19 @@ func landmarkGraph(d, n, closures, nl int, sigmaR, sigmaT float64, seed uint64, 
 // start near the optimum it finds the local minimum there.
 func localSolve(t *testing.T, g *posegraph.Graph, start []posegraph.Pose) []posegraph.Pose {
 	t.Helper()
+	return localSolveWith(t, g, start, nil)
+}
+
+// edgeResiduals appends the residuals of edge e at x to r, written from
+// an edge's own definition of its error instead of from the graph's (for
+// the offset priors); it returns ok false for the edges it leaves to
+// localSolveWith.
+type edgeResiduals func(r []float64, e *posegraph.Edge, x []posegraph.Pose) (out []float64, ok bool)
+
+// localSolveWith is localSolve with the residuals of some edges given by
+// own (nil: none).
+func localSolveWith(t *testing.T, g *posegraph.Graph, start []posegraph.Pose, own edgeResiduals) []posegraph.Pose {
+	t.Helper()
 	d, anchor := g.D, g.Anchor()
 	nw := 1
 	if d == 3 {
@@ -121,6 +134,12 @@ func localSolve(t *testing.T, g *posegraph.Graph, start []posegraph.Pose) []pose
 	residuals := func(x []posegraph.Pose) []float64 {
 		var r []float64
 		for _, e := range g.Edges {
+			if own != nil {
+				var ok bool
+				if r, ok = own(r, &e, x); ok {
+					continue
+				}
+			}
 			ri := x[e.I].R
 			if g.MeasuresRotation(&e) {
 				sk := math.Sqrt(e.Kappa)

@@ -223,7 +223,7 @@ func describe(g *posegraph.Graph, file string) graphInfo {
 	if g.RawRotations {
 		info.RawQuaternions = true
 		for _, e := range g.Edges {
-			if len(e.Meas) == 7 {
+			if len(e.Meas) == 7 || e.Prior == posegraph.PosePrior && len(e.Meas) == 15 { // 15: with a sensor offset
 				q := e.Meas[3:7]
 				n2 := q[0]*q[0] + q[1]*q[1] + q[2]*q[2] + q[3]*q[3]
 				info.QuatNormError = max(info.QuatNormError, math.Abs(n2-1))
