@@ -112,6 +112,16 @@ func (p *Plan) translations() (*translationSystem, error) {
 	return ts, nil
 }
 
+// Release lets a later factorization reuse the storage of the plan's
+// factored translation system (sparse.Cholesky.Release); a later use of
+// the plan factors it again.
+func (p *Plan) Release() {
+	if p != nil && p.ts != nil {
+		p.ts.chol.Release()
+		p.ts = nil
+	}
+}
+
 // Anchor is the pose whose translation the translation system holds
 // (g.Anchor()).
 func (p *Plan) Anchor() int { return p.g.Anchor() }

@@ -12,8 +12,8 @@ import (
 
 // TestPlan: a plan gives the bits of ChordalOrdered, ChordalRotationsOrdered
 // and RecoverTranslationsOrdered with its order, with and without the
-// shared block analysis and however often its translation system serves,
-// and solves that system exactly for bcm.
+// shared block analysis and however often its translation system serves
+// (before and after Release), and solves that system exactly for bcm.
 func TestPlan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 44))
 	for _, d := range []int{2, 3} {
@@ -47,7 +47,10 @@ func TestPlan(t *testing.T) {
 				if err != nil || !slices.Equal(gotR, wantR) {
 					t.Fatalf("d=%d anchor %d: Plan.ChordalRotations differs (%v)", d, anchor, err)
 				}
-				for range 2 {
+				for k := range 2 {
+					if k == 1 {
+						plan.Release() // the next use factors again
+					}
 					a := make([]posegraph.Pose, n)
 					for i := range a {
 						a[i].R = RandomRotation(rng, d)

@@ -459,6 +459,13 @@ func (p *hessianPrecond) release() int64 {
 	if p.h != nil {
 		freed += 8 * int64(len(p.h.Val))
 	}
+	if freed < releaseCollect {
+		// Small enough to keep for the next factorization (of the next
+		// level, or of the next solve of a growing graph: Incremental);
+		// larger storage goes back to the system at once (solveLevel).
+		p.chol.Release()
+		p.schol.Release()
+	}
 	p.basis, p.h, p.chol, p.schol = nil, nil, nil, nil
 	p.w, p.c, p.z, p.sc, p.sz = nil, nil, nil, nil, nil
 	p.works, p.x = nil, nil

@@ -27,7 +27,9 @@ import (
 // each step: the pattern of Q changes with every new vertex, and keeping
 // the last order with the new vertices appended makes the factorizations
 // costlier by far more than the ordering saves (docs/online.md has the
-// measurements).
+// measurements). What is kept is the factors' storage: every solve gives
+// its factors back when it ends (Run.release), and the next step's, a
+// little larger, are made in that storage instead of new.
 //
 // Each step's certificate is its own: a factorization of that step's S,
 // no estimate is called certified because an earlier one was.

@@ -208,7 +208,28 @@ func SolveWith(ctx context.Context, g *posegraph.Graph, opts Options, m LevelOpt
 	r.res.ExpectedObjective, r.res.ExpectedObjectiveSD = expectedObjective(g, opts.Problem)
 	r.res.WeightSpread = weightSpread(g, opts.Problem)
 	r.st = &stages{res: r.res, start: start, deadline: r.deadline}
-	return r.staircase(ctx, m)
+	res, err := r.staircase(ctx, m)
+	r.release(m)
+	return res, err
+}
+
+// release gives the factors the run made back for reuse
+// (sparse.Cholesky.Release): the next solve, of a graph of about the same
+// size (Incremental's next step), factors into their storage instead of
+// allocating and zeroing new. Nothing uses them after the run.
+func (r *Run) release(m LevelOptimizer) {
+	if r.cert != nil {
+		r.cert.chol.Release()
+	}
+	r.plan.Release()
+	if c, ok := m.(*central); ok {
+		if c.hp != nil {
+			c.hp.release()
+		}
+		if c.qFactor != nil {
+			c.qFactor.chol.Release()
+		}
+	}
 }
 
 // staircase is SolveWith after its checks.

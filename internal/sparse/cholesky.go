@@ -525,7 +525,7 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 	// per entry, a second per factorization at a million poses).
 	sn := c.sn
 	if sn.val == nil {
-		sn.val = make([]float64, sn.valPtr[len(sn.first)-1])
+		sn.val = getVals(sn.valPtr[len(sn.first)-1]) // assembleNode clears what it uses
 	}
 	sn.src, sn.shift = m, shift
 	defer func() { sn.src = nil }()

@@ -112,8 +112,7 @@ func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, relMap []in
 // clearVal allocates val on first use and sets it to zero.
 func (sn *supernodes) clearVal() {
 	if sn.val == nil {
-		sn.val = make([]float64, sn.valPtr[len(sn.first)-1])
-		return
+		sn.val = getVals(sn.valPtr[len(sn.first)-1])
 	}
 	clear(sn.val)
 }
