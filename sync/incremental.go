@@ -228,9 +228,17 @@ func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, er
 	}
 	opts := inc.opts
 	opts.LargestComponent = false
+	// Rotation synchronization drops the position priors, and the world
+	// vertex with them when no pose prior is left (SolveWith): its poses
+	// are then those of verts without the world vertex, in order.
+	solved := verts
+	if opts.Problem == posegraph.Rotations && g.HasPriors() && g.WithoutPositionPriors().N() < g.N() {
+		w := g.World()
+		solved = append(append([]int(nil), verts[:w]...), verts[w+1:]...)
+	}
 	if inc.solves > 0 {
-		opts.Init, opts.InitialPoses = InitGiven, make([]posegraph.Pose, len(verts))
-		for k, v := range verts {
+		opts.Init, opts.InitialPoses = InitGiven, make([]posegraph.Pose, len(solved))
+		for k, v := range solved {
 			opts.InitialPoses[k] = start[v]
 		}
 	}
@@ -239,8 +247,8 @@ func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, er
 		return nil, err
 	}
 	inc.solves++
-	if res.Status == Certified && len(res.Poses) == len(verts) {
-		for k, v := range verts {
+	if res.Status == Certified && len(res.Poses) == len(solved) {
+		for k, v := range solved {
 			inc.est[v], inc.placed[v] = res.Poses[k], true
 		}
 	}

@@ -19,7 +19,8 @@ type Batch struct {
 // the poses in id order, about as many at each step, each with the edges
 // whose endpoints have both arrived; a landmark arrives with its first
 // observation, the world vertex of a graph with priors (posegraph's
-// priors.go) first, so that a prior arrives with its pose. Fed to an Incremental in turn, the batches add up to g
+// priors.go) with the first prior, so that each prior arrives with its
+// pose. Fed to an Incremental in turn, the batches add up to g
 // (its edges in the order each batch lists them). steps is clamped to
 // 1..the number of poses.
 func Replay(g *posegraph.Graph, steps int) ([]Batch, error) {
@@ -35,12 +36,19 @@ func Replay(g *posegraph.Graph, steps int) ([]Batch, error) {
 		}
 	}
 	slices.SortStableFunc(poses, func(a, b int) int { return g.IDs[a] - g.IDs[b] })
-	if w := g.World(); w >= 0 {
-		// The priors' world frame is there from the start (its id, one
-		// above the file's, would sort it last): each prior then
-		// arrives with its pose.
+	w := g.World()
+	if w >= 0 {
+		// The priors' world vertex is no pose of the run's: it arrives
+		// with the first prior (its id, one above the file's, would sort
+		// it last, and every prior would wait for the last step), and
+		// the steps before it solve the odometry anchored at the first
+		// pose, as a robot does before its first fix.
 		poses = slices.DeleteFunc(poses, func(i int) bool { return i == w })
-		poses = slices.Insert(poses, 0, w)
+		np = len(poses)
+		if np == 0 {
+			return nil, fmt.Errorf("%s: nothing to replay: no poses", g.Source)
+		}
+		steps = min(steps, np)
 	}
 	// step[i] is the step at which vertex i arrives (-1: not yet known).
 	step := make([]int, g.N())
@@ -52,6 +60,14 @@ func Replay(g *posegraph.Graph, steps int) ([]Batch, error) {
 		s := k * steps / np
 		step[i] = s
 		out[s].Poses = append(out[s].Poses, g.IDs[i])
+	}
+	if w >= 0 {
+		for _, e := range g.Edges {
+			if e.Prior != posegraph.NoPrior && (step[w] < 0 || step[e.J] < step[w]) {
+				step[w] = step[e.J]
+			}
+		}
+		out[step[w]].Poses = append(out[step[w]].Poses, g.IDs[w])
 	}
 	// A landmark arrives with its first observer.
 	for k := range g.Edges {

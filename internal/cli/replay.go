@@ -199,9 +199,18 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return solveError(err, g)
 		}
+		// The priors' world vertex is no pose of the file's, and
+		// --rotations leaves it out with the position priors: it is
+		// neither counted nor waiting.
+		poses, waiting := res.Graph.NumPoses(), inc.NumVertices()-res.Graph.N()
+		if res.Graph.HasPriors() {
+			poses--
+		} else if g.HasPriors() {
+			waiting--
+		}
 		st := replayStep{
-			Step: k + 1, Poses: res.Graph.NumPoses(), Landmarks: res.Graph.NumLandmarks(), Edges: res.Graph.M(),
-			Waiting: inc.NumVertices() - res.Graph.N(), NewPoses: len(b.Poses), NewEdges: len(b.Edges),
+			Step: k + 1, Poses: poses, Landmarks: res.Graph.NumLandmarks(), Edges: res.Graph.M(),
+			Waiting: waiting, NewPoses: len(b.Poses), NewEdges: len(b.Edges),
 			Status: string(res.Status), Certified: res.Certified, Objective: res.Objective, InitialObjective: res.InitialObjective,
 			SuboptimalityBound: res.SuboptimalityBound, Rank: res.Rank,
 			Seconds:     time.Since(t0).Seconds(),

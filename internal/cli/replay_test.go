@@ -199,3 +199,34 @@ func TestReplayWaiting(t *testing.T) {
 		t.Errorf("--largest-component: %+v", rep.Steps[1])
 	}
 }
+
+// TestReplayPriors: a file with GPS-like priors replays to the end, also
+// under --rotations, which leaves out the position priors and the world
+// vertex with them (each step's warm start must then leave it out too);
+// the steps count the file's poses, never the world vertex.
+func TestReplayPriors(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "gps.g2o")
+	if code, _, stderr := runCmd("generate", "sphere", "--rings", "6", "--per-ring", "10", "--priors", "3", "--seed", "2", "-o", in); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	for _, rot := range []bool{false, true} {
+		args := []string{"--steps", "4", in}
+		if rot {
+			args = append([]string{"--rotations"}, args...)
+		}
+		rep, _ := replayed(t, filepath.Join(dir, "r.json"), args...)
+		last := rep.Steps[len(rep.Steps)-1]
+		for _, st := range rep.Steps[1:] {
+			if !st.Certified {
+				t.Errorf("rotations=%v: step %d: %s", rot, st.Step, st.Status)
+			}
+		}
+		if last.Poses != 60 || last.Waiting != 0 {
+			t.Errorf("rotations=%v: last step has %d poses and %d waiting, want 60 and 0", rot, last.Poses, last.Waiting)
+		}
+		if err := os.Remove(filepath.Join(dir, "r.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
