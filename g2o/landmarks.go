@@ -170,6 +170,12 @@ func (p *parser) offsetParams() *ParseError {
 	if p.params == nil {
 		p.params = make(map[int]sensorOffset)
 	}
+	if first, ok := p.params[id]; ok {
+		// g2o keeps the first declaration of an id; taking either one in
+		// silence would read the records after it differently from g2o
+		// or from what the file's author meant.
+		return p.errorf("PARAMS_SE3OFFSET %d declared twice (first at line %d)", id, first.line)
+	}
 	p.params[id] = o
 	return nil
 }

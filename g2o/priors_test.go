@@ -163,6 +163,8 @@ func TestReadPriorErrors(t *testing.T) {
 		{"offset", "PARAMS_SE3OFFSET 0 0 0 0 0 0 0 1\n" + e3 + "EDGE_SE3_PRIOR 1 4 0 0 0 0 0 0 1" + info21 + "\n", 3,
 			"EDGE_SE3_PRIOR uses sensor offset 4, which no PARAMS_SE3OFFSET line before it declares"},
 		{"zero quat", e3 + "EDGE_SE3_PRIOR 1 0 0 0 0 0 0 0 0" + info21 + "\n", 2, "EDGE_SE3_PRIOR has a zero quaternion"},
+		{"offset twice", "PARAMS_SE3OFFSET 1 0 0 1 0 0 0.7071067811865476 0.7071067811865476\nPARAMS_SE3OFFSET 1 0 0 0 0 0 0 1\n" +
+			e3 + "EDGE_SE3_PRIOR 1 1 0 0 0 0 0 0 1" + info21 + "\n", 2, "PARAMS_SE3OFFSET 1 declared twice (first at line 1)"},
 		{"xyz short", e3 + "EDGE_SE3_XYZ_PRIOR 1 0 1 2 3 1 0 0 1 0\n", 2, "too few fields: EDGE_SE3_XYZ_PRIOR needs 11"},
 	}
 	for _, c := range cases {
