@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/bcmsync/bcmsync/posegraph"
 	"math"
 	"strings"
 	stdsync "sync"
@@ -200,6 +201,15 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	}
 	if errors.Is(err, bsync.ErrAborted) {
 		t.Error("a refused checkpoint aborted a run instead of refusing it")
+	}
+	// The same graph and partition with one measurement edited is another
+	// problem too.
+	edited := *g
+	edited.Edges = append([]posegraph.Edge(nil), g.Edges...)
+	edited.Edges[0].T[0] += 5
+	_, _, err = SolveOn(context.Background(), NewMemBus(), &edited, p, Options{Resume: ck}, AgentOptions{})
+	if err == nil || !strings.Contains(err.Error(), "another problem or partition") {
+		t.Errorf("a checkpoint of a graph whose measurement was edited: %v", err)
 	}
 }
 

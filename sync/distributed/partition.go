@@ -264,7 +264,8 @@ func Colors(nb [][]int) [][]int {
 }
 
 // fingerprint hashes what the coordinator and every agent must agree on:
-// the problem kind, the graph's size and edges, and the partition.
+// the problem kind, the graph's size, its edges with their weights and
+// measurements, and the partition.
 func fingerprint(g *posegraph.Graph, p *Partition, kind posegraph.Problem) string {
 	h := fnv.New64a()
 	var buf []byte
@@ -280,6 +281,14 @@ func fingerprint(g *posegraph.Graph, p *Partition, kind posegraph.Problem) strin
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(e.J))
 		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(e.Kappa))
 		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(e.Tau))
+		// The measurements too: an agent or a checkpoint of a graph whose
+		// measurements were edited is another problem.
+		for _, v := range e.R {
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+		}
+		for _, v := range e.T {
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+		}
 	}
 	h.Write(buf)
 	return fmt.Sprintf("%016x", h.Sum64())
