@@ -305,3 +305,58 @@ func (g *Graph) WithoutPriors() *Graph {
 	}
 	return g.Subgraph(keep)
 }
+
+// PriorsFixHeading reports whether g's priors fix the rotation of the
+// whole estimate about the world frame: a pose prior does, and position
+// priors do when their measured points do not all coincide (2-D) or all
+// lie on one line (3-D). Otherwise every rotation of the estimate about
+// that point (line) fits them equally well: the optimum is a continuum
+// and the returned heading is one of it (docs/priors.md). It is true for
+// a graph without priors, whose anchor fixes the gauge.
+func (g *Graph) PriorsFixHeading() bool {
+	var points [][3]float64
+	for k := range g.Edges {
+		switch e := &g.Edges[k]; e.Prior {
+		case PosePrior:
+			return true
+		case PositionPrior:
+			points = append(points, e.T)
+		}
+	}
+	if len(points) == 0 {
+		return true
+	}
+	scale := 0.0
+	for _, p := range points {
+		for _, v := range p[:g.D] {
+			scale = math.Max(scale, math.Abs(v))
+		}
+	}
+	tol := 1e-12 * math.Max(1, scale)
+	var dir [3]float64 // the first difference from points[0] that is not negligible
+	have := false
+	for _, p := range points[1:] {
+		var v [3]float64
+		n := 0.0
+		for k := 0; k < g.D; k++ {
+			v[k] = p[k] - points[0][k]
+			n += v[k] * v[k]
+		}
+		n = math.Sqrt(n)
+		switch {
+		case n <= tol:
+			continue
+		case g.D == 2:
+			return true
+		case !have:
+			dir, have = v, true
+			continue
+		}
+		c := [3]float64{dir[1]*v[2] - dir[2]*v[1], dir[2]*v[0] - dir[0]*v[2], dir[0]*v[1] - dir[1]*v[0]}
+		dn := math.Sqrt(dir[0]*dir[0] + dir[1]*dir[1] + dir[2]*dir[2])
+		if math.Sqrt(c[0]*c[0]+c[1]*c[1]+c[2]*c[2]) > 1e-9*dn*n {
+			return true
+		}
+	}
+	return false
+}

@@ -39,6 +39,10 @@ type Report struct {
 	// N does not count the world vertex. Both are omitted without priors.
 	Priors int    `json:"priors,omitempty"`
 	Frame  string `json:"frame,omitempty"`
+	// HeadingFree is true when the priors leave the estimate's rotation
+	// about the world frame free (posegraph.Graph.PriorsFixHeading): its
+	// heading is then one of a continuum of optima.
+	HeadingFree bool `json:"heading_free,omitempty"`
 	// RawQuaternions is true when 3-D edge rotations were read as SE-Sync
 	// reads them (g2o.ReadOptions.RawQuaternions): Objective is then
 	// SE-Sync's tr(XQX^T).
@@ -243,7 +247,7 @@ func NewReport(file string, res *Result) *Report {
 	return &Report{
 		Schema: ReportSchema,
 		File:   file, Problem: res.Problem.String(), D: g.D, N: g.NumPoses() - nw, M: g.M(), RawQuaternions: g.RawRotations,
-		Landmarks: g.NumLandmarks(), Observations: observations(g), Priors: np, Frame: frame,
+		Landmarks: g.NumLandmarks(), Observations: observations(g), Priors: np, Frame: frame, HeadingFree: !g.PriorsFixHeading(),
 		Init: string(opts.Init), InitialObjective: res.InitialObjective,
 		Objective: res.Objective, RelaxationObjective: res.RelaxationObjective,
 		DualBound: dual, SuboptimalityBound: gap, RelativeGap: rel, GapAllowed: res.GapAllowed, GapAllowedBy: res.GapAllowedBy, FUnit: res.FUnit,

@@ -189,3 +189,42 @@ func TestInfoPriors(t *testing.T) {
 		}
 	}
 }
+
+// TestSolveHeadingFreeWarning: position priors that all measure one point
+// leave the heading free, and the summary and the report say so; a second
+// fix elsewhere fixes it and the warning goes.
+func TestSolveHeadingFreeWarning(t *testing.T) {
+	dir := t.TempDir()
+	const chain = "VERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nVERTEX_SE2 2 2 0 0\n" +
+		"EDGE_SE2 0 1 1 0 0 100 0 0 100 0 100\nEDGE_SE2 1 2 1 0 0 100 0 0 100 0 100\nEDGE_SE2 0 2 2 0 0 100 0 0 100 0 100\n"
+	for _, c := range []struct {
+		priors string
+		free   bool
+	}{
+		{"EDGE_PRIOR_SE2_XY 0 3 3 1 0 1\n", true},
+		{"EDGE_PRIOR_SE2_XY 0 3 3 1 0 1\nEDGE_PRIOR_SE2_XY 2 5 3 1 0 1\n", false},
+	} {
+		in := filepath.Join(dir, "gps.g2o")
+		if err := os.WriteFile(in, []byte(chain+c.priors), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		report := filepath.Join(dir, "r.json")
+		code, stdout, stderr := runCmd("solve", "--report", report, in)
+		if code != 0 {
+			t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
+		}
+		if got := strings.Contains(stdout, "the estimate's heading is arbitrary"); got != c.free {
+			t.Errorf("priors %q: warning shown %v, want %v:\n%s", c.priors, got, c.free, stdout)
+		}
+		b, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(b), `"heading_free": true`); got != c.free {
+			t.Errorf("priors %q: report heading_free %v, want %v", c.priors, got, c.free)
+		}
+		if err := os.Remove(report); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

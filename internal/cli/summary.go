@@ -25,6 +25,14 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 	}
 	if r.Priors > 0 {
 		fmt.Fprintf(&b, "  %d priors (in m): the estimate is in the priors' world frame\n", r.Priors)
+		if r.HeadingFree {
+			where := "measure one point"
+			if r.D == 3 {
+				where = "lie on one line"
+			}
+			fmt.Fprintf(&b, "  warning: the position priors %s and no pose prior fixes the heading: every rotation\n"+
+				"           about it fits them as well, so the estimate's heading is arbitrary (add a pose prior, or fixes elsewhere)\n", where)
+		}
 	}
 	fmt.Fprintf(&b, "  %s\n", statusSentence(r))
 	fmt.Fprintf(&b, "  objective F        %.12g   (initial %.6g, %s)\n", r.Objective, r.InitialObjective, r.Init)
