@@ -174,8 +174,13 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		lines = stderr
 	}
 	firstFail := bsync.Status("")
+	worldID, worldIn := -1, false // the priors' world vertex, and whether it has arrived
+	if w := g.World(); w >= 0 {
+		worldID = g.IDs[w]
+	}
 	for k := range batches {
 		b := &batches[k]
+		worldIn = worldIn || slices.Contains(b.Poses, worldID)
 		t0 := time.Now()
 		if err := b.Add(inc); err != nil {
 			return solveError(err, g)
@@ -205,7 +210,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		poses, waiting := res.Graph.NumPoses(), inc.NumVertices()-res.Graph.N()
 		if res.Graph.HasPriors() {
 			poses--
-		} else if g.HasPriors() {
+		} else if worldIn {
 			waiting--
 		}
 		st := replayStep{
