@@ -254,7 +254,14 @@ func (c *certifier) buildShifted(sh shift) {
 			}
 		}
 		if i == c.anchor && b > d {
-			blk[d*b+d] *= 2 // mu = the diagonal itself: any mu > 0 grounds
+			// mu = the diagonal itself: any mu > 0 grounds. A pose with
+			// no edge (a graph of one pose) has a zero translation row,
+			// which any mu > 0 leaves positive semidefinite too.
+			if blk[d*b+d] == 0 {
+				blk[d*b+d] = 1
+			} else {
+				blk[d*b+d] *= 2
+			}
 		}
 	}
 }

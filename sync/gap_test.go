@@ -120,7 +120,10 @@ func TestExactGraphsCertifyByDefault(t *testing.T) {
 	cases := []struct {
 		name string
 		g    *posegraph.Graph
-	}{{"tree", tree}, {"noise-free", exact}, {"two poses", pair}}
+	}{{"tree", tree}, {"noise-free", exact}, {"two poses", pair},
+		// One pose and no edge: F = 0 is the optimum, though the pose's
+		// zero rows of Q look like a landmark's (rotationFreeBlocks).
+		{"one pose 2-D", &posegraph.Graph{D: 2, IDs: []int{0}}}, {"one pose 3-D", &posegraph.Graph{D: 3, IDs: []int{7}}}}
 	for _, seed := range []uint64{35, 124} { // F* = 0.13 and 0.96 (weights 10..1e6)
 		g, _, err := datasets.Mixed(datasets.RandomConsistent(seed))
 		if err != nil {

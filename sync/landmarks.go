@@ -29,10 +29,12 @@ import (
 // rotationFreeBlocks returns the mask of the blocks of q (block size d+1)
 // whose d x d rotation part of the diagonal block is zero, or nil if there
 // is none (or q has no translation part). Q is positive semidefinite, so a
-// zero diagonal block means zero rows and columns: exactly the landmarks.
+// zero diagonal block means zero rows and columns: exactly the landmarks,
+// or the one pose of a graph without edges (a graph of one block is a
+// pose: a landmark needs a pose to see it), which stays a pose.
 func rotationFreeBlocks(q *sparse.BlockSym, d int) []bool {
 	b := q.B
-	if b == d {
+	if b == d || q.N == 1 {
 		return nil
 	}
 	var free []bool
