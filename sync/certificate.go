@@ -92,6 +92,18 @@ type certifier struct {
 	weightAll, weightAnchor float64
 	// deadline, when set, stops a check between its factorizations.
 	deadline time.Time
+	// ddPart, when set, assigns each block of Q to a part (a distributed
+	// run's agents): the test then factors in the parts' order, every
+	// part's interior first and the boundary system last
+	// (sparse.DomainCholesky), the order in which agents that hold only
+	// their own rows factor, and the anchor is a boundary pose, the
+	// boundary system's last pivot (ddAnchor when >= 0, else the lightest
+	// boundary pose). The proof is the same: a Cholesky factor of the
+	// scaled, shifted, grounded S whose pivots pass the test relative to
+	// its largest diagonal entry, in another order.
+	ddPart   []int
+	ddAnchor int
+	dd       *sparse.DomainCholesky
 }
 
 // newCertifier prepares the checks against q. S's storage is made when S
@@ -101,7 +113,7 @@ type certifier struct {
 func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
 	free := rotationFreeBlocks(q, d)
 	c := &certifier{q: q, d: d, scale: jacobiScale(q), gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
-		perm: perm, seed: seed, free: free, nposes: q.N - countFree(free)}
+		perm: perm, seed: seed, free: free, nposes: q.N - countFree(free), ddAnchor: -1}
 	c.weightAll = c.shiftWeight(-1)
 	return c
 }
@@ -309,7 +321,7 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 	m.lambda(cert.lam, x, nq)
 	cert.trLambda = m.traceLambda(cert.lam)
 	c.buildS(cert.lam, d)
-	if c.chol == nil {
+	if !c.analyzed() {
 		if err := c.analyze(); err != nil {
 			return cert, err
 		}
@@ -324,7 +336,7 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			break
 		}
 		c.buildShifted(t)
-		err := c.chol.FactorizeBlocks(c.sh, 0)
+		err := c.factor()
 		if err == nil {
 			cost := c.cost(t)
 			cert.psd, cert.shiftPoses = true, c.nposes
@@ -334,8 +346,8 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			cert.eta, cert.sigma = cost/float64(d*cert.shiftPoses), t.sigma
 			cert.dualBound = cert.trLambda - cost
 			cert.lowerBound, cert.hasLower = cert.dualBound, true
-			cert.minEig = c.inverseIteration(c.chol, cert.eta)
-			cert.method = "cholesky"
+			cert.minEig = c.inverseIteration(cert.eta)
+			cert.method = c.methodName()
 			return cert, nil
 		}
 		var npd *sparse.NotPositiveDefiniteError
@@ -437,7 +449,7 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 		}
 		sh := shift{sigma: c.eigTol + f*unit.sigma, mu: f * unit.mu}
 		c.buildShifted(sh)
-		if c.chol.FactorizeBlocks(c.sh, 0) == nil {
+		if c.factor() == nil {
 			cert.hasLower, cert.lowerBound, cert.sigma, cert.mu = true, cert.trLambda-c.cost(sh), sh.sigma, sh.mu
 			return
 		}
@@ -452,6 +464,9 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 // happens to put last can cost the rounding floor a hundred times more
 // than its lightest neighbour in the top separator.
 func (c *certifier) analyze() error {
+	if c.ddPart != nil {
+		return c.analyzeDomain()
+	}
 	chol, err := analyzeWith(c.sym, c.q, c.perm) // S's pattern is Q's
 	if err != nil {
 		return fmt.Errorf("certificate: analysing S: %w", err)
@@ -506,7 +521,7 @@ const floorUnits = 1e7
 // has (the anchor sets the floor); 0 without a symbolic factorization
 // (an analysis error, which the check then reports).
 func (c *certifier) fUnit() float64 {
-	if c.chol == nil && c.analyze() != nil {
+	if !c.analyzed() && c.analyze() != nil {
 		return 0
 	}
 	return floorUnits * c.floor
@@ -560,7 +575,7 @@ func (c *certifier) tries(sigmaA, sigma float64) []shift {
 // where a fixed number of solves cost a large part of the certificate at
 // a million poses (docs/performance.md, "Tuning figures":
 // inverseIteration).
-func (c *certifier) inverseIteration(chol *sparse.Cholesky, eta float64) float64 {
+func (c *certifier) inverseIteration(eta float64) float64 {
 	v, w := c.inv, c.inv2
 	for k := range v {
 		// A deterministic start with components in every direction.
@@ -569,7 +584,7 @@ func (c *certifier) inverseIteration(chol *sparse.Cholesky, eta float64) float64
 	normalize(v)
 	rq := math.NaN()
 	for it := 0; it < maxInverseSteps; it++ {
-		chol.Solve(w, v)
+		c.solve(w, v)
 		normalize(w)
 		v, w = w, v
 		prev := rq
@@ -612,4 +627,83 @@ func normalize(v []float64) {
 	for k := range v {
 		v[k] /= s
 	}
+}
+
+// analyzed reports whether the test's symbolic factorization (and so the
+// anchor) is made.
+func (c *certifier) analyzed() bool { return c.chol != nil || c.dd != nil }
+
+// factor factors the scaled, shifted, grounded S that buildShifted made:
+// the whole matrix in Q's fill-reducing order, or in the parts' order
+// (ddPart). Either fails with a *sparse.NotPositiveDefiniteError on a
+// pivot at or below sparse.PivotTol times c.sh's largest diagonal entry.
+func (c *certifier) factor() error {
+	if c.dd != nil {
+		return c.dd.Factorize(c.sh)
+	}
+	return c.chol.FactorizeBlocks(c.sh, 0)
+}
+
+// solve applies the last successful factor's inverse.
+func (c *certifier) solve(x, b []float64) {
+	if c.dd != nil {
+		c.dd.Solve(x, b)
+		return
+	}
+	c.chol.Solve(x, b)
+}
+
+// methodName names the proof in the report: "cholesky", or
+// "cholesky-dd" for the same factorization in a partition's order.
+func (c *certifier) methodName() string {
+	if c.dd != nil {
+		return MethodCholeskyDD
+	}
+	return "cholesky"
+}
+
+// MethodCholeskyDD is Level.Method of a certificate proven by a
+// domain-decomposition Cholesky (interiors first, a partition's boundary
+// system last): the same proof as "cholesky" in another elimination order.
+const MethodCholeskyDD = "cholesky-dd"
+
+// analyzeDomain is analyze for a partition (ddPart): the anchor is a
+// boundary pose (ddAnchor, or the lightest one: its shift costs the bound
+// least, the rule analyze applies to the trailing clique), made the
+// boundary system's last pivot.
+func (c *certifier) analyzeDomain() error {
+	q, part := c.q, c.ddPart
+	if len(part) != q.N {
+		return fmt.Errorf("certificate: a partition of %d blocks for %d", len(part), q.N)
+	}
+	anchor := c.ddAnchor
+	if anchor < 0 || anchor >= q.N || (c.free != nil && c.free[anchor]) {
+		anchor = -1
+		bestW := math.Inf(1)
+		for pass := 0; pass < 2 && anchor < 0; pass++ {
+			for i := 0; i < q.N; i++ {
+				if c.free != nil && c.free[i] {
+					continue
+				}
+				boundary := pass == 1 // no boundary pose (one part): any pose
+				for k := q.RowPtr[i]; k < q.RowPtr[i+1] && !boundary; k++ {
+					boundary = part[q.ColIdx[k]] != part[i]
+				}
+				if w := c.poseWeight(i); boundary && w < bestW {
+					anchor, bestW = i, w
+				}
+			}
+		}
+		if anchor < 0 {
+			return errors.New("certificate: no pose to anchor the gauge")
+		}
+	}
+	dd, err := sparse.NewDomainCholesky(q, part, nil, anchor)
+	if err != nil {
+		return fmt.Errorf("certificate: analysing S by parts: %w", err)
+	}
+	c.dd, c.anchor = dd, anchor
+	c.weightAnchor = c.poseWeight(c.anchor)
+	c.floor = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
+	return nil
 }

@@ -218,7 +218,7 @@ func SolveWith(ctx context.Context, g *posegraph.Graph, opts Options, m LevelOpt
 // size (Incremental's next step), factors into their storage instead of
 // allocating and zeroing new. Nothing uses them after the run.
 func (r *Run) release(m LevelOptimizer) {
-	if r.cert != nil {
+	if r.cert != nil && r.cert.chol != nil {
 		r.cert.chol.Release()
 	}
 	r.plan.Release()
