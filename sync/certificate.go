@@ -104,6 +104,12 @@ type certifier struct {
 	ddPart   []int
 	ddAnchor int
 	dd       *sparse.DomainCholesky
+	// prover, when set, makes the test by parts where the parts hold the
+	// point (a level optimizer's PartsProver): ddPart and ddAnchor are
+	// then its partition and anchor, so that a failed test, which the
+	// driver repeats on the gathered point for the eigenvector, is made
+	// in the same order with the same anchor and floor.
+	prover PartsProver
 }
 
 // newCertifier prepares the checks against q. S's storage is made when S
@@ -240,34 +246,40 @@ func (c *certifier) cost(sh shift) float64 {
 // kitti_00, translations over kilometres).
 func (c *certifier) buildShifted(sh shift) {
 	copy(c.sh.Val, c.s.Val)
-	b, d := c.q.B, c.d
-	scale := c.scale
-	sparse.ScaleCongruent(c.sh, scale)
+	b := c.q.B
+	sparse.ScaleCongruent(c.sh, c.scale)
 	for i := 0; i < c.q.N; i++ {
-		blk := c.sh.Block(c.sh.Diag[i])
-		if c.free != nil && c.free[i] {
-			// A landmark's Y rows and columns of S are zero: any positive
-			// diagonal leaves the test unchanged, and its translation
-			// diagonal keeps the pivots in scale.
-			for a := 0; a < d; a++ {
-				blk[a*b+a] = blk[d*b+d]
-			}
-			continue
+		shiftDiagBlock(c.sh.Block(c.sh.Diag[i]), c.scale[i*b:(i+1)*b], sh, i == c.anchor, c.free != nil && c.free[i], c.d)
+	}
+}
+
+// shiftDiagBlock applies buildShifted's shift and grounding to one pose's
+// diagonal block of D S D (scale its D; anchor: the pose is the anchor;
+// free: a landmark), the same for a whole matrix and for a part's rows.
+func shiftDiagBlock(blk, scale []float64, sh shift, anchor, free bool, d int) {
+	b := len(scale)
+	if free {
+		// A landmark's Y rows and columns of S are zero: any positive
+		// diagonal leaves the test unchanged, and its translation
+		// diagonal keeps the pivots in scale.
+		for a := 0; a < d; a++ {
+			blk[a*b+a] = blk[d*b+d]
 		}
-		if !sh.anchor || i == c.anchor {
-			for a := 0; a < d; a++ {
-				blk[a*b+a] += sh.sigma
-			}
+		return
+	}
+	if !sh.anchor || anchor {
+		for a := 0; a < d; a++ {
+			blk[a*b+a] += sh.sigma
 		}
-		if sh.mu != 0 {
-			for a := 0; a < d; a++ {
-				s := scale[i*b+a]
-				blk[a*b+a] += sh.mu * s * s
-			}
+	}
+	if sh.mu != 0 {
+		for a := 0; a < d; a++ {
+			s := scale[a]
+			blk[a*b+a] += sh.mu * s * s
 		}
-		if i == c.anchor && b > d {
-			blk[d*b+d] *= 2 // mu = the diagonal itself: any mu > 0 grounds
-		}
+	}
+	if anchor && b > d {
+		blk[d*b+d] *= 2 // mu = the diagonal itself: any mu > 0 grounds
 	}
 }
 
@@ -314,6 +326,11 @@ func (c *certifier) pastDeadline() bool {
 }
 
 func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (certificate, error) {
+	if c.prover != nil {
+		if cert, ok, err := c.certifyByParts(m.d); err != nil || ok {
+			return cert, err
+		}
+	}
 	nq := m.newBlocks()
 	m.mulQ(nq, x)
 	d := m.d
@@ -706,4 +723,91 @@ func (c *certifier) analyzeDomain() error {
 	c.weightAnchor = c.poseWeight(c.anchor)
 	c.floor = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
 	return nil
+}
+
+// PartsProver is implemented by a level optimizer whose parts hold the
+// point and can make the certificate's test themselves (partcert.go: each
+// part its Lambda blocks, its rows of the scaled, shifted S, its interior
+// factor and Schur complement; the optimizer the boundary system), so
+// that the driver never builds or factors S: the staircase asks a level
+// optimizer that implements PartsProviders for one (PartsProver) and uses
+// it when it is not nil. A test that fails by parts is made again on the
+// gathered point in the same order (for the eigenvector the escape
+// needs), so a proof is never claimed on less than the central test.
+type PartsProver interface {
+	// ProofPartition returns the part of every pose and the anchor pose
+	// (a boundary pose, which the boundary factor eliminates last).
+	ProofPartition() (part []int, anchor int)
+	// ProveLambda has every part compute its Lambda blocks at the point
+	// it holds, the one the last Optimize left, and returns the sum of
+	// their traces.
+	ProveLambda() (float64, error)
+	// ProveFactor factors D S D plus sh by parts, with the blocks of the
+	// last ProveLambda, and reports whether every pivot passed the test
+	// against sparse.PivotTol times the whole matrix's largest diagonal
+	// entry.
+	ProveFactor(sh ProofShift) (bool, error)
+}
+
+// PartsProviders is the optional interface of a LevelOptimizer that can
+// certify by parts: PartsProver returns nil to leave the test to the
+// driver.
+type PartsProviders interface {
+	PartsProver(r *Run) PartsProver
+}
+
+// MethodCholeskyParts is Level.Method of a certificate proven by parts
+// where they hold the point (PartsProver): the pivots of a
+// domain-decomposition Cholesky, as MethodCholeskyDD, made by the parts
+// and the boundary system without the point gathered.
+const MethodCholeskyParts = "cholesky-parts"
+
+// usePartsProver makes c test by parts through p.
+func (c *certifier) usePartsProver(p PartsProver) {
+	c.prover = p
+	c.ddPart, c.ddAnchor = p.ProofPartition()
+}
+
+// certifyByParts is certify's factor tests made by the prover, with the
+// same shifts in the same order and the same bound. ok is false when no
+// shift passed (the caller then tests the gathered point and finds the
+// eigenvector). The smallest eigenvalue is not estimated (NaN): inverse
+// iteration would need solves by parts, and the estimate is no part of
+// the proof.
+func (c *certifier) certifyByParts(d int) (cert certificate, ok bool, err error) {
+	if !c.analyzed() {
+		if err := c.analyze(); err != nil {
+			return cert, false, err
+		}
+	}
+	tr, err := c.prover.ProveLambda()
+	if err != nil {
+		return cert, false, fmt.Errorf("certificate by parts: %w", err)
+	}
+	cert = certificate{trLambda: tr, minEig: math.NaN(), floorCost: c.floor}
+	slack := gapAllowed(tr, c.fUnit(), c.gapTol, c.gapAbs) / 2
+	sigmaA := math.Max(slack/c.weightAnchor, 10*c.eigTol)
+	sigma := math.Max(slack/c.weightAll, c.eigTol)
+	for k, t := range c.tries(sigmaA, sigma) {
+		if k > 0 && c.pastDeadline() {
+			return cert, false, nil
+		}
+		passed, err := c.prover.ProveFactor(ProofShift{Sigma: t.sigma, Mu: t.mu, AnchorOnly: t.anchor, Anchor: c.anchor})
+		if err != nil {
+			return cert, false, fmt.Errorf("certificate by parts: %w", err)
+		}
+		if passed {
+			cost := c.cost(t)
+			cert.psd, cert.shiftPoses = true, c.nposes
+			if t.anchor {
+				cert.shiftPoses = 1
+			}
+			cert.eta, cert.sigma = cost/float64(d*cert.shiftPoses), t.sigma
+			cert.dualBound = tr - cost
+			cert.lowerBound, cert.hasLower = cert.dualBound, true
+			cert.method = MethodCholeskyParts
+			return cert, true, nil
+		}
+	}
+	return cert, false, nil
 }
