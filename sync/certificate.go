@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // certificate is the outcome of checking a point X (docs/design.md section 5):
@@ -109,7 +110,8 @@ type certifier struct {
 	// then its partition and anchor, so that a failed test, which the
 	// driver repeats on the gathered point for the eigenvector, is made
 	// in the same order with the same anchor and floor.
-	prover PartsProver
+	prover      PartsProver
+	domainReady bool // analyzeDomain has chosen the anchor
 }
 
 // newCertifier prepares the checks against q. S's storage is made when S
@@ -327,8 +329,10 @@ func (c *certifier) pastDeadline() bool {
 
 func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (certificate, error) {
 	if c.prover != nil {
-		if cert, ok, err := c.certifyByParts(m.d); err != nil || ok {
-			return cert, err
+		// A test the parts could not make (an agent gone) or that failed is
+		// made on the gathered point, in the same order.
+		if cert, ok, err := c.certifyByParts(m.d, x); err == nil && ok {
+			return cert, nil
 		}
 	}
 	nq := m.newBlocks()
@@ -648,14 +652,21 @@ func normalize(v []float64) {
 
 // analyzed reports whether the test's symbolic factorization (and so the
 // anchor) is made.
-func (c *certifier) analyzed() bool { return c.chol != nil || c.dd != nil }
+func (c *certifier) analyzed() bool { return c.chol != nil || c.dd != nil || c.domainReady }
 
 // factor factors the scaled, shifted, grounded S that buildShifted made:
 // the whole matrix in Q's fill-reducing order, or in the parts' order
 // (ddPart). Either fails with a *sparse.NotPositiveDefiniteError on a
 // pivot at or below sparse.PivotTol times c.sh's largest diagonal entry.
 func (c *certifier) factor() error {
-	if c.dd != nil {
+	if c.ddPart != nil {
+		if c.dd == nil {
+			dd, err := sparse.NewDomainCholesky(c.q, c.ddPart, nil, c.anchor)
+			if err != nil {
+				return fmt.Errorf("certificate: analysing S by parts: %w", err)
+			}
+			c.dd = dd
+		}
 		return c.dd.Factorize(c.sh)
 	}
 	return c.chol.FactorizeBlocks(c.sh, 0)
@@ -673,7 +684,7 @@ func (c *certifier) solve(x, b []float64) {
 // methodName names the proof in the report: "cholesky", or
 // "cholesky-dd" for the same factorization in a partition's order.
 func (c *certifier) methodName() string {
-	if c.dd != nil {
+	if c.ddPart != nil {
 		return MethodCholeskyDD
 	}
 	return "cholesky"
@@ -715,11 +726,9 @@ func (c *certifier) analyzeDomain() error {
 			return errors.New("certificate: no pose to anchor the gauge")
 		}
 	}
-	dd, err := sparse.NewDomainCholesky(q, part, nil, anchor)
-	if err != nil {
-		return fmt.Errorf("certificate: analysing S by parts: %w", err)
-	}
-	c.dd, c.anchor = dd, anchor
+	// The factorization's analysis waits for the first factor (factor):
+	// a test made by the parts (prover) needs none.
+	c.anchor, c.domainReady = anchor, true
 	c.weightAnchor = c.poseWeight(c.anchor)
 	c.floor = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
 	return nil
@@ -738,10 +747,12 @@ type PartsProver interface {
 	// ProofPartition returns the part of every pose and the anchor pose
 	// (a boundary pose, which the boundary factor eliminates last).
 	ProofPartition() (part []int, anchor int)
-	// ProveLambda has every part compute its Lambda blocks at the point
-	// it holds, the one the last Optimize left, and returns the sum of
-	// their traces.
-	ProveLambda() (float64, error)
+	// ProveLambda has every part compute its Lambda blocks at x and
+	// returns the sum of their traces. x is usually the point the last
+	// Optimize left, which the parts hold; a prover whose parts hold
+	// another point (the driver also tests its roundings) gives them x
+	// first.
+	ProveLambda(x *blockmat.Blocks) (float64, error)
 	// ProveFactor factors D S D plus sh by parts, with the blocks of the
 	// last ProveLambda, and reports whether every pivot passed the test
 	// against sparse.PivotTol times the whole matrix's largest diagonal
@@ -774,13 +785,13 @@ func (c *certifier) usePartsProver(p PartsProver) {
 // eigenvector). The smallest eigenvalue is not estimated (NaN): inverse
 // iteration would need solves by parts, and the estimate is no part of
 // the proof.
-func (c *certifier) certifyByParts(d int) (cert certificate, ok bool, err error) {
+func (c *certifier) certifyByParts(d int, x *sparse.Blocks) (cert certificate, ok bool, err error) {
 	if !c.analyzed() {
 		if err := c.analyze(); err != nil {
 			return cert, false, err
 		}
 	}
-	tr, err := c.prover.ProveLambda()
+	tr, err := c.prover.ProveLambda(x)
 	if err != nil {
 		return cert, false, fmt.Errorf("certificate by parts: %w", err)
 	}

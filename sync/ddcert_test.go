@@ -76,6 +76,9 @@ func TestDomainCertificateMatchesCentral(t *testing.T) {
 					t.Fatal(err)
 				}
 				name := tc.file
+				if dd.dd == nil {
+					t.Fatal("no factor by parts")
+				}
 				t.Logf("%s rank %d, %d parts (own anchor %v, %d boundary poses): psd %v shift on %d sigma %.3g bound %.12g (central %v %d %.3g %.12g), min eig %.3g (central %.3g), method %s",
 					name, x.R, k, own, dd.dd.BoundaryBlocks(), got.psd, got.shiftPoses, got.sigma, got.lowerBound,
 					want.psd, want.shiftPoses, want.sigma, want.lowerBound, got.minEig, want.minEig, got.method)
@@ -203,7 +206,8 @@ func seenAny(q *sparse.BlockSym, i int, part []int) bool {
 
 func (lp *localParts) ProofPartition() ([]int, int) { return lp.part, lp.anchor }
 
-func (lp *localParts) ProveLambda() (float64, error) {
+func (lp *localParts) ProveLambda(x *sparse.Blocks) (float64, error) {
+	lp.x = x
 	tr := 0.0
 	for k, pc := range lp.pcs {
 		xk := sparse.NewBlocks(lp.x.R, lp.x.B, len(lp.ids[k]))
