@@ -347,3 +347,33 @@ func (bp *BoundaryProof) Factor(proofs []*PartProof) (bool, error) {
 	bp.MinPivot = minPiv
 	return true, nil
 }
+
+// Boundary returns the part's boundary poses (global indices), in the
+// order of its PartProof.
+func (p *PartCertifier) Boundary() []int {
+	out := make([]int, 0, p.nOwn-p.nI)
+	for _, i := range p.order[p.nI:] {
+		out = append(out, p.ids[i])
+	}
+	return out
+}
+
+// BoundaryWeights returns, for each boundary pose, what a unit shift on
+// its rotation coordinates of D S D costs the bound (sum of 1/D_c^2 over
+// them; 0 for a landmark): the coordinator anchors the gauge at the
+// lightest, as the central certificate does among its last pivots.
+func (p *PartCertifier) BoundaryWeights() []float64 {
+	b, d := p.b, p.d
+	out := make([]float64, 0, p.nOwn-p.nI)
+	for _, i := range p.order[p.nI:] {
+		w := 0.0
+		if p.free == nil || !p.free[i] {
+			for a := 0; a < d; a++ {
+				s := p.scale[i*b+a]
+				w += 1 / (s * s)
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}

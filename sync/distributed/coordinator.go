@@ -89,6 +89,10 @@ type Options struct {
 	// hold the gradient, and which stall (docs/distributed.md). It runs on
 	// the solve's goroutine; grad is reused.
 	AgentProgress func(rank, iter int, grad []float64)
+	// CentralCertificate makes the coordinator certify the gathered point
+	// itself, as before the certificate by parts (prove.go), which is
+	// the default: a reference, and a way round a fault in it.
+	CentralCertificate bool
 }
 
 // InitCheckpoint names a resumed run's initialization (Options.Resume) in
@@ -166,6 +170,17 @@ type Stats struct {
 	// them, at the agents.
 	Authenticated bool
 	Rejected      Rejections
+	// Certificate is "parts" when the agents made the certificate's test
+	// (prove.go) and "central" when the coordinator made it on the
+	// gathered point; ProofBoundaryPoses is the size of the boundary
+	// system it factored, ProofFactorizations the factorizations by
+	// parts, ProofBytes their traffic (in RequestBytes), ProofFallbacks
+	// the tests by parts that failed for want of an agent and were made
+	// on the gathered point.
+	Certificate                             string
+	ProofBoundaryPoses, ProofFactorizations int
+	ProofBytes                              int64
+	ProofFallbacks                          int
 }
 
 // RoundBytes is the traffic of the rounds per round: every message but
@@ -230,6 +245,9 @@ type coordinator struct {
 	// fingerprint identifies the problem and partition; an agent holding
 	// another refuses to join.
 	fingerprint string
+	// ctx is the solve's context, for the certificate by parts, which the
+	// staircase calls without one.
+	ctx context.Context
 }
 
 // MethodRBCD names the distributed level optimizer (Result.Method): rounds
@@ -259,6 +277,8 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 		return nil, nil, err
 	}
 	defer c.auth.report(&c.stats)
+	c.ctx = ctx
+	c.stats.Certificate = "central"
 	res, err := bsync.SolveWith(ctx, g, c.opts.Sync, c)
 	if err != nil {
 		return nil, &c.stats, err

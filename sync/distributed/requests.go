@@ -39,6 +39,9 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 		if m.Op == opGather || m.Op == opSet {
 			c.stats.TransferBytes += n
 		}
+		if m.Op >= opProveSetup && m.Op <= opProveFactor {
+			c.stats.ProofBytes += n
+		}
 		c.mu.Unlock()
 		if err != nil {
 			lastErr = err

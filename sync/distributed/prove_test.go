@@ -1,0 +1,63 @@
+package distributed
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/g2o"
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// TestCertificateByParts: with 4 agents on intel and sphere2500 the
+// agents and the coordinator certify by parts (each agent its Schur
+// complement, the coordinator the boundary system), and the result is the
+// one the coordinator's central test on the gathered point gives: the same
+// status, the same estimate, and the same bound to rounding (the two
+// anchors differ, so the shift's cost may differ within the allowance).
+func TestCertificateByParts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	dir := datasets.SuiteOrSkip(t)
+	for _, name := range []string{"intel.g2o", "sphere2500.g2o"} {
+		g, err := g2o.ReadFile(filepath.Join(dir, name), g2o.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Contiguous(g.N(), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res [2]*bsync.Result
+		var st [2]*Stats
+		for v, central := range []bool{true, false} {
+			opts := Options{Timeout: 20 * time.Second, CentralCertificate: central}
+			res[v], st[v], err = SolveOn(context.Background(), NewMemBus(), g, p, opts, AgentOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, d := res[0], res[1]
+		last := d.Levels[len(d.Levels)-1]
+		t.Logf("%s: by parts %s (%s, %d boundary poses, %d factorizations, %d proof bytes of %d), bound %.12g; central %s (%s), bound %.12g",
+			name, d.Status, last.EigMethod, st[1].ProofBoundaryPoses, st[1].ProofFactorizations, st[1].ProofBytes, st[1].RequestBytes,
+			d.DualBound, c.Status, c.Levels[len(c.Levels)-1].EigMethod, c.DualBound)
+		if st[1].Certificate != "parts" || st[0].Certificate != "central" || st[1].ProofFallbacks != 0 {
+			t.Errorf("%s: certificates %q and %q, %d fallbacks", name, st[0].Certificate, st[1].Certificate, st[1].ProofFallbacks)
+		}
+		if d.Status != bsync.Certified || c.Status != bsync.Certified || last.EigMethod != bsync.MethodCholeskyParts {
+			t.Fatalf("%s: by parts %s (%s), central %s", name, d.Status, last.EigMethod, c.Status)
+		}
+		if st[1].ProofBoundaryPoses == 0 || st[1].ProofBoundaryPoses > st[1].BoundaryPoses || st[1].ProofBytes == 0 {
+			t.Errorf("%s: boundary system of %d poses (partition boundary %d), %d bytes", name, st[1].ProofBoundaryPoses, st[1].BoundaryPoses, st[1].ProofBytes)
+		}
+		if math.Abs(d.Objective-c.Objective) > 1e-9*c.Objective ||
+			math.Abs(d.DualBound-c.DualBound) > d.GapAllowed || d.Objective-d.DualBound > d.GapAllowed {
+			t.Errorf("%s: F %.12g bound %.12g by parts, F %.12g bound %.12g central, allowed %.3g", name, d.Objective, d.DualBound, c.Objective, c.DualBound, d.GapAllowed)
+		}
+	}
+}
