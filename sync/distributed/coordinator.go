@@ -208,6 +208,8 @@ func (s *Stats) Report(coordinatorRSS int64) *bsync.DistributedReport {
 		Checkpoints: s.Checkpoints, ResumedRounds: s.ResumedRounds, ResumedRank: s.ResumedRank,
 		Authenticated: s.Authenticated,
 		Rejected:      bsync.AuthRejections{Forged: s.Rejected.Forged, Replayed: s.Rejected.Replayed, Foreign: s.Rejected.Foreign},
+		Certificate:   s.Certificate, CertificateBoundaryPoses: s.ProofBoundaryPoses,
+		CertificateFactorizations: s.ProofFactorizations, CertificateBytes: s.ProofBytes, CertificateFallbacks: s.ProofFallbacks,
 	}
 	if s.BoundaryPoses > 0 {
 		r.BytesPerRoundPerBoundaryPose = r.BytesPerRound / float64(s.BoundaryPoses)
