@@ -760,11 +760,13 @@ type PartsProver interface {
 	ProveFactor(sh ProofShift) (bool, error)
 }
 
-// PartsProviders is the optional interface of a LevelOptimizer that can
-// certify by parts: PartsProver returns nil to leave the test to the
-// driver.
+// PartsProviders is the optional interface of a LevelOptimizer whose
+// parts hold the point and can certify it (PartsProver) and round it
+// (PartsRounder) without gathering it; either returns nil to leave that
+// to the driver. The staircase asks once, after Init.
 type PartsProviders interface {
 	PartsProver(r *Run) PartsProver
+	PartsRounder(r *Run) PartsRounder
 }
 
 // MethodCholeskyParts is Level.Method of a certificate proven by parts

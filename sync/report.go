@@ -180,6 +180,12 @@ type DistributedReport struct {
 	CertificateFactorizations int    `json:"certificate_factorizations,omitempty"`
 	CertificateBytes          int64  `json:"certificate_bytes,omitempty"`
 	CertificateFallbacks      int    `json:"certificate_fallbacks,omitempty"`
+	// Roundings counts the roundings made by parts (each agent its own
+	// blocks and its interior translation factor, the coordinator U_d,
+	// the reflection and the boundary system), RoundingBytes their
+	// traffic (part of CoordinatorBytes, the rounded poses included).
+	Roundings     int   `json:"roundings_by_parts,omitempty"`
+	RoundingBytes int64 `json:"rounding_bytes,omitempty"`
 }
 
 // AuthRejections counts rejected messages by cause: forged (no valid MAC,

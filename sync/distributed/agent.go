@@ -98,6 +98,7 @@ type agent struct {
 	stopped     chan struct{}
 	fingerprint string
 	proof       *bsync.PartCertifier // the certificate by parts (prove.go), made on first use
+	round       roundState           // the rounding by parts (round.go)
 }
 
 // RunAgent runs agent k of partition p on bus until the coordinator stops
@@ -390,6 +391,10 @@ func (a *agent) onCommand(data []byte) []byte {
 		}
 	case opProveSetup, opProveLambda, opProveFactor:
 		if err := a.prove(m, rep); err != nil {
+			return fail(err)
+		}
+	case opRoundSetup, opRoundGram, opRoundProject, opRoundReduce, opRoundBack:
+		if err := a.roundCmd(m, rep); err != nil {
 			return fail(err)
 		}
 	case opStop:

@@ -89,10 +89,11 @@ type Options struct {
 	// hold the gradient, and which stall (docs/distributed.md). It runs on
 	// the solve's goroutine; grad is reused.
 	AgentProgress func(rank, iter int, grad []float64)
-	// CentralCertificate makes the coordinator certify the gathered point
-	// itself, as before the certificate by parts (prove.go), which is
-	// the default: a reference, and a way round a fault in it.
-	CentralCertificate bool
+	// Central makes the coordinator certify and round the gathered point
+	// itself, as before the certificate and the rounding by parts
+	// (prove.go, round.go), which are the default: a reference, and a
+	// way round a fault in them.
+	Central bool
 }
 
 // InitCheckpoint names a resumed run's initialization (Options.Resume) in
@@ -181,6 +182,10 @@ type Stats struct {
 	ProofBoundaryPoses, ProofFactorizations int
 	ProofBytes                              int64
 	ProofFallbacks                          int
+	// Roundings counts the roundings made by parts (round.go), whose
+	// traffic RoundingBytes is (in RequestBytes).
+	Roundings     int
+	RoundingBytes int64
 }
 
 // RoundBytes is the traffic of the rounds per round: every message but
@@ -210,6 +215,7 @@ func (s *Stats) Report(coordinatorRSS int64) *bsync.DistributedReport {
 		Rejected:      bsync.AuthRejections{Forged: s.Rejected.Forged, Replayed: s.Rejected.Replayed, Foreign: s.Rejected.Foreign},
 		Certificate:   s.Certificate, CertificateBoundaryPoses: s.ProofBoundaryPoses,
 		CertificateFactorizations: s.ProofFactorizations, CertificateBytes: s.ProofBytes, CertificateFallbacks: s.ProofFallbacks,
+		Roundings: s.Roundings, RoundingBytes: s.RoundingBytes,
 	}
 	if s.BoundaryPoses > 0 {
 		r.BytesPerRoundPerBoundaryPose = r.BytesPerRound / float64(s.BoundaryPoses)
@@ -247,9 +253,13 @@ type coordinator struct {
 	// fingerprint identifies the problem and partition; an agent holding
 	// another refuses to join.
 	fingerprint string
-	// ctx is the solve's context, for the certificate by parts, which the
-	// staircase calls without one.
+	// ctx is the solve's context, for the certificate and the rounding
+	// by parts, which the staircase calls without one.
 	ctx context.Context
+	// roundBT is the rounding's boundary system, made on first use, and
+	// roundBnd each agent's boundary poses in it.
+	roundBT  *rounding.BoundaryTranslations
+	roundBnd [][]int
 }
 
 // MethodRBCD names the distributed level optimizer (Result.Method): rounds

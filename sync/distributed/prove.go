@@ -113,7 +113,7 @@ type partsProver struct {
 // lightest boundary pose. Nil (the driver's test on the gathered point)
 // when that fails or the partition has no boundary (one agent).
 func (c *coordinator) PartsProver(r *bsync.Run) bsync.PartsProver {
-	if c.opts.CentralCertificate {
+	if c.opts.Central {
 		return nil
 	}
 	ctx := c.ctx

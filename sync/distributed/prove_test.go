@@ -12,13 +12,15 @@ import (
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
-// TestCertificateByParts: with 4 agents on intel and sphere2500 the
-// agents and the coordinator certify by parts (each agent its Schur
-// complement, the coordinator the boundary system), and the result is the
-// one the coordinator's central test on the gathered point gives: the same
-// status, the same estimate, and the same bound to rounding (the two
-// anchors differ, so the shift's cost may differ within the allowance).
-func TestCertificateByParts(t *testing.T) {
+// TestCertificateAndRoundingByParts: with 4 agents on intel and
+// sphere2500 the agents and the coordinator certify and round by parts
+// (each agent its Schur complements, its projections and votes, the
+// coordinator the boundary systems and U_d), and the result is the one
+// the coordinator's central test and rounding of the gathered point give
+// (Options.Central): the same status, the same estimate to 1e-9, and the
+// same bound to rounding (the two anchors differ, so the shift's cost may
+// differ within the allowance).
+func TestCertificateAndRoundingByParts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
@@ -35,7 +37,7 @@ func TestCertificateByParts(t *testing.T) {
 		var res [2]*bsync.Result
 		var st [2]*Stats
 		for v, central := range []bool{true, false} {
-			opts := Options{Timeout: 20 * time.Second, CentralCertificate: central}
+			opts := Options{Timeout: 20 * time.Second, Central: central}
 			res[v], st[v], err = SolveOn(context.Background(), NewMemBus(), g, p, opts, AgentOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -54,6 +56,22 @@ func TestCertificateByParts(t *testing.T) {
 		}
 		if st[1].ProofBoundaryPoses == 0 || st[1].ProofBoundaryPoses > st[1].BoundaryPoses || st[1].ProofBytes == 0 {
 			t.Errorf("%s: boundary system of %d poses (partition boundary %d), %d bytes", name, st[1].ProofBoundaryPoses, st[1].BoundaryPoses, st[1].ProofBytes)
+		}
+		if st[1].Roundings == 0 || st[0].Roundings != 0 {
+			t.Errorf("%s: %d roundings by parts, %d with Central", name, st[1].Roundings, st[0].Roundings)
+		}
+		worst := 0.0
+		for i := range d.Poses {
+			for k := 0; k < 9; k++ {
+				worst = math.Max(worst, math.Abs(d.Poses[i].R[k]-c.Poses[i].R[k]))
+			}
+			for k := 0; k < 3; k++ {
+				worst = math.Max(worst, math.Abs(d.Poses[i].T[k]-c.Poses[i].T[k])/(1+math.Abs(c.Poses[i].T[k])))
+			}
+		}
+		t.Logf("%s: estimate by parts within %.2e of the central rounding; %d roundings, %d bytes", name, worst, st[1].Roundings, st[1].RoundingBytes)
+		if worst > 1e-9 {
+			t.Errorf("%s: the estimate by parts differs from the central one by %.2e", name, worst)
 		}
 		if math.Abs(d.Objective-c.Objective) > 1e-9*c.Objective ||
 			math.Abs(d.DualBound-c.DualBound) > d.GapAllowed || d.Objective-d.DualBound > d.GapAllowed {

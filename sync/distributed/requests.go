@@ -42,6 +42,9 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 		if m.Op >= opProveSetup && m.Op <= opProveFactor {
 			c.stats.ProofBytes += n
 		}
+		if m.Op >= opRoundSetup && m.Op <= opRoundBack {
+			c.stats.RoundingBytes += n
+		}
 		c.mu.Unlock()
 		if err != nil {
 			lastErr = err

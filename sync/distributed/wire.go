@@ -38,18 +38,23 @@ const (
 
 // Commands (kindCmd's op).
 const (
-	opInit        = 1 + iota // join a run: reset to the local chordal estimate at a rank
-	opAlign                  // align the local chordal estimate to the parts in needs, publish
-	opUpdate                 // improve the own block given the public poses in needs, publish
-	opStats                  // report the shares of F, ||grad||^2, ||2XQ||^2
-	opGather                 // send every own block (for the central certificate)
-	opSet                    // replace the own blocks (a staircase step) and publish
-	opStop                   // end the agent
-	opPublish                // publish the own public poses again (for a rejoining neighbour)
-	opExtrapolate            // momentum: X <- R(X + beta (X - X_last)), publish (beta in F)
-	opProveSetup             // the certificate by parts: boundary poses, their weights, cross blocks of Q
-	opProveLambda            // Lambda blocks at the held point; reply F = the part's tr(Lambda)
-	opProveFactor            // factor the rows of D S D + shift (F sigma, Grad2 mu, Norm2 1: anchor only, Ints anchor)
+	opInit         = 1 + iota // join a run: reset to the local chordal estimate at a rank
+	opAlign                   // align the local chordal estimate to the parts in needs, publish
+	opUpdate                  // improve the own block given the public poses in needs, publish
+	opStats                   // report the shares of F, ||grad||^2, ||2XQ||^2
+	opGather                  // send every own block (for the central certificate)
+	opSet                     // replace the own blocks (a staircase step) and publish
+	opStop                    // end the agent
+	opPublish                 // publish the own public poses again (for a rejoining neighbour)
+	opExtrapolate             // momentum: X <- R(X + beta (X - X_last)), publish (beta in F)
+	opProveSetup              // the certificate by parts: boundary poses, their weights, cross blocks of Q
+	opProveLambda             // Lambda blocks at the held point; reply F = the part's tr(Lambda)
+	opProveFactor             // factor the rows of D S D + shift (F sigma, Grad2 mu, Norm2 1: anchor only, Ints anchor)
+	opRoundSetup              // the rounding by parts: boundary poses and couplings of the translation system
+	opRoundGram               // the own blocks' share of Y Y^T (Extra)
+	opRoundProject            // project the own blocks on U_d (Extra); reply F positive, Grad2 voters
+	opRoundReduce             // finish the rotations (Norm2 1: flip), reduce the translation system to the boundary
+	opRoundBack               // the boundary translations (Extra); reply the own poses (Ints, Extra R and T)
 )
 
 // Reply statuses.
