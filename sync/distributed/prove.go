@@ -116,10 +116,7 @@ func (c *coordinator) PartsProver(r *bsync.Run) bsync.PartsProver {
 	if c.opts.Central {
 		return nil
 	}
-	ctx := c.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := c.context()
 	pp := &partsProver{c: c, ctx: ctx, part: c.p.Part, anchor: -1, bnd: make([][]int, c.p.K), b: c.b}
 	var mu stdsync.Mutex
 	var cross []bsync.CrossBlock
@@ -173,6 +170,15 @@ func (c *coordinator) PartsProver(r *bsync.Run) bsync.PartsProver {
 	c.stats.Certificate = "parts"
 	c.stats.ProofBoundaryPoses = pp.bp.Blocks()
 	return pp
+}
+
+// context is the solve's context (Background for a coordinator made
+// without Solve, as the conformance suite makes it).
+func (c *coordinator) context() context.Context {
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
 }
 
 func allParts(k int) []int {

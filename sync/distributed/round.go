@@ -169,7 +169,7 @@ func (c *coordinator) PartsRounder(*bsync.Run) bsync.PartsRounder {
 // inputs, the votes, the boundary system and, for the output, the rounded
 // poses; never the point.
 func (c *coordinator) RoundByParts(x *blockmat.Blocks) ([]posegraph.Pose, error) {
-	ctx := c.ctx
+	ctx := c.context()
 	d, K := c.g.D, c.p.K
 	if c.held == nil || c.held.R != x.R || !slices.Equal(c.held.Data, x.Data) {
 		c.rank = x.R
