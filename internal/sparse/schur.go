@@ -54,7 +54,8 @@ type SchurPart struct {
 	coupVal []float64
 	// bb lists the positions of blocks (nI+j, nI+j') of the part's matrix.
 	bb []bbEntry
-	// Work space of the Schur product.
+	// Work space of the Schur complement: A_IB's coupled columns and
+	// W = L_I^-1 P A_IB.
 	rhs, sol []float64
 	// minPivot and maxDiag are the last Factorize's smallest interior
 	// pivot (+Inf without interior) and largest |diagonal entry| of the
@@ -121,7 +122,8 @@ func (p *SchurPart) Interior() int { return p.nI }
 
 // Factorize factors a's interior block (with the threshold of a alone) and
 // sets t, row-major of order Boundary()*b, to the Schur complement
-// A_BB - A_BI A_II^-1 A_IB, symmetrized. On a failed pivot it returns a
+// A_BB - A_BI A_II^-1 A_IB, computed as A_BB - W^T W with
+// W = L_I^-1 P A_IB (Cholesky.ForwardMany), exactly symmetric. On a failed pivot it returns a
 // *NotPositiveDefiniteError whose Column is a's coordinate. MinPivot and
 // MaxDiag report what the global test needs.
 func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
@@ -168,66 +170,50 @@ func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
 		return err
 	}
 	p.minCol, p.minPivot = p.chol.MinPivot()
-	// The columns of A_IB in groups: X = A_II^-1 A_IB, then t -= A_BI X.
-	// Boundary blocks with no interior neighbour have zero columns.
+	// W = L_I^-1 P A_IB, then t -= W^T W: the Schur complement as the
+	// factorization of the whole matrix in this order computes it (the
+	// rows of L below the interior are W^T), with the rounding of one
+	// triangular solve. Boundary blocks with no interior neighbour have
+	// zero columns.
 	n := nI * b
-	const group = 32
-	if len(p.rhs) < n*group {
-		p.rhs, p.sol = make([]float64, n*group), make([]float64, n*group)
-	}
-	cols := make([]int, 0, group)
-	flush := func() {
-		g := len(cols)
-		if g == 0 {
-			return
-		}
-		rhs, sol := p.rhs[:n*g], p.sol[:n*g]
-		clear(rhs)
-		for q, col := range cols {
-			j, e := col/b, col%b
-			x := rhs[q*n : (q+1)*n]
-			for _, c := range p.coup[j] {
-				blk := p.coupVal[c.v : c.v+b*b] // block (j, i): row e is column e of A_IB's block (i, j)
-				for f := 0; f < b; f++ {
-					x[c.i*b+f] = blk[e*b+f]
-				}
-			}
-		}
-		p.chol.SolveMany(sol, rhs, g)
-		for q, col := range cols {
-			x := sol[q*n : (q+1)*n]
-			for j2, cs := range p.coup {
-				for _, c := range cs {
-					blk := p.coupVal[c.v : c.v+b*b]
-					xi := x[c.i*b : c.i*b+b]
-					for r := 0; r < b; r++ {
-						s := 0.0
-						for f := 0; f < b; f++ {
-							s += blk[r*b+f] * xi[f]
-						}
-						t[(j2*b+r)*m+col] -= s
-					}
-				}
-			}
-		}
-		cols = cols[:0]
-	}
+	var cols []int
 	for j := 0; j < nB; j++ {
 		if len(p.coup[j]) == 0 {
 			continue
 		}
 		for e := 0; e < b; e++ {
 			cols = append(cols, j*b+e)
-			if len(cols) == group {
-				flush()
+		}
+	}
+	nc := len(cols)
+	if cap(p.rhs) < n*nc {
+		p.rhs, p.sol = make([]float64, n*nc), make([]float64, n*nc)
+	}
+	rhs, w := p.rhs[:n*nc], p.sol[:n*nc]
+	clear(rhs)
+	for q, col := range cols {
+		j, e := col/b, col%b
+		x := rhs[q*n : (q+1)*n]
+		for _, c := range p.coup[j] {
+			blk := p.coupVal[c.v : c.v+b*b] // block (j, i): row e is column e of A_IB's block (i, j)
+			for f := 0; f < b; f++ {
+				x[c.i*b+f] = blk[e*b+f]
 			}
 		}
 	}
-	flush()
-	for r := 0; r < m; r++ {
-		for c := 0; c < r; c++ {
-			v := (t[r*m+c] + t[c*m+r]) / 2
-			t[r*m+c], t[c*m+r] = v, v
+	p.chol.ForwardMany(w, rhs, nc)
+	for q1, c1 := range cols {
+		w1 := w[q1*n : (q1+1)*n]
+		for q2, c2 := range cols[:q1+1] {
+			w2 := w[q2*n : (q2+1)*n]
+			s := 0.0
+			for k, v := range w1 {
+				s += v * w2[k]
+			}
+			t[c1*m+c2] -= s
+			if c1 != c2 {
+				t[c2*m+c1] -= s
+			}
 		}
 	}
 	return nil

@@ -133,3 +133,54 @@ func TestDomainCholeskyThreshold(t *testing.T) {
 		t.Fatalf("domain factor: %v, want a failed pivot at column 0", err)
 	}
 }
+
+// TestForwardMany: W = L^-1 P B has W^T W = B^T A^-1 B (gonum's dense
+// solve), for several right-hand sides at once and in groups.
+func TestForwardMany(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	for _, c := range cholCases {
+		q, shift, _ := shiftedPD(t, rng, c, 1e-2)
+		m := shiftedCopy(q, shift)
+		n := m.Dim()
+		for _, simplicial := range []bool{false, true} {
+			var chol *sparse.Cholesky
+			var err error
+			if simplicial {
+				chol, err = sparse.AnalyzeSimplicial(sparse.LowerCSC(m, 0, 0), nil)
+			} else {
+				chol, err = sparse.AnalyzeBlocks(m, sparse.BlockAMD(m, 0))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := chol.FactorizeBlocks(m, 0); err != nil {
+				t.Fatal(err)
+			}
+			nrhs := 11
+			b := randVec(rng, n*nrhs)
+			w := make([]float64, n*nrhs)
+			chol.ForwardMany(w, b, nrhs)
+			var ch mat.Cholesky
+			if !ch.Factorize(denseOf(m)) {
+				t.Fatal("gonum Cholesky failed")
+			}
+			bm := mat.NewDense(nrhs, n, b) // rows are the right-hand sides
+			var x mat.Dense
+			if err := ch.SolveTo(&x, bm.T()); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < nrhs; i++ {
+				for j := 0; j < nrhs; j++ {
+					got, want := 0.0, 0.0
+					for k := 0; k < n; k++ {
+						got += w[i*n+k] * w[j*n+k]
+						want += b[i*n+k] * x.At(k, j)
+					}
+					if math.Abs(got-want) > 1e-8*(1+math.Abs(want)) {
+						t.Fatalf("%+v simplicial %v: (W^T W)[%d,%d] = %g, B^T A^-1 B %g", c, simplicial, i, j, got, want)
+					}
+				}
+			}
+		}
+	}
+}
