@@ -79,3 +79,54 @@ func TestCertificateAndRoundingByParts(t *testing.T) {
 		}
 	}
 }
+
+// refusing is a bus on which agent 1 never receives the certificate's
+// commands from op first on: as if it were gone just for them.
+type refusing struct {
+	Bus
+	first uint8
+}
+
+func (b refusing) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
+	if m, err := decode(data); err == nil && subject == agentSubject("bcmsync", 1) && m.Op >= b.first && m.Op <= opProveFactor {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return b.Bus.Request(ctx, subject, data)
+}
+
+// A certificate the agents cannot make (agent 1 does not answer its
+// commands) is made on the gathered point in the agents' order, counted as
+// a fallback: the run still certifies the central optimum; or, when the
+// set-up itself fails, the coordinator certifies centrally from the start.
+func TestCertificateByPartsFallsBack(t *testing.T) {
+	for _, first := range []uint8{opProveSetup, opProveLambda} {
+		certificateFallback(t, first)
+	}
+}
+
+func certificateFallback(t *testing.T, first uint8) {
+	g, central, p := lattice(t, 200, 10, 13, 4)
+	bus := refusing{NewMemBus(), first}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for k := 0; k < p.K; k++ {
+		go RunAgent(ctx, bus, g, p, k, AgentOptions{})
+	}
+	res, st, err := Solve(ctx, bus, g, p, Options{Timeout: time.Second, Try: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Levels[len(res.Levels)-1]
+	t.Logf("%s, F %.12g (central %.12g), certificate %q by %s, %d fallbacks, %d roundings by parts",
+		res.Status, res.Objective, central.Objective, st.Certificate, last.EigMethod, st.ProofFallbacks, st.Roundings)
+	if !res.Certified || math.Abs(res.Objective-central.Objective) > 1e-6*central.Objective {
+		t.Errorf("%s with F %.12g, central %.12g", res.Status, res.Objective, central.Objective)
+	}
+	if first == opProveSetup && (st.Certificate != "central" || last.EigMethod != "cholesky" || st.Roundings == 0) {
+		t.Errorf("certificate %q by %s, %d roundings by parts: want the central test after a failed set-up, the rounding by parts", st.Certificate, last.EigMethod, st.Roundings)
+	}
+	if first == opProveLambda && (st.Certificate != "parts" || last.EigMethod != bsync.MethodCholeskyDD || st.ProofFallbacks == 0) {
+		t.Errorf("certificate %q by %s, %d fallbacks: want the gathered point's test in the agents' order", st.Certificate, last.EigMethod, st.ProofFallbacks)
+	}
+}
