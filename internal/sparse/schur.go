@@ -423,6 +423,7 @@ type DomainCholesky struct {
 	// Work space of Solve.
 	xb, yb []float64
 	xi, yi [][]float64
+	bk     [][]float64 // per part, over its boundary
 	// minPivot is the last Factorize's smallest pivot.
 	minPivot float64
 }
@@ -526,6 +527,7 @@ func NewDomainCholesky(m *BlockSym, part []int, extra []bool, last int) (*Domain
 		nbk := sp.Boundary() * m.B
 		d.schur = append(d.schur, make([]float64, nbk*nbk))
 		d.xi, d.yi = append(d.xi, make([]float64, nI*m.B)), append(d.yi, make([]float64, nI*m.B))
+		d.bk = append(d.bk, make([]float64, nbk))
 	}
 	d.xb, d.yb = make([]float64, nb*m.B), make([]float64, nb*m.B)
 	return d, nil
@@ -630,7 +632,8 @@ func (d *DomainCholesky) Solve(x, y []float64) {
 	for k, sp := range d.parts {
 		// The boundary right-hand side of part k: y_B - A_BI A_II^-1 y_I.
 		nI := sp.Interior()
-		yk := make([]float64, sp.Boundary()*b)
+		yk := d.bk[k]
+		clear(yk)
 		sp.SubCoupling(yk, d.xi[k])
 		for t, i := range d.blocks[k][nI:] {
 			bi := d.bndOf[i]
@@ -643,7 +646,7 @@ func (d *DomainCholesky) Solve(x, y []float64) {
 	for k, sp := range d.parts {
 		nI := sp.Interior()
 		bl, yi := d.blocks[k], d.yi[k]
-		xk := make([]float64, sp.Boundary()*b)
+		xk := d.bk[k]
 		for t, i := range bl[nI:] {
 			copy(xk[t*b:(t+1)*b], d.xb[d.bndOf[i]*b:])
 		}
