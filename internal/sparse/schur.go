@@ -57,6 +57,7 @@ type SchurPart struct {
 	// Work space of the Schur complement: A_IB's coupled columns and
 	// W = L_I^-1 P A_IB.
 	rhs, sol []float64
+	wtw      []float64 // W^T W
 	// minPivot and maxDiag are the last Factorize's smallest interior
 	// pivot (+Inf without interior) and largest |diagonal entry| of the
 	// whole part.
@@ -202,18 +203,17 @@ func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
 		}
 	}
 	p.chol.ForwardMany(w, rhs, nc)
+	// W^T W by the factorization's product kernel: w holds W's columns
+	// contiguously, W^T row-major. Every entry is summed in one fixed
+	// order, so the product is exactly symmetric.
+	if cap(p.wtw) < nc*nc {
+		p.wtw = make([]float64, nc*nc)
+	}
+	wtw := p.wtw[:nc*nc]
+	gemmNT(nc, nc, n, 1, w, n, w, n, 0, wtw, nc)
 	for q1, c1 := range cols {
-		w1 := w[q1*n : (q1+1)*n]
-		for q2, c2 := range cols[:q1+1] {
-			w2 := w[q2*n : (q2+1)*n]
-			s := 0.0
-			for k, v := range w1 {
-				s += v * w2[k]
-			}
-			t[c1*m+c2] -= s
-			if c1 != c2 {
-				t[c2*m+c1] -= s
-			}
+		for q2, c2 := range cols {
+			t[c1*m+c2] -= wtw[q1*nc+q2]
 		}
 	}
 	return nil

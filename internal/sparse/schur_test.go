@@ -8,7 +8,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
 )
 
 // shiftedCopy returns q + s I.
@@ -183,4 +185,42 @@ func TestForwardMany(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkDomainCholesky factors the connection Laplacian of a 3-D
+// lattice (plus a shift) whole and by 4 contiguous parts: the parts'
+// interiors, their Schur complements and the boundary system.
+func BenchmarkDomainCholesky(b *testing.B) {
+	g, _, err := datasets.Cube(12, 12, 12, datasets.Config{Kappa: 30, Tau: 4, LoopProb: 0.2, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := shiftedCopy(g.Laplacian(posegraph.Poses), 1e-3)
+	b.Run("whole", func(b *testing.B) {
+		c, err := sparse.AnalyzeBlocks(m, sparse.BlockAMD(m, 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if err := c.FactorizeBlocks(m, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parts=4", func(b *testing.B) {
+		part := make([]int, m.N)
+		for i := range part {
+			part[i] = i * 4 / m.N
+		}
+		dc, err := sparse.NewDomainCholesky(m, part, nil, m.N-1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if err := dc.Factorize(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(dc.BoundaryBlocks()), "boundary-blocks")
+	})
 }
