@@ -23,6 +23,38 @@ func runsPartition(n, k int) []int {
 	return p
 }
 
+// suitePoint is a graph of the suite and the point a solve left (res.final).
+type suitePoint struct {
+	file string
+	opts Options
+	psd  bool // the central certificate passes there
+	g    *posegraph.Graph
+	res  *Result
+}
+
+// suitePoints solves intel and sphere2500 (their optima) and intel from a
+// random start stopped at rank 2 (a saddle).
+func suitePoints(t *testing.T) []suitePoint {
+	dir := datasets.SuiteOrSkip(t)
+	cases := []suitePoint{
+		{file: "intel.g2o", psd: true},
+		{file: "sphere2500.g2o", psd: true},
+		{file: "intel.g2o", opts: Options{Init: InitRandom, MaxRank: 2}},
+	}
+	for k := range cases {
+		g, err := g2o.ReadFile(filepath.Join(dir, cases[k].file), g2o.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Solve(context.Background(), g, cases[k].opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[k].g, cases[k].res = g, res
+	}
+	return cases
+}
+
 // TestDomainCertificateMatchesCentral: the certificate factored by parts
 // (interiors first, the boundary system last: what a distributed run's
 // agents and coordinator do) decides as the central one and proves the
@@ -34,25 +66,8 @@ func runsPartition(n, k int) []int {
 // (the lightest boundary pose) only the shift's cost differs, and the
 // bound stays within the allowance of the central one.
 func TestDomainCertificateMatchesCentral(t *testing.T) {
-	dir := datasets.SuiteOrSkip(t)
-	cases := []struct {
-		file string
-		opts Options
-		psd  bool
-	}{
-		{"intel.g2o", Options{}, true},
-		{"sphere2500.g2o", Options{}, true},
-		{"intel.g2o", Options{Init: InitRandom, MaxRank: 2}, false},
-	}
-	for _, tc := range cases {
-		g, err := g2o.ReadFile(filepath.Join(dir, tc.file), g2o.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Solve(context.Background(), g, tc.opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, tc := range suitePoints(t) {
+		g, res := tc.g, tc.res
 		x, d := res.final, g.D
 		opts := res.Options
 		q := g.Laplacian(posegraph.Poses)
@@ -243,25 +258,8 @@ func (lp *localParts) ProveFactor(sh ProofShift) (bool, error) {
 // at an intel saddle it fails, and the test repeated on the gathered point
 // finds the eigenvector.
 func TestPartsCertificateMatchesCentral(t *testing.T) {
-	dir := datasets.SuiteOrSkip(t)
-	cases := []struct {
-		file string
-		opts Options
-		psd  bool
-	}{
-		{"intel.g2o", Options{}, true},
-		{"sphere2500.g2o", Options{}, true},
-		{"intel.g2o", Options{Init: InitRandom, MaxRank: 2}, false},
-	}
-	for _, tc := range cases {
-		g, err := g2o.ReadFile(filepath.Join(dir, tc.file), g2o.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Solve(context.Background(), g, tc.opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, tc := range suitePoints(t) {
+		g, res := tc.g, tc.res
 		x, d, opts := res.final, g.D, res.Options
 		q := g.Laplacian(posegraph.Poses)
 		m := newManifold(q, d, x.R, 1)

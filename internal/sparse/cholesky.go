@@ -681,8 +681,15 @@ func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 		}
 		return
 	}
-	// Supernodal: up to manyBlock columns at a time, interleaved (row i
-	// of the block at y[i*k:]) so that L is read once per group.
+	c.manyGroups(x, b, nrhs, true)
+}
+
+// manyGroups is SolveMany's supernodal path (backward) and ForwardMany's
+// (not backward: the forward half only, the result left in pivot order):
+// up to manyBlock columns at a time, interleaved (row i of the block at
+// y[i*k:]) so that L is read once per group.
+func (c *Cholesky) manyGroups(x, b []float64, nrhs int, backward bool) {
+	n := c.n
 	for k0 := 0; k0 < nrhs; k0 += manyBlock {
 		k := min(manyBlock, nrhs-k0)
 		if len(c.ymany) < n*k {
@@ -695,11 +702,21 @@ func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 				y[p*k+t] = bt[i]
 			}
 		}
-		c.sn.solveMany(y, k)
+		if backward {
+			c.sn.solveMany(y, k)
+		} else {
+			c.sn.forwardK(y, k)
+		}
 		for t := 0; t < k; t++ {
 			xt := x[(k0+t)*n : (k0+t+1)*n]
-			for p, i := range c.perm {
-				xt[i] = y[p*k+t]
+			if backward {
+				for p, i := range c.perm {
+					xt[i] = y[p*k+t]
+				}
+				continue
+			}
+			for p := range xt {
+				xt[p] = y[p*k+t]
 			}
 		}
 	}
@@ -742,26 +759,7 @@ func (c *Cholesky) ForwardMany(w, b []float64, nrhs int) {
 		}
 		return
 	}
-	for k0 := 0; k0 < nrhs; k0 += manyBlock {
-		k := min(manyBlock, nrhs-k0)
-		if len(c.ymany) < n*k {
-			c.ymany = make([]float64, n*manyBlock)
-		}
-		y := c.ymany[:n*k]
-		for t := 0; t < k; t++ {
-			bt := b[(k0+t)*n : (k0+t+1)*n]
-			for p, i := range c.perm {
-				y[p*k+t] = bt[i]
-			}
-		}
-		c.sn.forwardK(y, k)
-		for t := 0; t < k; t++ {
-			wt := w[(k0+t)*n : (k0+t+1)*n]
-			for p := range wt {
-				wt[p] = y[p*k+t]
-			}
-		}
-	}
+	c.manyGroups(w, b, nrhs, false)
 }
 
 // manyBlock is the number of right-hand sides SolveMany treats together.
