@@ -158,7 +158,9 @@ func (c *coordinator) PartsProver(r *bsync.Run) bsync.PartsProver {
 		return nil
 	})
 	if err == nil && pp.anchor < 0 {
-		err = errors.New("no boundary pose to anchor the gauge")
+		// One part (or parts that share no edge): nothing to split.
+		r.Options().Logger.Info("no boundary pose: the coordinator certifies the gathered point")
+		return nil
 	}
 	if err == nil {
 		pp.bp, err = bsync.NewBoundaryProof(b, pp.bnd, cross, pp.anchor)
