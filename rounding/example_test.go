@@ -84,3 +84,25 @@ func ExampleRound() {
 	// pose 2: t = (1, 1), angle 180 deg
 	// pose 3: t = (0, 1), angle -90 deg
 }
+
+// Rounding by parts: two parts, each seeing only its own blocks and edges,
+// round the lifted solution as Round and RecoverTranslations do on the
+// whole (a distributed run's agents do the same, each in its process).
+func ExampleRoundByParts() {
+	g := square()
+	poses, _ := rounding.Chordal(g)
+	x := g.Lift(poses, posegraph.Poses, 3)
+	part := []int{0, 0, 1, 1} // poses 0 and 1 in part 0, 2 and 3 in part 1
+	rounded, err := rounding.RoundByParts(g, x, part)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rounding.ToGauge(g, rounded)
+	printPoses(rounded)
+	// Output:
+	// pose 0: t = (0, 0), angle 0 deg
+	// pose 1: t = (1, 0), angle 90 deg
+	// pose 2: t = (1, 1), angle 180 deg
+	// pose 3: t = (0, 1), angle -90 deg
+}

@@ -69,8 +69,24 @@ func ReadOut(x *blockmat.Blocks, d int, skip []bool) []posegraph.Pose {
 // number, but only the dominant d-dimensional subspace is wanted and at a
 // relaxation optimum it is separated from the rest by a wide gap.
 func topLeftSingular(x *blockmat.Blocks, d int, skip []bool) []float64 {
-	r, b := x.R, x.B
+	r := x.R
 	g := make([]float64, r*r)
+	addGram(g, x, d, skip)
+	return TopLeft(g, r, d)
+}
+
+// Gram adds a part's share of Y Y^T (r x r, row-major), sum over its
+// blocks i not skipped of Y_i Y_i^T, to g: a distributed run's agents each
+// add their own blocks, and TopLeft of the sum is the rounding's U_d.
+func Gram(g []float64, x *blockmat.Blocks, d int, skip []bool) {
+	checkShape(x, d, skip)
+	addGram(g, x, d, skip)
+}
+
+// addGram adds sum over x's blocks of Y_i Y_i^T to g's upper triangle and
+// mirrors it (g symmetric on return when it was on entry).
+func addGram(g []float64, x *blockmat.Blocks, d int, skip []bool) {
+	r, b := x.R, x.B
 	for i := 0; i < x.N; i++ {
 		if skip != nil && skip[i] {
 			continue
@@ -93,6 +109,11 @@ func topLeftSingular(x *blockmat.Blocks, d int, skip []bool) []float64 {
 			g[p*r+q] = g[q*r+p]
 		}
 	}
+}
+
+// TopLeft returns U_d (r x d, row-major), the top d eigenvectors of the
+// symmetric r x r matrix g = Y Y^T (Gram), in descending order.
+func TopLeft(g []float64, r, d int) []float64 {
 	var eig mat.EigenSym
 	ud := make([]float64, r*d)
 	if !eig.Factorize(mat.NewSymDense(r, g), true) {
@@ -121,9 +142,24 @@ func topLeftSingular(x *blockmat.Blocks, d int, skip []bool) []float64 {
 // With translations (and a translation column in x) each pose's T is
 // U_d^T p_i, reflected with the rotations.
 func roundWith(x *blockmat.Blocks, d int, ud []float64, skip []bool, translations bool) []posegraph.Pose {
+	out, positive, voters := Project(x, d, ud, skip)
+	// U_d is determined only up to O(d); a reflection would make most R^_i
+	// improper. Flipping the last row of U_d^T (the weakest direction) is
+	// the reflection that fixes the majority.
+	Finish(out, x, d, ud, skip, 2*positive < voters, translations)
+	return out
+}
+
+// Project is the rounding's step 2 on a part's blocks (all of x's blocks
+// for a whole point): R^_i = U_d^T Y_i for every block not skipped
+// (identity for a skipped one), and the votes for the reflection, how many
+// R^_i have a positive determinant among how many. A distributed run's
+// agents each project their own blocks; the coordinator adds the votes,
+// and flip = 2 positive < voters over all of them.
+func Project(x *blockmat.Blocks, d int, ud []float64, skip []bool) (out []posegraph.Pose, positive, voters int) {
+	checkShape(x, d, skip)
 	r, b, n := x.R, x.B, x.N
-	out := make([]posegraph.Pose, n)
-	positive, voters := 0, 0
+	out = make([]posegraph.Pose, n)
 	for i := 0; i < n; i++ {
 		if skip != nil && skip[i] {
 			out[i] = posegraph.Identity(d)
@@ -146,10 +182,14 @@ func roundWith(x *blockmat.Blocks, d int, ud []float64, skip []bool, translation
 			positive++
 		}
 	}
-	// U_d is determined only up to O(d); a reflection would make most R^_i
-	// improper. Flipping the last row of U_d^T (the weakest direction) is
-	// the reflection that fixes the majority.
-	flip := 2*positive < voters
+	return out, positive, voters
+}
+
+// Finish is the rounding's step 3 on Project's output: the reflection
+// (flip) and the nearest rotation of every block not skipped; with
+// translations each pose's T is U_d^T p_i, reflected with the rotations.
+func Finish(out []posegraph.Pose, x *blockmat.Blocks, d int, ud []float64, skip []bool, flip, translations bool) {
+	r, b := x.R, x.B
 	for i := range out {
 		if translations && b > d {
 			blk := x.Block(i)
@@ -176,7 +216,6 @@ func roundWith(x *blockmat.Blocks, d int, ud []float64, skip []bool, translation
 		}
 		nearestRotation(rh[:d*d], rh[:d*d], d)
 	}
-	return out
 }
 
 // nearestRotation writes into dst the rotation closest to src in the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // certificate is the outcome of checking a point X (docs/design.md section 5):
@@ -92,6 +93,25 @@ type certifier struct {
 	weightAll, weightAnchor float64
 	// deadline, when set, stops a check between its factorizations.
 	deadline time.Time
+	// ddPart, when set, assigns each block of Q to a part (a distributed
+	// run's agents): the test then factors in the parts' order, every
+	// part's interior first and the boundary system last
+	// (sparse.DomainCholesky), the order in which agents that hold only
+	// their own rows factor, and the anchor is a boundary pose, the
+	// boundary system's last pivot (ddAnchor when >= 0, else the lightest
+	// boundary pose). The proof is the same: a Cholesky factor of the
+	// scaled, shifted, grounded S whose pivots pass the test relative to
+	// its largest diagonal entry, in another order.
+	ddPart   []int
+	ddAnchor int
+	dd       *sparse.DomainCholesky
+	// prover, when set, makes the test by parts where the parts hold the
+	// point (a level optimizer's PartsProver): ddPart and ddAnchor are
+	// then its partition and anchor, so that a failed test, which the
+	// driver repeats on the gathered point for the eigenvector, is made
+	// in the same order with the same anchor and floor.
+	prover      PartsProver
+	domainReady bool // analyzeDomain has chosen the anchor
 }
 
 // newCertifier prepares the checks against q. S's storage is made when S
@@ -101,7 +121,7 @@ type certifier struct {
 func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
 	free := rotationFreeBlocks(q, d)
 	c := &certifier{q: q, d: d, scale: jacobiScale(q), gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
-		perm: perm, seed: seed, free: free, nposes: q.N - countFree(free)}
+		perm: perm, seed: seed, free: free, nposes: q.N - countFree(free), ddAnchor: -1}
 	c.weightAll = c.shiftWeight(-1)
 	return c
 }
@@ -228,40 +248,46 @@ func (c *certifier) cost(sh shift) float64 {
 // kitti_00, translations over kilometres).
 func (c *certifier) buildShifted(sh shift) {
 	copy(c.sh.Val, c.s.Val)
-	b, d := c.q.B, c.d
-	scale := c.scale
-	sparse.ScaleCongruent(c.sh, scale)
+	b := c.q.B
+	sparse.ScaleCongruent(c.sh, c.scale)
 	for i := 0; i < c.q.N; i++ {
-		blk := c.sh.Block(c.sh.Diag[i])
-		if c.free != nil && c.free[i] {
-			// A landmark's Y rows and columns of S are zero: any positive
-			// diagonal leaves the test unchanged, and its translation
-			// diagonal keeps the pivots in scale.
-			for a := 0; a < d; a++ {
-				blk[a*b+a] = blk[d*b+d]
-			}
-			continue
+		shiftDiagBlock(c.sh.Block(c.sh.Diag[i]), c.scale[i*b:(i+1)*b], sh, i == c.anchor, c.free != nil && c.free[i], c.d)
+	}
+}
+
+// shiftDiagBlock applies buildShifted's shift and grounding to one pose's
+// diagonal block of D S D (scale its D; anchor: the pose is the anchor;
+// free: a landmark), the same for a whole matrix and for a part's rows.
+func shiftDiagBlock(blk, scale []float64, sh shift, anchor, free bool, d int) {
+	b := len(scale)
+	if free {
+		// A landmark's Y rows and columns of S are zero: any positive
+		// diagonal leaves the test unchanged, and its translation
+		// diagonal keeps the pivots in scale.
+		for a := 0; a < d; a++ {
+			blk[a*b+a] = blk[d*b+d]
 		}
-		if !sh.anchor || i == c.anchor {
-			for a := 0; a < d; a++ {
-				blk[a*b+a] += sh.sigma
-			}
+		return
+	}
+	if !sh.anchor || anchor {
+		for a := 0; a < d; a++ {
+			blk[a*b+a] += sh.sigma
 		}
-		if sh.mu != 0 {
-			for a := 0; a < d; a++ {
-				s := scale[i*b+a]
-				blk[a*b+a] += sh.mu * s * s
-			}
+	}
+	if sh.mu != 0 {
+		for a := 0; a < d; a++ {
+			s := scale[a]
+			blk[a*b+a] += sh.mu * s * s
 		}
-		if i == c.anchor && b > d {
-			// mu = the diagonal itself: any mu > 0 grounds. A pose with
-			// no edge (a graph of one pose) has a zero translation row,
-			// which any mu > 0 leaves positive semidefinite too.
-			if blk[d*b+d] == 0 {
-				blk[d*b+d] = 1
-			} else {
-				blk[d*b+d] *= 2
-			}
+	}
+	if anchor && b > d {
+		// mu = the diagonal itself: any mu > 0 grounds. A pose with no
+		// edge (a graph of one pose) has a zero translation row, which
+		// any mu > 0 leaves positive semidefinite too.
+		if blk[d*b+d] == 0 {
+			blk[d*b+d] = 1
+		} else {
+			blk[d*b+d] *= 2
 		}
 	}
 }
@@ -309,6 +335,13 @@ func (c *certifier) pastDeadline() bool {
 }
 
 func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (certificate, error) {
+	if c.prover != nil {
+		// A test the parts could not make (an agent gone) or that failed is
+		// made on the gathered point, in the same order.
+		if cert, ok, err := c.certifyByParts(m.d, x); err == nil && ok {
+			return cert, nil
+		}
+	}
 	nq := m.newBlocks()
 	m.mulQ(nq, x)
 	d := m.d
@@ -316,7 +349,7 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 	m.lambda(cert.lam, x, nq)
 	cert.trLambda = m.traceLambda(cert.lam)
 	c.buildS(cert.lam, d)
-	if c.chol == nil {
+	if !c.analyzed() {
 		if err := c.analyze(); err != nil {
 			return cert, err
 		}
@@ -331,7 +364,7 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			break
 		}
 		c.buildShifted(t)
-		err := c.chol.FactorizeBlocks(c.sh, 0)
+		err := c.factor()
 		if err == nil {
 			cost := c.cost(t)
 			cert.psd, cert.shiftPoses = true, c.nposes
@@ -341,8 +374,8 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			cert.eta, cert.sigma = cost/float64(d*cert.shiftPoses), t.sigma
 			cert.dualBound = cert.trLambda - cost
 			cert.lowerBound, cert.hasLower = cert.dualBound, true
-			cert.minEig = c.inverseIteration(c.chol, cert.eta)
-			cert.method = "cholesky"
+			cert.minEig = c.inverseIteration(cert.eta)
+			cert.method = c.methodName()
 			return cert, nil
 		}
 		var npd *sparse.NotPositiveDefiniteError
@@ -444,7 +477,7 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 		}
 		sh := shift{sigma: c.eigTol + f*unit.sigma, mu: f * unit.mu}
 		c.buildShifted(sh)
-		if c.chol.FactorizeBlocks(c.sh, 0) == nil {
+		if c.factor() == nil {
 			cert.hasLower, cert.lowerBound, cert.sigma, cert.mu = true, cert.trLambda-c.cost(sh), sh.sigma, sh.mu
 			return
 		}
@@ -459,6 +492,9 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 // happens to put last can cost the rounding floor a hundred times more
 // than its lightest neighbour in the top separator.
 func (c *certifier) analyze() error {
+	if c.ddPart != nil {
+		return c.analyzeDomain()
+	}
 	chol, err := analyzeWith(c.sym, c.q, c.perm) // S's pattern is Q's
 	if err != nil {
 		return fmt.Errorf("certificate: analysing S: %w", err)
@@ -513,7 +549,7 @@ const floorUnits = 1e7
 // has (the anchor sets the floor); 0 without a symbolic factorization
 // (an analysis error, which the check then reports).
 func (c *certifier) fUnit() float64 {
-	if c.chol == nil && c.analyze() != nil {
+	if !c.analyzed() && c.analyze() != nil {
 		return 0
 	}
 	return floorUnits * c.floor
@@ -567,7 +603,7 @@ func (c *certifier) tries(sigmaA, sigma float64) []shift {
 // where a fixed number of solves cost a large part of the certificate at
 // a million poses (docs/performance.md, "Tuning figures":
 // inverseIteration).
-func (c *certifier) inverseIteration(chol *sparse.Cholesky, eta float64) float64 {
+func (c *certifier) inverseIteration(eta float64) float64 {
 	v, w := c.inv, c.inv2
 	for k := range v {
 		// A deterministic start with components in every direction.
@@ -576,7 +612,7 @@ func (c *certifier) inverseIteration(chol *sparse.Cholesky, eta float64) float64
 	normalize(v)
 	rq := math.NaN()
 	for it := 0; it < maxInverseSteps; it++ {
-		chol.Solve(w, v)
+		c.solve(w, v)
 		normalize(w)
 		v, w = w, v
 		prev := rq
@@ -619,4 +655,179 @@ func normalize(v []float64) {
 	for k := range v {
 		v[k] /= s
 	}
+}
+
+// analyzed reports whether the test's symbolic factorization (and so the
+// anchor) is made.
+func (c *certifier) analyzed() bool { return c.chol != nil || c.dd != nil || c.domainReady }
+
+// factor factors the scaled, shifted, grounded S that buildShifted made:
+// the whole matrix in Q's fill-reducing order, or in the parts' order
+// (ddPart). Either fails with a *sparse.NotPositiveDefiniteError on a
+// pivot at or below sparse.PivotTol times c.sh's largest diagonal entry.
+func (c *certifier) factor() error {
+	if c.ddPart != nil {
+		if c.dd == nil {
+			dd, err := sparse.NewDomainCholesky(c.q, c.ddPart, nil, c.anchor)
+			if err != nil {
+				return fmt.Errorf("certificate: analysing S by parts: %w", err)
+			}
+			c.dd = dd
+		}
+		return c.dd.Factorize(c.sh)
+	}
+	return c.chol.FactorizeBlocks(c.sh, 0)
+}
+
+// solve applies the last successful factor's inverse.
+func (c *certifier) solve(x, b []float64) {
+	if c.dd != nil {
+		c.dd.Solve(x, b)
+		return
+	}
+	c.chol.Solve(x, b)
+}
+
+// methodName names the proof in the report: "cholesky", or
+// "cholesky-dd" for the same factorization in a partition's order.
+func (c *certifier) methodName() string {
+	if c.ddPart != nil {
+		return MethodCholeskyDD
+	}
+	return "cholesky"
+}
+
+// MethodCholeskyDD is Level.Method of a certificate proven by a
+// domain-decomposition Cholesky (interiors first, a partition's boundary
+// system last): the same proof as "cholesky" in another elimination order.
+const MethodCholeskyDD = "cholesky-dd"
+
+// analyzeDomain is analyze for a partition (ddPart): the anchor is a
+// boundary pose (ddAnchor, or the lightest one: its shift costs the bound
+// least, the rule analyze applies to the trailing clique), made the
+// boundary system's last pivot.
+func (c *certifier) analyzeDomain() error {
+	q, part := c.q, c.ddPart
+	if len(part) != q.N {
+		return fmt.Errorf("certificate: a partition of %d blocks for %d", len(part), q.N)
+	}
+	anchor := c.ddAnchor
+	if anchor < 0 || anchor >= q.N || (c.free != nil && c.free[anchor]) {
+		anchor = -1
+		bestW := math.Inf(1)
+		for pass := 0; pass < 2 && anchor < 0; pass++ {
+			for i := 0; i < q.N; i++ {
+				if c.free != nil && c.free[i] {
+					continue
+				}
+				boundary := pass == 1 // no boundary pose (one part): any pose
+				for k := q.RowPtr[i]; k < q.RowPtr[i+1] && !boundary; k++ {
+					boundary = part[q.ColIdx[k]] != part[i]
+				}
+				if w := c.poseWeight(i); boundary && w < bestW {
+					anchor, bestW = i, w
+				}
+			}
+		}
+		if anchor < 0 {
+			return errors.New("certificate: no pose to anchor the gauge")
+		}
+	}
+	// The factorization's analysis waits for the first factor (factor):
+	// a test made by the parts (prover) needs none.
+	c.anchor, c.domainReady = anchor, true
+	c.weightAnchor = c.poseWeight(c.anchor)
+	c.floor = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
+	return nil
+}
+
+// PartsProver is implemented by a level optimizer whose parts hold the
+// point and can make the certificate's test themselves (partcert.go: each
+// part its Lambda blocks, its rows of the scaled, shifted S, its interior
+// factor and Schur complement; the optimizer the boundary system), so
+// that the driver never builds or factors S: the staircase asks a level
+// optimizer that implements PartsProviders for one (PartsProver) and uses
+// it when it is not nil. A test that fails by parts is made again on the
+// gathered point in the same order (for the eigenvector the escape
+// needs), so a proof is never claimed on less than the central test.
+type PartsProver interface {
+	// ProofPartition returns the part of every pose and the anchor pose
+	// (a boundary pose, which the boundary factor eliminates last).
+	ProofPartition() (part []int, anchor int)
+	// ProveLambda has every part compute its Lambda blocks at x and
+	// returns the sum of their traces. x is usually the point the last
+	// Optimize left, which the parts hold; a prover whose parts hold
+	// another point (the driver also tests its roundings) gives them x
+	// first.
+	ProveLambda(x *blockmat.Blocks) (float64, error)
+	// ProveFactor factors D S D plus sh by parts, with the blocks of the
+	// last ProveLambda, and reports whether every pivot passed the test
+	// against sparse.PivotTol times the whole matrix's largest diagonal
+	// entry.
+	ProveFactor(sh ProofShift) (bool, error)
+}
+
+// PartsProviders is the optional interface of a LevelOptimizer whose
+// parts hold the point and can certify it (PartsProver) and round it
+// (PartsRounder) without gathering it; either returns nil to leave that
+// to the driver. The staircase asks once, after Init.
+type PartsProviders interface {
+	PartsProver(r *Run) PartsProver
+	PartsRounder(r *Run) PartsRounder
+}
+
+// MethodCholeskyParts is Level.Method of a certificate proven by parts
+// where they hold the point (PartsProver): the pivots of a
+// domain-decomposition Cholesky, as MethodCholeskyDD, made by the parts
+// and the boundary system without the point gathered.
+const MethodCholeskyParts = "cholesky-parts"
+
+// usePartsProver makes c test by parts through p.
+func (c *certifier) usePartsProver(p PartsProver) {
+	c.prover = p
+	c.ddPart, c.ddAnchor = p.ProofPartition()
+}
+
+// certifyByParts is certify's factor tests made by the prover, with the
+// same shifts in the same order and the same bound. ok is false when no
+// shift passed (the caller then tests the gathered point and finds the
+// eigenvector). The smallest eigenvalue is not estimated (NaN): inverse
+// iteration would need solves by parts, and the estimate is no part of
+// the proof.
+func (c *certifier) certifyByParts(d int, x *sparse.Blocks) (cert certificate, ok bool, err error) {
+	if !c.analyzed() {
+		if err := c.analyze(); err != nil {
+			return cert, false, err
+		}
+	}
+	tr, err := c.prover.ProveLambda(x)
+	if err != nil {
+		return cert, false, fmt.Errorf("certificate by parts: %w", err)
+	}
+	cert = certificate{trLambda: tr, minEig: math.NaN(), floorCost: c.floor}
+	slack := gapAllowed(tr, c.fUnit(), c.gapTol, c.gapAbs) / 2
+	sigmaA := math.Max(slack/c.weightAnchor, 10*c.eigTol)
+	sigma := math.Max(slack/c.weightAll, c.eigTol)
+	for k, t := range c.tries(sigmaA, sigma) {
+		if k > 0 && c.pastDeadline() {
+			return cert, false, nil
+		}
+		passed, err := c.prover.ProveFactor(ProofShift{Sigma: t.sigma, Mu: t.mu, AnchorOnly: t.anchor, Anchor: c.anchor})
+		if err != nil {
+			return cert, false, fmt.Errorf("certificate by parts: %w", err)
+		}
+		if passed {
+			cost := c.cost(t)
+			cert.psd, cert.shiftPoses = true, c.nposes
+			if t.anchor {
+				cert.shiftPoses = 1
+			}
+			cert.eta, cert.sigma = cost/float64(d*cert.shiftPoses), t.sigma
+			cert.dualBound = tr - cost
+			cert.lowerBound, cert.hasLower = cert.dualBound, true
+			cert.method = MethodCholeskyParts
+			return cert, true, nil
+		}
+	}
+	return cert, false, nil
 }

@@ -166,6 +166,26 @@ type DistributedReport struct {
 	// authentication, which were dropped, never applied.
 	Authenticated bool           `json:"authenticated"`
 	Rejected      AuthRejections `json:"rejected"`
+	// Certificate says where the certificate's test was made: "parts"
+	// (each agent factored its rows of the shifted S and sent the Schur
+	// complement on its boundary poses, the coordinator factored the
+	// boundary system of CertificateBoundaryPoses poses) or "central"
+	// (the coordinator factored S from the gathered point).
+	// CertificateFactorizations counts the tests by parts,
+	// CertificateBytes their traffic (part of CoordinatorBytes), and
+	// CertificateFallbacks the tests by parts that an agent's failure
+	// sent to the gathered point.
+	Certificate               string `json:"certificate,omitempty"`
+	CertificateBoundaryPoses  int    `json:"certificate_boundary_poses,omitempty"`
+	CertificateFactorizations int    `json:"certificate_factorizations,omitempty"`
+	CertificateBytes          int64  `json:"certificate_bytes,omitempty"`
+	CertificateFallbacks      int    `json:"certificate_fallbacks,omitempty"`
+	// Roundings counts the roundings made by parts (each agent its own
+	// blocks and its interior translation factor, the coordinator U_d,
+	// the reflection and the boundary system), RoundingBytes their
+	// traffic (part of CoordinatorBytes, the rounded poses included).
+	Roundings     int   `json:"roundings_by_parts,omitempty"`
+	RoundingBytes int64 `json:"rounding_bytes,omitempty"`
 }
 
 // AuthRejections counts rejected messages by cause: forged (no valid MAC,

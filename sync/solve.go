@@ -284,13 +284,18 @@ func roundEstimate(g *posegraph.Graph, x *sparse.Blocks, d int, prob posegraph.P
 	if err := plan.SettleWorld(poses, prob == posegraph.Rotations); err != nil {
 		return nil, err
 	}
+	return inGaugeRounded(g, poses, prob), nil
+}
+
+// inGaugeRounded fixes the gauge of a rounding (rounding.ToGauge).
+func inGaugeRounded(g *posegraph.Graph, poses []posegraph.Pose, prob posegraph.Problem) []posegraph.Pose {
 	rounding.ToGauge(g, poses)
 	if prob == posegraph.Rotations {
 		for i := range poses {
 			poses[i].T = [3]float64{} // the gauge moved them; rotations carry none
 		}
 	}
-	return poses, nil
+	return poses
 }
 
 // settle ends a solve whose estimate res.Poses, res.Objective, res.Rank

@@ -132,6 +132,7 @@ type Run struct {
 	start, deadline time.Time
 	cert            *certifier
 	method          MethodInfo
+	rounder         PartsRounder // nil: the driver rounds (PartsProviders)
 }
 
 // Graph returns the graph being solved (the input, or its largest
@@ -218,7 +219,7 @@ func SolveWith(ctx context.Context, g *posegraph.Graph, opts Options, m LevelOpt
 // size (Incremental's next step), factors into their storage instead of
 // allocating and zeroing new. Nothing uses them after the run.
 func (r *Run) release(m LevelOptimizer) {
-	if r.cert != nil {
+	if r.cert != nil && r.cert.chol != nil {
 		r.cert.chol.Release()
 	}
 	r.plan.Release()
@@ -274,6 +275,12 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	r.cert = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
 	r.cert.deadline = r.deadline
 	r.cert.sym = r.sym
+	if pp, ok := m.(PartsProviders); ok {
+		if p := pp.PartsProver(r); p != nil {
+			r.cert.usePartsProver(p)
+		}
+		r.rounder = pp.PartsRounder(r)
+	}
 
 	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
 	if opts.Rank0 > d {
@@ -411,7 +418,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 		if k < 0 {
 			return readOut(g, x, d, opts.Problem), nil
 		}
-		return roundEstimate(g, x, d, opts.Problem, r.plan)
+		return r.roundEstimate(x)
 	}
 	poses, err := round(x)
 	if err != nil {
@@ -441,7 +448,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 			res.Timings.Optimize += refined
 			res.Refine = &lv
 			if err == nil || errors.Is(err, context.DeadlineExceeded) {
-				p, err := roundEstimate(g, xr, d, opts.Problem, r.plan)
+				p, err := r.roundEstimate(xr)
 				if err != nil {
 					return nil, err
 				}
@@ -579,4 +586,30 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 		}
 	}
 	return lv, c, stop, true, nil
+}
+
+// PartsRounder rounds a point by a level optimizer's parts, without
+// gathering it (rounding.RoundByParts: each part
+// its share of Y Y^T, its projections and reflection votes, its interior
+// translation factor; the optimizer the sums and the boundary system).
+// RoundByParts returns x rounded with its translations recovered, before
+// the gauge is fixed; an error leaves the rounding to the driver. The
+// driver uses it for graphs without landmarks and priors, which it
+// rounds itself.
+type PartsRounder interface {
+	RoundByParts(x *blockmat.Blocks) ([]posegraph.Pose, error)
+}
+
+// roundEstimate is the package's roundEstimate, by the level optimizer's
+// parts when it offered a PartsRounder and the graph lets it.
+func (r *Run) roundEstimate(x *sparse.Blocks) ([]posegraph.Pose, error) {
+	g, prob := r.g, r.opts.Problem
+	if pr := r.rounder; pr != nil && !g.HasLandmarks() && g.World() < 0 {
+		poses, err := pr.RoundByParts(x)
+		if err == nil && len(poses) == g.N() {
+			return inGaugeRounded(g, poses, prob), nil
+		}
+		r.opts.Logger.Warn("rounding by parts failed; rounding the gathered point", "err", err)
+	}
+	return roundEstimate(g, x, g.D, prob, r.plan)
 }

@@ -290,6 +290,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	timeout := fs.Duration("timeout", 30*time.Second, "end the run when an agent has not answered for this long (the estimate so far is written, status \"aborted by an error\")")
 	checkpoint := fs.String("checkpoint", "", "write the run's state to `FILE` after each level and every --checkpoint-rounds rounds (atomically), for --resume")
 	checkpointRounds := fs.Int("checkpoint-rounds", 100, "rounds between two checkpoints within a level")
+	central := fs.Bool("central", false, "the coordinator certifies and rounds the gathered point itself instead of the agents by parts (the same proof and rounding; a reference)")
 	resume := fs.String("resume", "", "start from the checkpoint `FILE` of a run of the same FILE and partition (not the --checkpoint file: an input is never overwritten)")
 	sf := &f.solve
 	sf.registerExcept(fs, distributedNotTaken)
@@ -436,7 +437,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	opts := distributed.Options{
 		Sync:    sopts,
 		Subject: f.subject, MaxRounds: *maxRounds, Timeout: *timeout, Key: key,
-		CheckpointRounds: *checkpointRounds, Resume: resumed,
+		CheckpointRounds: *checkpointRounds, Resume: resumed, Central: *central,
 	}
 	if *checkpoint != "" {
 		opts.Checkpoint = checkpointWriter(*checkpoint, stderr, sf.quiet)

@@ -681,8 +681,15 @@ func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 		}
 		return
 	}
-	// Supernodal: up to manyBlock columns at a time, interleaved (row i
-	// of the block at y[i*k:]) so that L is read once per group.
+	c.manyGroups(x, b, nrhs, true)
+}
+
+// manyGroups is SolveMany's supernodal path (backward) and ForwardMany's
+// (not backward: the forward half only, the result left in pivot order):
+// up to manyBlock columns at a time, interleaved (row i of the block at
+// y[i*k:]) so that L is read once per group.
+func (c *Cholesky) manyGroups(x, b []float64, nrhs int, backward bool) {
+	n := c.n
 	for k0 := 0; k0 < nrhs; k0 += manyBlock {
 		k := min(manyBlock, nrhs-k0)
 		if len(c.ymany) < n*k {
@@ -695,14 +702,64 @@ func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 				y[p*k+t] = bt[i]
 			}
 		}
-		c.sn.solveMany(y, k)
+		if backward {
+			c.sn.solveMany(y, k)
+		} else {
+			c.sn.forwardK(y, k)
+		}
 		for t := 0; t < k; t++ {
 			xt := x[(k0+t)*n : (k0+t+1)*n]
-			for p, i := range c.perm {
-				xt[i] = y[p*k+t]
+			if backward {
+				for p, i := range c.perm {
+					xt[i] = y[p*k+t]
+				}
+				continue
+			}
+			for p := range xt {
+				xt[p] = y[p*k+t]
 			}
 		}
 	}
+}
+
+// ForwardMany sets w = L^-1 P b for nrhs right-hand sides stored
+// column-major (column k at b[k*n:(k+1)*n]; w's entries in pivot order):
+// the forward half of SolveMany. Its Gram matrix W^T W is B^T A^-1 B,
+// computed as a Cholesky factorization computes a Schur complement (a
+// domain-decomposition factor's Schur complement is A_BB - W^T W with
+// B = A_IB, with the rounding of one triangular solve, not of two).
+// w and b may not alias.
+func (c *Cholesky) ForwardMany(w, b []float64, nrhs int) {
+	n := c.n
+	if nrhs < 0 || len(w) < n*nrhs || len(b) < n*nrhs {
+		panic(fmt.Sprintf("sparse: ForwardMany with %d right-hand sides in slices of length %d and %d for order %d", nrhs, len(w), len(b), n))
+	}
+	if !c.ok {
+		for i := range w[:n*nrhs] {
+			w[i] = math.NaN()
+		}
+		return
+	}
+	if c.simplicial {
+		lp, li, lx := c.lp, c.li, c.lx
+		for t := 0; t < nrhs; t++ {
+			y := w[t*n : (t+1)*n]
+			for k, i := range c.perm {
+				y[k] = b[t*n+i]
+			}
+			for j := 0; j < n; j++ {
+				yj := y[j] / lx[lp[j]]
+				y[j] = yj
+				rows := li[lp[j]+1 : lp[j+1]]
+				vals := lx[lp[j]+1 : lp[j+1]]
+				for q, r := range rows {
+					y[r] -= vals[q] * yj
+				}
+			}
+		}
+		return
+	}
+	c.manyGroups(w, b, nrhs, false)
 }
 
 // manyBlock is the number of right-hand sides SolveMany treats together.

@@ -46,7 +46,14 @@ const (
 )
 
 // solveK is the solve for k interleaved right-hand sides.
-func (sn *supernodes) solveK(y []float64, k int) {
+func (sn *supernodes) solveK(y []float64, k int) { sn.solveHalves(y, k, true) }
+
+// forwardK is solveK's forward half only: y = L^-1 y.
+func (sn *supernodes) forwardK(y []float64, k int) { sn.solveHalves(y, k, false) }
+
+// solveHalves is the forward solve with L and, when backward, the
+// backward solve with L^T.
+func (sn *supernodes) solveHalves(y []float64, k int, backward bool) {
 	if k > manyBlock {
 		panic("sparse: supernodal solve of more than manyBlock right-hand sides at once")
 	}
@@ -74,11 +81,13 @@ func (sn *supernodes) solveK(y []float64, k int) {
 	for _, s := range p.top {
 		sn.forwardTop(s)
 	}
-	for i := len(p.top) - 1; i >= 0; i-- {
-		sn.backwardTop(p.top[i])
-	}
-	if len(p.tasks) > 0 {
-		p.run(sn, jobTaskBwd, len(p.tasks))
+	if backward {
+		for i := len(p.top) - 1; i >= 0; i-- {
+			sn.backwardTop(p.top[i])
+		}
+		if len(p.tasks) > 0 {
+			p.run(sn, jobTaskBwd, len(p.tasks))
+		}
 	}
 	p.quit.Store(true)
 	p.wg.Wait()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
 // AgentOptions control one agent.
@@ -96,6 +97,8 @@ type agent struct {
 	rejected    int
 	stopped     chan struct{}
 	fingerprint string
+	proof       *bsync.PartCertifier // the certificate by parts (prove.go), made on first use
+	round       roundState           // the rounding by parts (round.go)
 }
 
 // RunAgent runs agent k of partition p on bus until the coordinator stops
@@ -384,6 +387,14 @@ func (a *agent) onCommand(data []byte) []byte {
 		}
 	case opPublish:
 		if err := a.publish(); err != nil {
+			return fail(err)
+		}
+	case opProveSetup, opProveLambda, opProveFactor:
+		if err := a.prove(m, rep); err != nil {
+			return fail(err)
+		}
+	case opRoundSetup, opRoundGram, opRoundProject, opRoundReduce, opRoundBack:
+		if err := a.roundCmd(m, rep); err != nil {
 			return fail(err)
 		}
 	case opStop:

@@ -93,6 +93,9 @@ func BenchmarkDistributedGrid(b *testing.B) {
 			b.ReportMetric(float64(bus.Bytes.Load()), "bytes")
 			b.ReportMetric(float64(bus.Messages.Load())/rounds, "msgs/round")
 			b.ReportMetric(float64(bus.Bytes.Load())/rounds, "bytes/round")
+			b.ReportMetric(float64(st.ProofBytes), "cert-bytes")
+			b.ReportMetric(float64(st.ProofBoundaryPoses), "cert-boundary")
+			b.ReportMetric(float64(st.RoundingBytes), "round-bytes")
 		})
 	}
 }

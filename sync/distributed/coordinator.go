@@ -89,6 +89,11 @@ type Options struct {
 	// hold the gradient, and which stall (docs/distributed.md). It runs on
 	// the solve's goroutine; grad is reused.
 	AgentProgress func(rank, iter int, grad []float64)
+	// Central makes the coordinator certify and round the gathered point
+	// itself, as before the certificate and the rounding by parts
+	// (prove.go, round.go), which are the default: a reference, and a
+	// way round a fault in them.
+	Central bool
 }
 
 // InitCheckpoint names a resumed run's initialization (Options.Resume) in
@@ -166,6 +171,21 @@ type Stats struct {
 	// them, at the agents.
 	Authenticated bool
 	Rejected      Rejections
+	// Certificate is "parts" when the agents made the certificate's test
+	// (prove.go) and "central" when the coordinator made it on the
+	// gathered point; ProofBoundaryPoses is the size of the boundary
+	// system it factored, ProofFactorizations the factorizations by
+	// parts, ProofBytes their traffic (in RequestBytes), ProofFallbacks
+	// the tests by parts that failed for want of an agent and were made
+	// on the gathered point.
+	Certificate                             string
+	ProofBoundaryPoses, ProofFactorizations int
+	ProofBytes                              int64
+	ProofFallbacks                          int
+	// Roundings counts the roundings made by parts (round.go), whose
+	// traffic RoundingBytes is (in RequestBytes).
+	Roundings     int
+	RoundingBytes int64
 }
 
 // RoundBytes is the traffic of the rounds per round: every message but
@@ -193,6 +213,9 @@ func (s *Stats) Report(coordinatorRSS int64) *bsync.DistributedReport {
 		Checkpoints: s.Checkpoints, ResumedRounds: s.ResumedRounds, ResumedRank: s.ResumedRank,
 		Authenticated: s.Authenticated,
 		Rejected:      bsync.AuthRejections{Forged: s.Rejected.Forged, Replayed: s.Rejected.Replayed, Foreign: s.Rejected.Foreign},
+		Certificate:   s.Certificate, CertificateBoundaryPoses: s.ProofBoundaryPoses,
+		CertificateFactorizations: s.ProofFactorizations, CertificateBytes: s.ProofBytes, CertificateFallbacks: s.ProofFallbacks,
+		Roundings: s.Roundings, RoundingBytes: s.RoundingBytes,
 	}
 	if s.BoundaryPoses > 0 {
 		r.BytesPerRoundPerBoundaryPose = r.BytesPerRound / float64(s.BoundaryPoses)
@@ -230,6 +253,13 @@ type coordinator struct {
 	// fingerprint identifies the problem and partition; an agent holding
 	// another refuses to join.
 	fingerprint string
+	// ctx is the solve's context, for the certificate and the rounding
+	// by parts, which the staircase calls without one.
+	ctx context.Context
+	// roundBT is the rounding's boundary system, made on first use, and
+	// roundBnd each agent's boundary poses in it.
+	roundBT  *rounding.BoundaryTranslations
+	roundBnd [][]int
 }
 
 // MethodRBCD names the distributed level optimizer (Result.Method): rounds
@@ -259,6 +289,8 @@ func Solve(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts 
 		return nil, nil, err
 	}
 	defer c.auth.report(&c.stats)
+	c.ctx = ctx
+	c.stats.Certificate = "central"
 	res, err := bsync.SolveWith(ctx, g, c.opts.Sync, c)
 	if err != nil {
 		return nil, &c.stats, err

@@ -39,7 +39,7 @@
 // Options.CheckTol; the coordinator then gathers the point and makes its
 // translations exact (one sparse solve). Everything else is the
 // staircase's, as for sync.Solve: the certificate (Cholesky of the scaled
-// S plus a shift), the proof refinements (a passed test whose gap is
+// S plus a shift, made by the agents: see below), the proof refinements (a passed test whose gap is
 // above the allowance, or a failed one at a point not converged enough,
 // sends the rounds on to a hundredfold smaller gradient norm, down to
 // Sync.GradTol), the inconsistent-data test, the saddle escape (the next
@@ -49,16 +49,29 @@
 // report mean what they mean for sync.Solve; the report records the
 // rounds of each level (levels[].rounds) and the coordinator's options.
 //
-// The certificate is central in this version: the coordinator factors S
-// itself. Lambda is block-diagonal, so each agent could compute its own
-// blocks, but proving S positive semidefinite needs either a factorization
-// of all of S or a distributed eigensolver (Lanczos with agent
-// matrix-vector products, as DC2-PGO does); the first gives the same
-// rigorous bound as sync.Solve with one gather of the point (the same
-// traffic as one round of public poses, once per staircase level), where
-// an eigensolver needs hundreds of rounds of messages and only estimates
-// lambda_min. Rounding and translation recovery are central for the same
-// reason.
+// # Certificate and rounding by parts
+//
+// The coordinator is a sync.PartsProviders: the staircase's certificate
+// and rounding are made by the agents (prove.go, round.go). Each agent
+// computes its own Lambda blocks from its blocks of the point and its
+// neighbours' public poses, builds its rows of the scaled, shifted S,
+// factors their interior block (its poses with no edge to another part)
+// and sends the Schur complement on its boundary poses
+// (sync.PartCertifier); the coordinator adds the complements and the
+// blocks of Q between parts and factors that boundary system
+// (sync.BoundaryProof). The pivots are those of a Cholesky factorization
+// of the whole matrix in the order interiors first, tested against its
+// largest diagonal entry: the central proof, with the same shifts and
+// bound, in another order. The rounding goes the same way: U_d from the
+// agents' shares of Y Y^T, the reflection from their votes, each agent's
+// rotations its own, and the translations through each agent's interior
+// factor and a boundary system (rounding.RoundByParts). A test by parts
+// that fails (a saddle) is made again on the gathered point, in the same
+// order, for the eigenvector of the saddle escape, which stays central;
+// the coordinator also still gathers the point after each level's rounds
+// (its exact translations, checkpoints, the escape). Options.Central
+// keeps the coordinator's own test and rounding of the gathered point.
+// docs/distributed.md has the method and its figures.
 //
 // # Transport
 //

@@ -39,6 +39,12 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 		if m.Op == opGather || m.Op == opSet {
 			c.stats.TransferBytes += n
 		}
+		if m.Op >= opProveSetup && m.Op <= opProveFactor {
+			c.stats.ProofBytes += n
+		}
+		if m.Op >= opRoundSetup && m.Op <= opRoundBack {
+			c.stats.RoundingBytes += n
+		}
 		c.mu.Unlock()
 		if err != nil {
 			lastErr = err

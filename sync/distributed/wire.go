@@ -14,7 +14,8 @@ import (
 //	seq u64 | rank u16 | b u16 | round u32 | f, grad2, norm2 f64 |
 //	mem, sent u64 | dot f64 |
 //	needs u32 + (part u32, seq u64)* | poses u32 + index u32* |
-//	values f64 (poses * rank * b) | text u32 + bytes | CRC-32 (IEEE) of all before
+//	values f64 (poses * rank * b) | ints u32 + u32* | extra u32 + f64* |
+//	text u32 + bytes | CRC-32 (IEEE) of all before
 //
 // little-endian. decode checks the magic, the version, the checksum, every
 // count against the bytes that remain and every value for finiteness, so a
@@ -23,7 +24,7 @@ import (
 // sequence number) is the receiver's check.
 const (
 	wireMagic   = 0x444d4342 // "BCMD" little-endian
-	wireVersion = 2          // 2: the replies' mem, sent and dot
+	wireVersion = 3          // 2: the replies' mem, sent and dot; 3: ints and extra (the certificate by parts)
 	headerSize  = 4 + 4 + 4 + 8 + 8 + 2 + 2 + 4 + 3*8 + 2*8 + 8
 	maxRank     = 64
 )
@@ -37,15 +38,23 @@ const (
 
 // Commands (kindCmd's op).
 const (
-	opInit        = 1 + iota // join a run: reset to the local chordal estimate at a rank
-	opAlign                  // align the local chordal estimate to the parts in needs, publish
-	opUpdate                 // improve the own block given the public poses in needs, publish
-	opStats                  // report the shares of F, ||grad||^2, ||2XQ||^2
-	opGather                 // send every own block (for the central certificate)
-	opSet                    // replace the own blocks (a staircase step) and publish
-	opStop                   // end the agent
-	opPublish                // publish the own public poses again (for a rejoining neighbour)
-	opExtrapolate            // momentum: X <- R(X + beta (X - X_last)), publish (beta in F)
+	opInit         = 1 + iota // join a run: reset to the local chordal estimate at a rank
+	opAlign                   // align the local chordal estimate to the parts in needs, publish
+	opUpdate                  // improve the own block given the public poses in needs, publish
+	opStats                   // report the shares of F, ||grad||^2, ||2XQ||^2
+	opGather                  // send every own block (for the central certificate)
+	opSet                     // replace the own blocks (a staircase step) and publish
+	opStop                    // end the agent
+	opPublish                 // publish the own public poses again (for a rejoining neighbour)
+	opExtrapolate             // momentum: X <- R(X + beta (X - X_last)), publish (beta in F)
+	opProveSetup              // the certificate by parts: boundary poses, their weights, cross blocks of Q
+	opProveLambda             // Lambda blocks at the held point; reply F = the part's tr(Lambda)
+	opProveFactor             // factor the rows of D S D + shift (F sigma, Grad2 mu, Norm2 1: anchor only, Ints anchor)
+	opRoundSetup              // the rounding by parts: boundary poses and couplings of the translation system
+	opRoundGram               // the own blocks' share of Y Y^T (Extra)
+	opRoundProject            // project the own blocks on U_d (Extra); reply F positive, Grad2 voters
+	opRoundReduce             // finish the rotations (Norm2 1: flip), reduce the translation system to the boundary
+	opRoundBack               // the boundary translations (Extra); reply the own poses (Ints, Extra R and T)
 )
 
 // Reply statuses.
@@ -88,6 +97,11 @@ type message struct {
 	// <grad F, X - X_prev> over the agent's poses (sync.BlockProblem's
 	// MomentumInner).
 	Dot float64
+	// Ints and Extra carry the certificate by parts (opProve*): pose
+	// indices and numbers that are not pose blocks (boundary poses, cross
+	// blocks of Q, a Schur complement).
+	Ints  []uint32
+	Extra []float64
 }
 
 // encode appends m's record to buf[:0].
@@ -120,6 +134,14 @@ func encode(buf []byte, m *message) []byte {
 	for _, v := range m.Values {
 		buf = le.AppendUint64(buf, math.Float64bits(v))
 	}
+	buf = le.AppendUint32(buf, uint32(len(m.Ints)))
+	for _, i := range m.Ints {
+		buf = le.AppendUint32(buf, i)
+	}
+	buf = le.AppendUint32(buf, uint32(len(m.Extra)))
+	for _, v := range m.Extra {
+		buf = le.AppendUint64(buf, math.Float64bits(v))
+	}
 	buf = le.AppendUint32(buf, uint32(len(m.Text)))
 	buf = append(buf, m.Text...)
 	return le.AppendUint32(buf, crc32.ChecksumIEEE(buf))
@@ -130,7 +152,7 @@ var errShort = errors.New("truncated")
 // decode parses and checks one record.
 func decode(data []byte) (*message, error) {
 	le := binary.LittleEndian
-	if len(data) < headerSize+4+4+4+4 {
+	if len(data) < headerSize+4+4+4+4+4+4 {
 		return nil, fmt.Errorf("message of %d bytes: %w", len(data), errShort)
 	}
 	body, sum := data[:len(data)-4], le.Uint32(data[len(data)-4:])
@@ -210,6 +232,31 @@ func decode(data []byte) (*message, error) {
 		}
 		if !finite(m.Values) {
 			return nil, errors.New("non-finite pose values")
+		}
+	}
+	nInts, err := count(4)
+	if err != nil {
+		return nil, err
+	}
+	if nInts > 0 {
+		m.Ints = make([]uint32, nInts)
+		for k := range m.Ints {
+			m.Ints[k] = le.Uint32(p)
+			p = p[4:]
+		}
+	}
+	nExtra, err := count(8)
+	if err != nil {
+		return nil, err
+	}
+	if nExtra > 0 {
+		m.Extra = make([]float64, nExtra)
+		for k := range m.Extra {
+			m.Extra[k] = math.Float64frombits(le.Uint64(p))
+			p = p[8:]
+		}
+		if !finite(m.Extra) {
+			return nil, errors.New("non-finite values")
 		}
 	}
 	nText, err := count(1)

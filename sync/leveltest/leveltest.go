@@ -13,6 +13,7 @@ import (
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
+	"github.com/bcmsync/bcmsync/rounding"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
@@ -56,6 +57,9 @@ var Cases = []Case{
 //     momentum may raise it by rounding), the Stiefel parts stay on
 //     St(d, r), lv.F is F at the point returned, Converged means lv.RelGrad
 //     is at most goal.Tol, and a call without steps leaves F where it was;
+//   - an optimizer that certifies and rounds by parts
+//     (bsync.PartsProviders) gives the trace of Lambda at the point it is
+//     given and the central rounding of it (see checked.PartsProver);
 //   - the solve ends with the status and, to 1e-6 relative, the objective
 //     of Solve's.
 func Check(t *testing.T, newOpt Factory) {
@@ -84,6 +88,9 @@ func Check(t *testing.T, newOpt Factory) {
 			if res.Method == "" {
 				t.Error("no method name in the result")
 			}
+			if _, ok := m.inner.(bsync.PartsProviders); ok {
+				t.Logf("by parts: %d provers, %d tests, %d roundings", m.parts, m.proofs, m.roundings)
+			}
 		})
 	}
 }
@@ -95,6 +102,9 @@ type checked struct {
 	inner  bsync.LevelOptimizer
 	calls  int
 	work   *blockmat.Blocks
+	// parts, proofs and roundings count the optimizer's certificate and
+	// rounding by parts (bsync.PartsProviders).
+	parts, proofs, roundings int
 }
 
 func (c *checked) Method(r *bsync.Run) bsync.MethodInfo {
@@ -174,4 +184,120 @@ func stiefelDeviation(x *blockmat.Blocks, d int) float64 {
 		}
 	}
 	return dev
+}
+
+// PartsProver and PartsRounder forward an inner optimizer's
+// (bsync.PartsProviders), checked: the partition fits the graph and its
+// anchor is a pose, every ProveLambda returns the trace of Lambda at the
+// point given (to 1e-9 relative), and every rounding by parts is the
+// central rounding (rounding.Round and RecoverTranslations) to 1e-9, in
+// the gauge (rounding.ToGauge).
+func (c *checked) PartsProver(r *bsync.Run) bsync.PartsProver {
+	pp, ok := c.inner.(bsync.PartsProviders)
+	if !ok {
+		return nil
+	}
+	p := pp.PartsProver(r)
+	if p == nil {
+		return nil
+	}
+	part, anchor := p.ProofPartition()
+	if len(part) != r.Graph().N() || anchor < 0 || anchor >= len(part) {
+		c.errorf("ProofPartition: a partition of %d poses for %d, anchor %d", len(part), r.Graph().N(), anchor)
+	}
+	c.parts++
+	return &checkedProver{PartsProver: p, c: c, r: r}
+}
+
+func (c *checked) PartsRounder(r *bsync.Run) bsync.PartsRounder {
+	pp, ok := c.inner.(bsync.PartsProviders)
+	if !ok {
+		return nil
+	}
+	p := pp.PartsRounder(r)
+	if p == nil {
+		return nil
+	}
+	return &checkedRounder{p: p, c: c, r: r}
+}
+
+type checkedProver struct {
+	bsync.PartsProver
+	c *checked
+	r *bsync.Run
+}
+
+func (p *checkedProver) ProveLambda(x *blockmat.Blocks) (float64, error) {
+	tr, err := p.PartsProver.ProveLambda(x)
+	if err != nil {
+		return tr, err
+	}
+	want := traceLambda(p.r.Q(), x, p.r.Graph().D)
+	if math.Abs(tr-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		p.c.errorf("ProveLambda: tr(Lambda) %.15g, at the point %.15g", tr, want)
+	}
+	p.c.proofs++
+	return tr, nil
+}
+
+type checkedRounder struct {
+	p bsync.PartsRounder
+	c *checked
+	r *bsync.Run
+}
+
+func (p *checkedRounder) RoundByParts(x *blockmat.Blocks) ([]posegraph.Pose, error) {
+	got, err := p.p.RoundByParts(x)
+	if err != nil {
+		return got, err
+	}
+	g := p.r.Graph()
+	d := g.D
+	want := rounding.Round(x, d)
+	if x.B > d {
+		if err := rounding.RecoverTranslations(g, want); err != nil {
+			return got, err
+		}
+	}
+	if len(got) != len(want) {
+		p.c.errorf("RoundByParts: %d poses for %d", len(got), len(want))
+		return got, nil
+	}
+	// U_d is defined up to a rotation where the top eigenvalues of Y Y^T
+	// are close (at rank d they may all be): compare in the gauge.
+	rounding.ToGauge(g, want)
+	gauged := append([]posegraph.Pose(nil), got...)
+	rounding.ToGauge(g, gauged)
+	for i := range gauged {
+		for k := 0; k < 9; k++ {
+			if math.Abs(gauged[i].R[k]-want[i].R[k]) > 1e-9 {
+				p.c.errorf("RoundByParts: pose %d's rotation %v, rounded centrally %v", i, gauged[i].R, want[i].R)
+				return got, nil
+			}
+		}
+		for k := 0; k < 3; k++ {
+			if math.Abs(gauged[i].T[k]-want[i].T[k]) > 1e-9*(1+math.Abs(want[i].T[k])) {
+				p.c.errorf("RoundByParts: pose %d's translation %v, rounded centrally %v", i, gauged[i].T, want[i].T)
+				return got, nil
+			}
+		}
+	}
+	p.c.roundings++
+	return got, nil
+}
+
+// traceLambda returns tr(Lambda(X)) = sum_i tr(Y_i^T (X Q)_Y,i).
+func traceLambda(q *blockmat.BlockSym, x *blockmat.Blocks, d int) float64 {
+	nq := blockmat.NewBlocks(x.R, x.B, x.N)
+	q.MulBlocks(nq, x)
+	b, s := x.B, 0.0
+	for i := 0; i < x.N; i++ {
+		xi, ni := x.Block(i), nq.Block(i)
+		for k := 0; k < x.R; k++ {
+			for a := 0; a < d; a++ {
+				s += xi[k*b+a] * ni[k*b+a]
+			}
+		}
+	}
+	return s
 }

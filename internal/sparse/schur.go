@@ -1,0 +1,662 @@
+package sparse
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// A domain-decomposition Cholesky factors a symmetric block matrix A whose
+// blocks are split among parts (a distributed run's agents) in the order
+// interiors first: a part's interior blocks couple only to its own blocks,
+// its boundary blocks may couple to other parts' boundary blocks. With the
+// interiors eliminated first,
+//
+//	A = [A_II A_IB; A_BI A_BB] = L L^T,  L = [L_I 0; A_BI L_I^-T L_B],
+//
+// where L_I is the block-diagonal factor of the interiors (one factor per
+// part, independent of the others) and L_B the factor of the boundary
+// system T = A_BB - sum_k A_B,I_k A_I_k^-1 A_I_k,B. Part k's term of that
+// sum involves only its own boundary blocks, so each part sends a dense
+// matrix over its boundary and nothing else. This is the Cholesky
+// factorization of A in that order, split into its independent pieces; its
+// pivots are the interior factors' and the boundary factor's, and A is
+// positive definite exactly when all of them are positive. The pieces are
+// factored by this package's one sparse Cholesky (no second
+// factorization): the interiors as they are, the boundary system as a
+// sparse block matrix over all boundary blocks.
+//
+// The pivot test of a factorization of A is relative to A's largest
+// diagonal entry (PivotTol). A part sees only its own rows and the
+// boundary system has diagonal entries below A's (T_jj = A_jj minus a
+// positive quantity when the interiors are positive definite), so each
+// piece is factored with its own, smaller threshold, and reports its
+// smallest pivot and largest diagonal entry; the test against the global
+// threshold is then made where everything is summed (DomainCholesky, or a
+// distributed coordinator). A pivot rejected by a piece's smaller
+// threshold is rejected by the global one too, so the decision is the one
+// a factorization of A in this order with A's own threshold makes.
+
+// SchurPart is one part's share of a domain-decomposition Cholesky: the
+// factor of its interior block and the Schur complement of that block on
+// its boundary. The part's matrix holds its blocks, the first nInterior of
+// them its interior, the others its boundary, with every block between
+// them that A has (its principal submatrix of A).
+type SchurPart struct {
+	b, nI, nB int
+	inner     *BlockSym // A_II
+	innerSrc  []int     // block position in the part's matrix of each of inner's blocks
+	chol      *Cholesky // of A_II (nil without interior)
+	// coup[j] lists the interior blocks coupled to boundary block j, with
+	// the position of block (nI+j, i) in the part's matrix; coupVal holds
+	// copies of those blocks from the last Factorize (for the solves).
+	coup    [][]coupling
+	coupVal []float64
+	// bb lists the positions of blocks (nI+j, nI+j') of the part's matrix.
+	bb []bbEntry
+	// Work space of the Schur complement: A_IB's coupled columns and
+	// W = L_I^-1 P A_IB.
+	rhs, sol []float64
+	wtw      []float64 // W^T W
+	// minPivot and maxDiag are the last Factorize's smallest interior
+	// pivot (+Inf without interior) and largest |diagonal entry| of the
+	// whole part.
+	minPivot, maxDiag float64
+	minCol            int
+}
+
+type coupling struct{ i, k, v int } // interior block, position in the part's matrix, offset in coupVal
+
+type bbEntry struct{ j, jj, k int }
+
+// NewSchurPart analyses a part's matrix a (nInterior interior blocks first;
+// a's pattern must be that of every matrix later factored).
+func NewSchurPart(a *BlockSym, nInterior int) (*SchurPart, error) {
+	if a == nil || nInterior < 0 || nInterior > a.N {
+		return nil, errors.New("sparse: NewSchurPart: nil matrix or interior count out of range")
+	}
+	if err := blockShapeErr(a); err != nil {
+		return nil, fmt.Errorf("sparse: NewSchurPart: %w", err)
+	}
+	b, nI := a.B, nInterior
+	p := &SchurPart{b: b, nI: nI, nB: a.N - nI, coup: make([][]coupling, a.N-nI)}
+	bb := NewBlockBuilder(nI, b)
+	zero := make([]float64, b*b)
+	for i := 0; i < a.N; i++ {
+		for k := a.RowPtr[i]; k < a.RowPtr[i+1]; k++ {
+			j := a.ColIdx[k]
+			switch {
+			case i < nI && j < nI:
+				if j < i {
+					bb.AddOff(i, j, zero)
+				}
+			case i >= nI && j < nI:
+				p.coup[i-nI] = append(p.coup[i-nI], coupling{i: j, k: k, v: len(p.coupVal)})
+				p.coupVal = append(p.coupVal, zero...)
+			case i >= nI && j >= nI:
+				p.bb = append(p.bb, bbEntry{j: i - nI, jj: j - nI, k: k})
+			}
+		}
+	}
+	if nI > 0 {
+		p.inner = bb.Build()
+		p.innerSrc = make([]int, len(p.inner.ColIdx))
+		for i := 0; i < nI; i++ {
+			for k := p.inner.RowPtr[i]; k < p.inner.RowPtr[i+1]; k++ {
+				p.innerSrc[k] = a.Find(i, p.inner.ColIdx[k])
+			}
+		}
+		chol, err := AnalyzeBlocks(p.inner, BlockAMD(p.inner, 0))
+		if err != nil {
+			return nil, fmt.Errorf("sparse: NewSchurPart: analysing the interior: %w", err)
+		}
+		p.chol = chol
+	}
+	return p, nil
+}
+
+// Boundary is the number of boundary blocks; Interior of interior ones.
+func (p *SchurPart) Boundary() int { return p.nB }
+
+// Interior is the number of interior blocks.
+func (p *SchurPart) Interior() int { return p.nI }
+
+// Factorize factors a's interior block (with the threshold of a alone) and
+// sets t, row-major of order Boundary()*b, to the Schur complement
+// A_BB - A_BI A_II^-1 A_IB, computed as A_BB - W^T W with
+// W = L_I^-1 P A_IB (Cholesky.ForwardMany), exactly symmetric. On a failed pivot it returns a
+// *NotPositiveDefiniteError whose Column is a's coordinate. MinPivot and
+// MaxDiag report what the global test needs.
+func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
+	b, nI, nB := p.b, p.nI, p.nB
+	m := nB * b
+	if len(t) < m*m {
+		return fmt.Errorf("sparse: SchurPart.Factorize: %d entries for a Schur complement of order %d", len(t), m)
+	}
+	p.maxDiag, p.minPivot, p.minCol = 0, math.Inf(1), -1
+	for i := 0; i < a.N; i++ {
+		blk := a.Block(a.Diag[i])
+		for e := 0; e < b; e++ {
+			if v := math.Abs(blk[e*b+e]); v > p.maxDiag || math.IsNaN(v) {
+				p.maxDiag = v
+			}
+		}
+	}
+	for _, cs := range p.coup {
+		for _, c := range cs {
+			copy(p.coupVal[c.v:c.v+b*b], a.Block(c.k))
+		}
+	}
+	t = t[:m*m]
+	clear(t)
+	for _, e := range p.bb {
+		blk := a.Block(e.k)
+		for r := 0; r < b; r++ {
+			for c := 0; c < b; c++ {
+				t[(e.j*b+r)*m+e.jj*b+c] = blk[r*b+c]
+			}
+		}
+	}
+	if nI == 0 {
+		return nil
+	}
+	for k, src := range p.innerSrc {
+		copy(p.inner.Block(k), a.Block(src))
+	}
+	if err := p.chol.FactorizeBlocks(p.inner, 0); err != nil {
+		var npd *NotPositiveDefiniteError
+		if errors.As(err, &npd) {
+			return &NotPositiveDefiniteError{Column: npd.Column, Pivot: npd.Pivot}
+		}
+		return err
+	}
+	p.minCol, p.minPivot = p.chol.MinPivot()
+	// W = L_I^-1 P A_IB, then t -= W^T W: the Schur complement as the
+	// factorization of the whole matrix in this order computes it (the
+	// rows of L below the interior are W^T), with the rounding of one
+	// triangular solve. Boundary blocks with no interior neighbour have
+	// zero columns.
+	n := nI * b
+	var cols []int
+	for j := 0; j < nB; j++ {
+		if len(p.coup[j]) == 0 {
+			continue
+		}
+		for e := 0; e < b; e++ {
+			cols = append(cols, j*b+e)
+		}
+	}
+	nc := len(cols)
+	if cap(p.rhs) < n*nc {
+		p.rhs, p.sol = make([]float64, n*nc), make([]float64, n*nc)
+	}
+	rhs, w := p.rhs[:n*nc], p.sol[:n*nc]
+	clear(rhs)
+	for q, col := range cols {
+		j, e := col/b, col%b
+		x := rhs[q*n : (q+1)*n]
+		for _, c := range p.coup[j] {
+			blk := p.coupVal[c.v : c.v+b*b] // block (j, i): row e is column e of A_IB's block (i, j)
+			for f := 0; f < b; f++ {
+				x[c.i*b+f] = blk[e*b+f]
+			}
+		}
+	}
+	p.chol.ForwardMany(w, rhs, nc)
+	// W^T W by the factorization's product kernel: w holds W's columns
+	// contiguously, W^T row-major. Every entry is summed in one fixed
+	// order, so the product is exactly symmetric.
+	if cap(p.wtw) < nc*nc {
+		p.wtw = make([]float64, nc*nc)
+	}
+	wtw := p.wtw[:nc*nc]
+	gemmNT(nc, nc, n, 1, w, n, w, n, 0, wtw, nc)
+	for q1, c1 := range cols {
+		for q2, c2 := range cols {
+			t[c1*m+c2] -= wtw[q1*nc+q2]
+		}
+	}
+	return nil
+}
+
+// MinPivot returns the last Factorize's smallest interior pivot and its
+// coordinate in the part's matrix (+Inf and -1 without interior).
+func (p *SchurPart) MinPivot() (col int, pivot float64) { return p.minCol, p.minPivot }
+
+// MaxDiag returns the largest |diagonal entry| of the last factored matrix.
+func (p *SchurPart) MaxDiag() float64 { return p.maxDiag }
+
+// SolveInterior sets x_I = A_II^-1 b_I (vectors over the interior
+// coordinates), from the last successful Factorize.
+func (p *SchurPart) SolveInterior(x, b []float64) {
+	if p.nI > 0 {
+		p.chol.Solve(x, b)
+	}
+}
+
+// SubCoupling sets dst_B -= A_BI x_I (dst over the boundary coordinates,
+// x over the interior ones), with the last Factorize's values.
+func (p *SchurPart) SubCoupling(dst, x []float64) {
+	b := p.b
+	for j, cs := range p.coup {
+		for _, c := range cs {
+			blk := p.coupVal[c.v : c.v+b*b]
+			for r := 0; r < b; r++ {
+				s := 0.0
+				for f := 0; f < b; f++ {
+					s += blk[r*b+f] * x[c.i*b+f]
+				}
+				dst[j*b+r] -= s
+			}
+		}
+	}
+}
+
+// SubCouplingT sets dst_I -= A_IB x_B (dst over the interior coordinates,
+// x over the boundary ones).
+func (p *SchurPart) SubCouplingT(dst, x []float64) {
+	b := p.b
+	for j, cs := range p.coup {
+		for _, c := range cs {
+			blk := p.coupVal[c.v : c.v+b*b]
+			for f := 0; f < b; f++ {
+				s := 0.0
+				for r := 0; r < b; r++ {
+					s += blk[r*b+f] * x[j*b+r]
+				}
+				dst[c.i*b+f] -= s
+			}
+		}
+	}
+}
+
+// BoundarySystem is the coordinator's share of a domain-decomposition
+// Cholesky: the sum of the parts' Schur complements and the blocks that
+// couple boundary blocks of different parts, and its factor. Its blocks
+// are the boundary blocks of every part, numbered 0..n-1.
+type BoundarySystem struct {
+	b     int
+	m     *BlockSym
+	chol  *Cholesky
+	parts [][]int
+}
+
+// NewBoundarySystem analyses the boundary system of n blocks of size b:
+// parts[k] lists part k's boundary blocks in the order of its Schur
+// complement (each block in one part), edges the pairs of blocks of
+// different parts that A couples, and last is the block the factor
+// eliminates last.
+func NewBoundarySystem(n, b int, parts [][]int, edges [][2]int, last int) (*BoundarySystem, error) {
+	if last < 0 || last >= n {
+		return nil, fmt.Errorf("sparse: NewBoundarySystem: last block %d of %d", last, n)
+	}
+	bb := NewBlockBuilder(n, b)
+	zero := make([]float64, b*b)
+	seen := make(map[[2]int]bool)
+	add := func(i, j int) error {
+		if i < 0 || j < 0 || i >= n || j >= n {
+			return fmt.Errorf("sparse: NewBoundarySystem: block (%d, %d) of %d", i, j, n)
+		}
+		if i == j {
+			return nil
+		}
+		if i < j {
+			i, j = j, i
+		}
+		if !seen[[2]int{i, j}] {
+			seen[[2]int{i, j}] = true
+			bb.AddOff(i, j, zero)
+		}
+		return nil
+	}
+	owner := make([]int, n)
+	for i := range owner {
+		owner[i] = -1
+	}
+	for k, ps := range parts {
+		for x, i := range ps {
+			if i < 0 || i >= n || owner[i] >= 0 {
+				return nil, fmt.Errorf("sparse: NewBoundarySystem: block %d of part %d is out of range or in two parts", i, k)
+			}
+			owner[i] = k
+			for _, j := range ps[:x] {
+				if err := add(i, j); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, e := range edges {
+		if err := add(e[0], e[1]); err != nil {
+			return nil, err
+		}
+	}
+	m := bb.Build()
+	order := BlockAMD(m, 0)
+	perm := make([]int, 0, n*b)
+	for _, p := range order {
+		if p/b != last {
+			perm = append(perm, p)
+		}
+	}
+	for a := 0; a < b; a++ {
+		perm = append(perm, last*b+a)
+	}
+	chol, err := AnalyzeBlocks(m, perm)
+	if err != nil {
+		return nil, fmt.Errorf("sparse: NewBoundarySystem: %w", err)
+	}
+	return &BoundarySystem{b: b, m: m, chol: chol, parts: parts}, nil
+}
+
+// Reset zeroes the system before the parts' contributions are added.
+func (s *BoundarySystem) Reset() { clear(s.m.Val) }
+
+// AddPart adds part k's Schur complement t (row-major, of order
+// len(parts[k])*b).
+func (s *BoundarySystem) AddPart(k int, t []float64) {
+	b, ps := s.b, s.parts[k]
+	m := len(ps) * b
+	for x, i := range ps {
+		for y, j := range ps {
+			blk := s.m.Block(s.m.Find(i, j))
+			for r := 0; r < b; r++ {
+				for c := 0; c < b; c++ {
+					blk[r*b+c] += t[(x*b+r)*m+y*b+c]
+				}
+			}
+		}
+	}
+}
+
+// AddOff adds blk to block (i, j) and its transpose to (j, i), blocks of
+// different parts that NewBoundarySystem was given as an edge.
+func (s *BoundarySystem) AddOff(i, j int, blk []float64) error {
+	k1, k2 := s.m.Find(i, j), s.m.Find(j, i)
+	if i == j || k1 < 0 || k2 < 0 {
+		return fmt.Errorf("sparse: BoundarySystem.AddOff: block (%d, %d) is not in the pattern", i, j)
+	}
+	b := s.b
+	d1, d2 := s.m.Block(k1), s.m.Block(k2)
+	for r := 0; r < b; r++ {
+		for c := 0; c < b; c++ {
+			d1[r*b+c] += blk[r*b+c]
+			d2[c*b+r] += blk[r*b+c]
+		}
+	}
+	return nil
+}
+
+// Factorize factors the system (with its own threshold, see the package's
+// note above SchurPart): a *NotPositiveDefiniteError names the failing
+// coordinate of the system.
+func (s *BoundarySystem) Factorize() error { return s.chol.FactorizeBlocks(s.m, 0) }
+
+// MinPivot returns the factor's smallest pivot and its coordinate.
+func (s *BoundarySystem) MinPivot() (col int, pivot float64) { return s.chol.MinPivot() }
+
+// Solve sets x = T^-1 y over the boundary coordinates.
+func (s *BoundarySystem) Solve(x, y []float64) { s.chol.Solve(x, y) }
+
+// Blocks is the number of the system's blocks.
+func (s *BoundarySystem) Blocks() int { return s.m.N }
+
+// StoredBlocks is the number of b x b blocks the system stores.
+func (s *BoundarySystem) StoredBlocks() int { return len(s.m.ColIdx) }
+
+// DomainCholesky is a domain-decomposition Cholesky of a whole matrix in
+// one process: the parts' matrices are cut out of it, and the parts and
+// the boundary system are factored in turn. It is the reference the
+// distributed factorization is tested against, and the proof a solver
+// that holds the whole matrix can make in a partition's order.
+type DomainCholesky struct {
+	n, b   int
+	ref    float64
+	parts  []*SchurPart
+	locals []*BlockSym
+	src    [][]int // position in the whole matrix of each of a local's blocks
+	blocks [][]int // the whole matrix's blocks of each part, in the local order
+	bnd    *BoundarySystem
+	bndOf  []int // boundary index of each block of the whole matrix, -1 inside
+	cross  []crossEntry
+	schur  [][]float64
+	// Work space of Solve.
+	xb, yb []float64
+	xi, yi [][]float64
+	bk     [][]float64 // per part, over its boundary
+	// minPivot is the last Factorize's smallest pivot.
+	minPivot float64
+}
+
+type crossEntry struct{ i, j, k int } // boundary indices and the position of block (i, j), i > j
+
+// NewDomainCholesky analyses m split by part (part[i] is block i's part,
+// 0..K-1). A block is a boundary block when m couples it to another
+// part's block or when extra[i] is true (extra may be nil); last, which
+// must be a boundary block (it is made one), is eliminated last.
+func NewDomainCholesky(m *BlockSym, part []int, extra []bool, last int) (*DomainCholesky, error) {
+	if m == nil || len(part) != m.N || last < 0 || last >= m.N {
+		return nil, errors.New("sparse: NewDomainCholesky: nil matrix, or a partition or last block that does not fit it")
+	}
+	K := 0
+	for _, k := range part {
+		if k < 0 {
+			return nil, fmt.Errorf("sparse: NewDomainCholesky: part %d", k)
+		}
+		K = max(K, k+1)
+	}
+	bnd := make([]bool, m.N)
+	bnd[last] = true
+	for i := 0; i < m.N; i++ {
+		if extra != nil && extra[i] {
+			bnd[i] = true
+		}
+		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+			if part[m.ColIdx[k]] != part[i] {
+				bnd[i] = true
+			}
+		}
+	}
+	d := &DomainCholesky{n: m.N, b: m.B, bndOf: make([]int, m.N)}
+	d.blocks = make([][]int, K)
+	for _, inside := range []bool{true, false} {
+		for i := 0; i < m.N; i++ {
+			if bnd[i] != inside {
+				d.blocks[part[i]] = append(d.blocks[part[i]], i)
+			}
+		}
+	}
+	nb := 0
+	bparts := make([][]int, K)
+	for i := range d.bndOf {
+		d.bndOf[i] = -1
+	}
+	for k, bl := range d.blocks {
+		for _, i := range bl {
+			if bnd[i] {
+				d.bndOf[i] = nb
+				bparts[k] = append(bparts[k], nb)
+				nb++
+			}
+		}
+	}
+	var edges [][2]int
+	for i := 0; i < m.N; i++ {
+		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+			j := m.ColIdx[k]
+			if j < i && part[j] != part[i] {
+				edges = append(edges, [2]int{d.bndOf[i], d.bndOf[j]})
+				d.cross = append(d.cross, crossEntry{d.bndOf[i], d.bndOf[j], k})
+			}
+		}
+	}
+	var err error
+	if d.bnd, err = NewBoundarySystem(nb, m.B, bparts, edges, d.bndOf[last]); err != nil {
+		return nil, err
+	}
+	local := make([]int, m.N)
+	for k, bl := range d.blocks {
+		for x, i := range bl {
+			local[i] = x
+		}
+		bb := NewBlockBuilder(len(bl), m.B)
+		zero := make([]float64, m.B*m.B)
+		nI := 0
+		for x, i := range bl {
+			if !bnd[i] {
+				nI++
+			}
+			for p := m.RowPtr[i]; p < m.RowPtr[i+1]; p++ {
+				if j := m.ColIdx[p]; part[j] == k && local[j] < x {
+					bb.AddOff(x, local[j], zero)
+				}
+			}
+		}
+		a := bb.Build()
+		src := make([]int, len(a.ColIdx))
+		for x := range bl {
+			for p := a.RowPtr[x]; p < a.RowPtr[x+1]; p++ {
+				src[p] = m.Find(bl[x], bl[a.ColIdx[p]])
+			}
+		}
+		sp, err := NewSchurPart(a, nI)
+		if err != nil {
+			return nil, err
+		}
+		d.parts, d.locals, d.src = append(d.parts, sp), append(d.locals, a), append(d.src, src)
+		nbk := sp.Boundary() * m.B
+		d.schur = append(d.schur, make([]float64, nbk*nbk))
+		d.xi, d.yi = append(d.xi, make([]float64, nI*m.B)), append(d.yi, make([]float64, nI*m.B))
+		d.bk = append(d.bk, make([]float64, nbk))
+	}
+	d.xb, d.yb = make([]float64, nb*m.B), make([]float64, nb*m.B)
+	return d, nil
+}
+
+// Factorize factors m (the analysed pattern): every part's interior and
+// Schur complement, then the boundary system, each pivot tested against
+// PivotTol times m's largest |diagonal entry| as a factorization of m
+// would. A failure is a *NotPositiveDefiniteError naming m's coordinate.
+func (d *DomainCholesky) Factorize(m *BlockSym) error {
+	if m.N != d.n || m.B != d.b {
+		return errors.New("sparse: DomainCholesky.Factorize: matrix does not match the analysed one")
+	}
+	b := d.b
+	d.ref, d.minPivot = 0, math.Inf(1)
+	for k, sp := range d.parts {
+		a := d.locals[k]
+		for p, s := range d.src[k] {
+			copy(a.Block(p), m.Block(s))
+		}
+		if err := sp.Factorize(d.schur[k], a); err != nil {
+			var npd *NotPositiveDefiniteError
+			if errors.As(err, &npd) {
+				npd.Column = d.blocks[k][npd.Column/b]*b + npd.Column%b
+			}
+			return err
+		}
+		d.ref = math.Max(d.ref, sp.MaxDiag())
+	}
+	thr := d.ref * PivotTol
+	for k, sp := range d.parts {
+		if col, piv := sp.MinPivot(); col >= 0 && !(piv > thr) {
+			return &NotPositiveDefiniteError{Column: d.blocks[k][col/b]*b + col%b, Pivot: piv}
+		} else if col >= 0 {
+			d.minPivot = math.Min(d.minPivot, piv)
+		}
+	}
+	d.bnd.Reset()
+	for k := range d.parts {
+		d.bnd.AddPart(k, d.schur[k])
+	}
+	for _, e := range d.cross {
+		if err := d.bnd.AddOff(e.i, e.j, m.Block(e.k)); err != nil {
+			return err
+		}
+	}
+	err := d.bnd.Factorize()
+	col, piv := -1, 0.0
+	var npd *NotPositiveDefiniteError
+	switch {
+	case errors.As(err, &npd):
+		col, piv = npd.Column, npd.Pivot
+	case err != nil:
+		return err
+	default:
+		col, piv = d.bnd.MinPivot()
+	}
+	if err != nil || !(piv > thr) {
+		return &NotPositiveDefiniteError{Column: d.boundaryCoord(col), Pivot: piv}
+	}
+	d.minPivot = math.Min(d.minPivot, piv)
+	return nil
+}
+
+// boundaryCoord maps a coordinate of the boundary system to m's.
+func (d *DomainCholesky) boundaryCoord(c int) int {
+	for i, x := range d.bndOf {
+		if x == c/d.b {
+			return i*d.b + c%d.b
+		}
+	}
+	return -1
+}
+
+// MinPivot returns the last successful Factorize's smallest pivot.
+func (d *DomainCholesky) MinPivot() float64 { return d.minPivot }
+
+// MaxDiag returns the largest |diagonal entry| of the last factored matrix,
+// the scale of the pivot test.
+func (d *DomainCholesky) MaxDiag() float64 { return d.ref }
+
+// BoundaryBlocks is the number of blocks of the boundary system.
+func (d *DomainCholesky) BoundaryBlocks() int { return d.bnd.Blocks() }
+
+// Solve sets x = m^-1 y with the last successful factor, by block
+// elimination: each part's interior solve, the boundary system's, then
+// each interior's again. x and y may alias.
+func (d *DomainCholesky) Solve(x, y []float64) {
+	b := d.b
+	clear(d.yb)
+	for k, sp := range d.parts {
+		bl, yi := d.blocks[k], d.yi[k]
+		nI := sp.Interior()
+		for t, i := range bl[:nI] {
+			copy(yi[t*b:(t+1)*b], y[i*b:(i+1)*b])
+		}
+		for _, i := range bl[nI:] {
+			copy(d.yb[d.bndOf[i]*b:], y[i*b:(i+1)*b])
+		}
+		sp.SolveInterior(d.xi[k], yi)
+	}
+	for k, sp := range d.parts {
+		// The boundary right-hand side of part k: y_B - A_BI A_II^-1 y_I.
+		nI := sp.Interior()
+		yk := d.bk[k]
+		clear(yk)
+		sp.SubCoupling(yk, d.xi[k])
+		for t, i := range d.blocks[k][nI:] {
+			bi := d.bndOf[i]
+			for e := 0; e < b; e++ {
+				d.yb[bi*b+e] += yk[t*b+e]
+			}
+		}
+	}
+	d.bnd.Solve(d.xb, d.yb)
+	for k, sp := range d.parts {
+		nI := sp.Interior()
+		bl, yi := d.blocks[k], d.yi[k]
+		xk := d.bk[k]
+		for t, i := range bl[nI:] {
+			copy(xk[t*b:(t+1)*b], d.xb[d.bndOf[i]*b:])
+		}
+		sp.SubCouplingT(yi, xk)
+		sp.SolveInterior(d.xi[k], yi)
+		for t, i := range bl[:nI] {
+			copy(x[i*b:(i+1)*b], d.xi[k][t*b:(t+1)*b])
+		}
+		for t, i := range bl[nI:] {
+			copy(x[i*b:(i+1)*b], xk[t*b:(t+1)*b])
+		}
+	}
+}
