@@ -653,7 +653,7 @@ func (p *parser) finish() (*posegraph.Graph, error) {
 		return nil, &ParseError{File: p.name, Msg: msg}
 	}
 	// A vertex declared twice: report the earliest second declaration.
-	slices.SortStableFunc(p.verts, func(a, b vertex) int { return cmpInt(a.id, b.id) })
+	sortVertices(p.verts)
 	dup := -1
 	for k := 1; k < len(p.verts); k++ {
 		if p.verts[k].id == p.verts[k-1].id && (dup < 0 || p.verts[k].line < p.verts[dup].line) {
@@ -757,6 +757,19 @@ func (p *parser) warn() {
 		p.opts.Warn(fmt.Sprintf("%s:%d: %d edge(s) have an information matrix made indefinite by its cross terms "+
 			"(the first here: %s); read anyway, as kappa and tau use only the diagonal blocks",
 			p.fileName(), p.notPDFirst, p.notPD, p.notPDMsg))
+	}
+}
+
+// sortVertices sorts vs by id, keeping file order among equal ids. Files
+// usually declare their vertices in ascending order, and a stable sort of
+// 112-byte records took a tenth of reading such a file, so that order is
+// checked first.
+func sortVertices(vs []vertex) {
+	for k := 1; k < len(vs); k++ {
+		if vs[k].id <= vs[k-1].id {
+			slices.SortStableFunc(vs, func(a, b vertex) int { return cmpInt(a.id, b.id) })
+			return
+		}
 	}
 }
 
