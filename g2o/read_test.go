@@ -3,7 +3,9 @@ package g2o
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -348,5 +350,42 @@ func TestReadDisconnected(t *testing.T) {
 	g := mustRead(t, "VERTEX_SE2 9 0 0 0\nVERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nEDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n", ReadOptions{})
 	if err := g.Validate(); !posegraph.IsDisconnected(err) {
 		t.Errorf("Validate: %v, want disconnected", err)
+	}
+}
+
+// TestReadEdgeStoreSizing reads the same files from an input that can be
+// read at an offset (whose lines left size the edge store at the first
+// edge) and from one that cannot (the estimate from the bytes left): the
+// graphs must be the same, with edges before, after and among the
+// vertices, more than a chunk of them, and a last line without its end.
+func TestReadEdgeStoreSizing(t *testing.T) {
+	var vfirst, mixed, longFirst strings.Builder
+	const n = 1500
+	for i := range n {
+		fmt.Fprintf(&vfirst, "VERTEX_SE2 %d %d 0 0\n", i, i)
+	}
+	for i := range n - 1 {
+		e := fmt.Sprintf("EDGE_SE2 %d %d 1 0 0.01 1 0 0 1 0 1\n", i, i+1)
+		vfirst.WriteString(e)
+		fmt.Fprintf(&mixed, "VERTEX_SE2 %d %d 0 0\n%s", i, i, e)
+		if i == 0 {
+			// A long first edge line: the byte estimate runs short.
+			e = fmt.Sprintf("EDGE_SE2 %d %d 1.000000000000 0.00000000000 0.0100000000000000 1 0 0 1 0 1\n", i, i+1)
+		}
+		longFirst.WriteString(e)
+	}
+	fmt.Fprintf(&mixed, "VERTEX_SE2 %d 0 0 0", n-1)
+	for name, src := range map[string]string{"vertices first": vfirst.String(), "mixed": mixed.String(), "long first edge": longFirst.String()} {
+		atOffset, err := Read(strings.NewReader(src), "t", ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream, err := Read(struct{ io.Reader }{strings.NewReader(src)}, "t", ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(atOffset.Edges) != n-1 || !reflect.DeepEqual(atOffset, stream) {
+			t.Errorf("%s: %d edges; the graphs read at an offset and as a stream differ", name, len(atOffset.Edges))
+		}
 	}
 }
