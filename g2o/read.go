@@ -203,8 +203,10 @@ type parser struct {
 
 	priors []priorRecord // priors.go, pose ids as in the file
 
-	notPD      int // edges whose full information matrix is not positive definite
-	notPDFirst int // the first one's line
+	info       lastInfo   // the last edge's information matrix
+	toroInfo   [6]float64 // a TORO edge's, in g2o order
+	notPD      int        // edges whose full information matrix is not positive definite
+	notPDFirst int        // the first one's line
 	notPDMsg   string
 }
 
@@ -576,27 +578,19 @@ func (p *parser) edge(d, nv int, toro bool) *ParseError {
 	}
 	e.Meas = p.alloc(nm)
 	copy(e.Meas, v[:nm])
-	var perr error
+	var info []float64
 	if d == 2 {
-		e.Info = p.alloc(6)
 		if toro {
 			// TORO: Ixx Ixy Iyy Ith Ixth Iyth -> g2o: I11 I12 I13 I22 I23 I33.
-			e.Info[0], e.Info[1], e.Info[2] = v[3], v[4], v[7]
-			e.Info[3], e.Info[4], e.Info[5] = v[5], v[8], v[6]
+			p.toroInfo = [6]float64{v[3], v[4], v[7], v[5], v[8], v[6]}
+			info = p.toroInfo[:]
 		} else {
-			copy(e.Info, v[3:9])
+			info = v[3:9]
 		}
 		e.R = RotationFromAngle(v[2])
 		e.T = [3]float64{v[0], v[1]}
-		if kappa, tau, fine := se2Fast(e.Info); fine {
-			e.Kappa, e.Tau = kappa, tau
-			ok = true
-			return nil
-		}
-		e.Kappa, e.Tau, perr = SE2Precisions(e.Info)
 	} else {
-		e.Info = p.alloc(21)
-		copy(e.Info, v[7:28])
+		info = v[7:28]
 		var r [9]float64
 		var nonzero bool
 		if p.opts.RawQuaternions {
@@ -609,12 +603,34 @@ func (p *parser) edge(d, nv int, toro bool) *ParseError {
 		}
 		e.R = r
 		e.T = [3]float64{v[0], v[1], v[2]}
-		e.Kappa, e.Tau, perr = SE3Precisions(e.Info)
 	}
-	if perr != nil {
-		return p.errorf("%s: %v", string(p.fields[0]), perr)
+	if !sameBits(info, p.info.vals) {
+		// A matrix other than the previous edge's: store and check it.
+		vals := p.alloc(len(info))
+		copy(vals, info)
+		var kappa, tau float64
+		var perr, pdErr error
+		if d == 2 {
+			var fine bool
+			if kappa, tau, fine = se2Fast(vals); !fine {
+				kappa, tau, perr = SE2Precisions(vals)
+				if perr == nil {
+					pdErr = InfoPositiveDefinite(vals)
+				}
+			}
+		} else {
+			kappa, tau, perr = SE3Precisions(vals)
+			if perr == nil {
+				pdErr = InfoPositiveDefinite(vals)
+			}
+		}
+		if perr != nil {
+			return p.errorf("%s: %v", string(p.fields[0]), perr)
+		}
+		p.info = lastInfo{vals: vals, kappa: kappa, tau: tau, notPD: pdErr}
 	}
-	if err := InfoPositiveDefinite(e.Info); err != nil {
+	e.Info, e.Kappa, e.Tau = p.info.vals, p.info.kappa, p.info.tau
+	if err := p.info.notPD; err != nil {
 		if p.opts.StrictInfo {
 			return p.errorf("%s: %v", string(p.fields[0]), err)
 		}
@@ -625,6 +641,31 @@ func (p *parser) edge(d, nv int, toro bool) *ParseError {
 	}
 	ok = true
 	return nil
+}
+
+// lastInfo is the information matrix of the edge read last and what it
+// gave. Files mostly give every edge the same matrix: an edge with the
+// previous one's values, bit for bit, shares its Info array (9 of a 2-D
+// edge's 33 words) and its precisions and verdict, which are functions
+// of those values alone.
+type lastInfo struct {
+	vals       []float64 // nil before the first edge
+	kappa, tau float64
+	notPD      error // InfoPositiveDefinite's, nil if positive definite
+}
+
+// sameBits reports whether a and b hold the same values bit for bit
+// (so 0 and -0 differ, as they print differently).
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if math.Float64bits(a[k]) != math.Float64bits(b[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // edgeHint sizes the edge store at the first edge. Edges usually fill

@@ -389,3 +389,38 @@ func TestReadEdgeStoreSizing(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRepeatedInfo checks the reading of runs of edges with the same
+// information matrix, which share one array and one check: each edge gets
+// the precisions of its own values (a matrix that differs only in the
+// sign of a zero is its own), an indefinite matrix is counted once per
+// edge, and an invalid one after a run is still an error on its line.
+func TestReadRepeatedInfo(t *testing.T) {
+	src := "EDGE_SE2 0 1 1 0 0 1 0 5 1 0 1\n" +
+		"EDGE_SE2 1 2 1 0 0 1 0 5 1 0 1\n" +
+		"EDGE_SE2 2 3 1 0 0 4 0 0 4 0 2\n" +
+		"EDGE_SE2 3 4 1 0 0 4 -0 0 4 0 2\n" +
+		"EDGE_SE2 4 5 1 0 0 4 0 0 4 0 2\n" +
+		"EDGE_SE2 5 6 1 0 0 1 0 5 1 0 1\n"
+	var warns []string
+	g := mustRead(t, src, ReadOptions{Warn: func(m string) { warns = append(warns, m) }})
+	for k, e := range g.Edges {
+		kappa, tau, err := SE2Precisions(e.Info)
+		if err != nil || e.Kappa != kappa || e.Tau != tau {
+			t.Errorf("edge %d: kappa, tau = %g, %g; its matrix gives %g, %g (%v)", k, e.Kappa, e.Tau, kappa, tau, err)
+		}
+	}
+	if &g.Edges[0].Info[0] != &g.Edges[1].Info[0] || &g.Edges[2].Info[0] == &g.Edges[3].Info[0] {
+		t.Errorf("edges 0 and 1 should share their matrix, 2 and 3 (0 and -0) should not")
+	}
+	if !math.Signbit(g.Edges[3].Info[1]) || math.Signbit(g.Edges[4].Info[1]) {
+		t.Errorf("Info[1] of edges 3 and 4: %g, %g; want -0, 0", g.Edges[3].Info[1], g.Edges[4].Info[1])
+	}
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], "test.g2o:1: 3 edge(s)") {
+		t.Errorf("warnings %q", warns)
+	}
+	_, err := Read(strings.NewReader(src+"EDGE_SE2 6 7 1 0 0 1 0 5 1 0 0\n"), "test.g2o", ReadOptions{})
+	if err == nil || !strings.HasPrefix(err.Error(), "test.g2o:7: EDGE_SE2: ") {
+		t.Errorf("zero kappa after a run: %v", err)
+	}
+}
