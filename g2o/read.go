@@ -169,6 +169,8 @@ type parser struct {
 	left    int64
 	src     io.Reader     // the input
 	br      *bufio.Reader // and its buffer
+	// sized: sizeStores has run; edgesCounted: it sized the edge store.
+	sized, edgesCounted bool
 
 	fields [][]byte    // reused field slices of the current line
 	rest   []byte      // the current line after its tag
@@ -455,6 +457,9 @@ func (p *parser) vertex(d, nv int) *ParseError {
 	if err != nil {
 		return err
 	}
+	if !p.sized {
+		p.sizeStores()
+	}
 	v := vertex{id: id, line: p.line}
 	if d == 2 {
 		v.pose.R = RotationFromAngle(p.vals[2])
@@ -560,9 +565,10 @@ func (p *parser) edge(d, nv int, toro bool) *ParseError {
 		}
 	}
 	v := &p.vals
-	if p.readEdges.n == 0 && len(p.readEdges.cur) == 0 && p.left > 0 {
-		p.readEdges.hint = p.edgeHint()
+	if !p.sized {
+		p.sizeStores()
 	}
+	p.estimateEdges()
 	// Fill the edge in place: an Edge is ~180 bytes, worth not copying.
 	e := p.readEdges.next()
 	e.I, e.J, e.Line = i, j, p.line
@@ -668,52 +674,97 @@ func sameBits(a, b []float64) bool {
 	return true
 }
 
-// edgeHint sizes the edge store at the first edge. Edges usually fill
-// the rest of the file, in lines of similar length: room for a quarter
-// more than that estimate usually holds them all in one chunk, which then
-// needs no copying. When the input can be read at an offset (a file, a
-// bytes.Reader), the lines left bound the edges exactly, for a few
-// hundredths of the reading's time: an edge is 192 bytes, and the quarter
-// more, allocated and cleared, was a fifth of the memory of reading a
-// large 2-D file.
-func (p *parser) edgeHint() int {
-	est := min(p.left/int64(p.lineLen)*5/4+16, 1<<26)
-	if lines := p.linesLeft(); lines > 0 {
-		est = min(est, lines)
+// sizeStores sizes the vertex and edge stores at the first pose or edge
+// record, when the input can be read at an offset (a file, a
+// bytes.Reader), from the lines left that start with V and E: usually
+// every record of its kind, so the store is one chunk, which needs no
+// copying, of the right size. Reading the rest twice costs a few
+// hundredths of the reading's time; a 192-byte edge store a quarter too
+// large (the estimate from the bytes left) was a fifth of the memory of
+// reading a large 2-D file, and copying the vertices from their chunks a
+// tenth.
+func (p *parser) sizeStores() {
+	p.sized = true
+	verts, edges, ok := p.recordsLeft()
+	if !ok {
+		return
 	}
-	return int(est)
+	if p.readVerts.n == 0 && len(p.readVerts.cur) == 0 {
+		p.readVerts.hint = verts
+	}
+	if p.readEdges.n == 0 && len(p.readEdges.cur) == 0 {
+		p.readEdges.hint, p.edgesCounted = edges, true
+	}
 }
 
-// linesLeft counts the lines from the current one to the end of the
-// input, without consuming any, when the input can be read at an offset;
-// else it returns -1. A read error ends the count early (the reading will
-// meet it).
-func (p *parser) linesLeft() int64 {
+// estimateEdges sizes the edge store at the first edge when sizeStores
+// could not count: edges usually fill the rest of the file, in lines of
+// similar length, and room for a quarter more than that estimate usually
+// holds them all in one chunk.
+func (p *parser) estimateEdges() {
+	if p.edgesCounted || p.readEdges.n != 0 || len(p.readEdges.cur) != 0 || p.left <= 0 {
+		return
+	}
+	p.readEdges.hint = int(min(p.left/int64(p.lineLen)*5/4+16, 1<<26))
+}
+
+// recordsLeft counts, without consuming any input, the vertices and
+// edges from the current line to the end of the input as files lay them
+// out, when the input can be read at an offset (else ok is false): the
+// run of lines that start with V, from the current one, counts as
+// vertices, and every line after it as an edge. Files put their vertices
+// first, so both counts are exact but for a few other records (a file
+// that mixes them gets too few vertices, whose store then grows in
+// chunks, and too many edges). Lines are only split in the run of
+// vertices: the rest is one count of line ends. A read error ends the
+// count early (the reading will meet it).
+func (p *parser) recordsLeft() (verts, edges int, ok bool) {
 	ra, ok := p.src.(io.ReaderAt)
 	sk, ok2 := p.src.(io.Seeker)
 	if !ok || !ok2 {
-		return -1
+		return 0, 0, false
 	}
 	pos, err := sk.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return -1
+		return 0, 0, false
 	}
-	// The current line, and a last one that may lack its line end.
-	n := int64(2)
+	inVertices := p.fields[0][0] == 'V'
+	if inVertices {
+		verts++
+	} else {
+		edges++
+	}
+	midLine := false // the last buf ended inside a vertex line
+	count := func(buf []byte) {
+		for inVertices && len(buf) > 0 {
+			if !midLine {
+				if buf[0] != 'V' {
+					inVertices = false
+					break
+				}
+				verts++
+			}
+			k := bytes.IndexByte(buf, '\n')
+			if k < 0 {
+				midLine = true
+				return
+			}
+			midLine, buf = false, buf[k+1:]
+		}
+		edges += bytes.Count(buf, newline)
+	}
 	buffered, _ := p.br.Peek(p.br.Buffered())
-	n += int64(bytes.Count(buffered, newline))
+	count(buffered)
 	buf := make([]byte, 32<<10)
 	for {
 		k, err := ra.ReadAt(buf, pos)
-		n += int64(bytes.Count(buf[:k], newline))
+		count(buf[:k])
 		pos += int64(k)
 		if err != nil || k == 0 {
-			return n
+			return verts, edges + 1, true // and a last line without its end
 		}
 	}
 }
-
-var newline = []byte{'\n'}
 
 func (p *parser) fix() *ParseError {
 	if len(p.fields) < 2 {
@@ -928,3 +979,5 @@ func (x *indexer) index(id int) int {
 	}
 	return -1
 }
+
+var newline = []byte{'\n'}

@@ -1,6 +1,7 @@
 package g2o
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -360,7 +361,9 @@ func TestReadDisconnected(t *testing.T) {
 // vertices, more than a chunk of them, and a last line without its end.
 func TestReadEdgeStoreSizing(t *testing.T) {
 	var vfirst, mixed, longFirst strings.Builder
-	const n = 1500
+	// More than the reader's 64 KB buffer and several of the counting's
+	// 32 KB reads, with vertex lines across their boundaries.
+	const n = 6000
 	for i := range n {
 		fmt.Fprintf(&vfirst, "VERTEX_SE2 %d %d 0 0\n", i, i)
 	}
@@ -386,6 +389,9 @@ func TestReadEdgeStoreSizing(t *testing.T) {
 		}
 		if len(atOffset.Edges) != n-1 || !reflect.DeepEqual(atOffset, stream) {
 			t.Errorf("%s: %d edges; the graphs read at an offset and as a stream differ", name, len(atOffset.Edges))
+		}
+		if name == "vertices first" && cap(atOffset.Edges) > n {
+			t.Errorf("%s: %d edges in a store for %d: the edges were not counted", name, len(atOffset.Edges), cap(atOffset.Edges))
 		}
 	}
 }
@@ -422,5 +428,26 @@ func TestReadRepeatedInfo(t *testing.T) {
 	_, err := Read(strings.NewReader(src+"EDGE_SE2 6 7 1 0 0 1 0 5 1 0 0\n"), "test.g2o", ReadOptions{})
 	if err == nil || !strings.HasPrefix(err.Error(), "test.g2o:7: EDGE_SE2: ") {
 		t.Errorf("zero kappa after a run: %v", err)
+	}
+}
+
+// TestRecordsLeft counts the vertices and edges of a file from its first
+// line, vertex lines running across the counting's reads.
+func TestRecordsLeft(t *testing.T) {
+	var b strings.Builder
+	const n = 5000
+	for i := range n {
+		fmt.Fprintf(&b, "VERTEX_SE2 %d %d 0.%d 0\n", i, i, i*i)
+	}
+	for i := range n - 1 {
+		fmt.Fprintf(&b, "EDGE_SE2 %d %d 1 0 0.01 1 0 0 1 0 1\n", i, i+1)
+	}
+	r := strings.NewReader(b.String())
+	p := parser{name: "t", src: r, br: bufio.NewReaderSize(r, MaxLineLength)}
+	line, _ := p.br.ReadSlice('\n')
+	p.fields = [][]byte{line[:len("VERTEX_SE2")]}
+	verts, edges, ok := p.recordsLeft()
+	if !ok || verts != n || edges != n {
+		t.Errorf("recordsLeft = %d, %d, %v; want %d vertices, %d edges (one more: a last line may lack its end)", verts, edges, ok, n, n)
 	}
 }
