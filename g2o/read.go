@@ -755,6 +755,9 @@ func (p *parser) recordsLeft() (verts, edges int, ok bool) {
 	}
 	buffered, _ := p.br.Peek(p.br.Buffered())
 	count(buffered)
+	if p.left >= 0 && int64(p.lineLen+len(buffered)) >= p.left {
+		return verts, edges + 1, true // the buffer holds the rest
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		k, err := ra.ReadAt(buf, pos)

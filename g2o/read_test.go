@@ -445,6 +445,7 @@ func TestRecordsLeft(t *testing.T) {
 	r := strings.NewReader(b.String())
 	p := parser{name: "t", src: r, br: bufio.NewReaderSize(r, MaxLineLength)}
 	line, _ := p.br.ReadSlice('\n')
+	p.left, p.lineLen = int64(b.Len()), len(line)
 	p.fields = [][]byte{line[:len("VERTEX_SE2")]}
 	verts, edges, ok := p.recordsLeft()
 	if !ok || verts != n || edges != n {
