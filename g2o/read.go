@@ -651,8 +651,8 @@ func (p *parser) edge(d, nv int, toro bool) *ParseError {
 
 // lastInfo is the information matrix of the edge read last and what it
 // gave. Files mostly give every edge the same matrix: an edge with the
-// previous one's values, bit for bit, shares its Info array (9 of a 2-D
-// edge's 33 words) and its precisions and verdict, which are functions
+// previous one's values, bit for bit, shares its Info array (6 of the 33
+// words a 2-D edge takes) and its precisions and verdict, which are functions
 // of those values alone.
 type lastInfo struct {
 	vals       []float64 // nil before the first edge
