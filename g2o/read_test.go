@@ -1,9 +1,12 @@
 package g2o
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -348,5 +351,104 @@ func TestReadDisconnected(t *testing.T) {
 	g := mustRead(t, "VERTEX_SE2 9 0 0 0\nVERTEX_SE2 0 0 0 0\nVERTEX_SE2 1 1 0 0\nEDGE_SE2 0 1 1 0 0 1 0 0 1 0 1\n", ReadOptions{})
 	if err := g.Validate(); !posegraph.IsDisconnected(err) {
 		t.Errorf("Validate: %v, want disconnected", err)
+	}
+}
+
+// TestReadEdgeStoreSizing reads the same files from an input that can be
+// read at an offset (whose lines left size the edge store at the first
+// edge) and from one that cannot (the estimate from the bytes left): the
+// graphs must be the same, with edges before, after and among the
+// vertices, more than a chunk of them, and a last line without its end.
+func TestReadEdgeStoreSizing(t *testing.T) {
+	var vfirst, mixed, longFirst strings.Builder
+	// More than the reader's 64 KB buffer and several of the counting's
+	// 32 KB reads, with vertex lines across their boundaries.
+	const n = 6000
+	for i := range n {
+		fmt.Fprintf(&vfirst, "VERTEX_SE2 %d %d 0 0\n", i, i)
+	}
+	for i := range n - 1 {
+		e := fmt.Sprintf("EDGE_SE2 %d %d 1 0 0.01 1 0 0 1 0 1\n", i, i+1)
+		vfirst.WriteString(e)
+		fmt.Fprintf(&mixed, "VERTEX_SE2 %d %d 0 0\n%s", i, i, e)
+		if i == 0 {
+			// A long first edge line: the byte estimate runs short.
+			e = fmt.Sprintf("EDGE_SE2 %d %d 1.000000000000 0.00000000000 0.0100000000000000 1 0 0 1 0 1\n", i, i+1)
+		}
+		longFirst.WriteString(e)
+	}
+	fmt.Fprintf(&mixed, "VERTEX_SE2 %d 0 0 0", n-1)
+	for name, src := range map[string]string{"vertices first": vfirst.String(), "mixed": mixed.String(), "long first edge": longFirst.String()} {
+		atOffset, err := Read(strings.NewReader(src), "t", ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream, err := Read(struct{ io.Reader }{strings.NewReader(src)}, "t", ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(atOffset.Edges) != n-1 || !reflect.DeepEqual(atOffset, stream) {
+			t.Errorf("%s: %d edges; the graphs read at an offset and as a stream differ", name, len(atOffset.Edges))
+		}
+		if name == "vertices first" && cap(atOffset.Edges) > n {
+			t.Errorf("%s: %d edges in a store for %d: the edges were not counted", name, len(atOffset.Edges), cap(atOffset.Edges))
+		}
+	}
+}
+
+// TestReadRepeatedInfo checks the reading of runs of edges with the same
+// information matrix, which share one array and one check: each edge gets
+// the precisions of its own values (a matrix that differs only in the
+// sign of a zero is its own), an indefinite matrix is counted once per
+// edge, and an invalid one after a run is still an error on its line.
+func TestReadRepeatedInfo(t *testing.T) {
+	src := "EDGE_SE2 0 1 1 0 0 1 0 5 1 0 1\n" +
+		"EDGE_SE2 1 2 1 0 0 1 0 5 1 0 1\n" +
+		"EDGE_SE2 2 3 1 0 0 4 0 0 4 0 2\n" +
+		"EDGE_SE2 3 4 1 0 0 4 -0 0 4 0 2\n" +
+		"EDGE_SE2 4 5 1 0 0 4 0 0 4 0 2\n" +
+		"EDGE_SE2 5 6 1 0 0 1 0 5 1 0 1\n"
+	var warns []string
+	g := mustRead(t, src, ReadOptions{Warn: func(m string) { warns = append(warns, m) }})
+	for k, e := range g.Edges {
+		kappa, tau, err := SE2Precisions(e.Info)
+		if err != nil || e.Kappa != kappa || e.Tau != tau {
+			t.Errorf("edge %d: kappa, tau = %g, %g; its matrix gives %g, %g (%v)", k, e.Kappa, e.Tau, kappa, tau, err)
+		}
+	}
+	if &g.Edges[0].Info[0] != &g.Edges[1].Info[0] || &g.Edges[2].Info[0] == &g.Edges[3].Info[0] {
+		t.Errorf("edges 0 and 1 should share their matrix, 2 and 3 (0 and -0) should not")
+	}
+	if !math.Signbit(g.Edges[3].Info[1]) || math.Signbit(g.Edges[4].Info[1]) {
+		t.Errorf("Info[1] of edges 3 and 4: %g, %g; want -0, 0", g.Edges[3].Info[1], g.Edges[4].Info[1])
+	}
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], "test.g2o:1: 3 edge(s)") {
+		t.Errorf("warnings %q", warns)
+	}
+	_, err := Read(strings.NewReader(src+"EDGE_SE2 6 7 1 0 0 1 0 5 1 0 0\n"), "test.g2o", ReadOptions{})
+	if err == nil || !strings.HasPrefix(err.Error(), "test.g2o:7: EDGE_SE2: ") {
+		t.Errorf("zero kappa after a run: %v", err)
+	}
+}
+
+// TestRecordsLeft counts the vertices and edges of a file from its first
+// line, vertex lines running across the counting's reads.
+func TestRecordsLeft(t *testing.T) {
+	var b strings.Builder
+	const n = 5000
+	for i := range n {
+		fmt.Fprintf(&b, "VERTEX_SE2 %d %d 0.%d 0\n", i, i, i*i)
+	}
+	for i := range n - 1 {
+		fmt.Fprintf(&b, "EDGE_SE2 %d %d 1 0 0.01 1 0 0 1 0 1\n", i, i+1)
+	}
+	r := strings.NewReader(b.String())
+	p := parser{name: "t", src: r, br: bufio.NewReaderSize(r, MaxLineLength)}
+	line, _ := p.br.ReadSlice('\n')
+	p.left, p.lineLen = int64(b.Len()), len(line)
+	p.fields = [][]byte{line[:len("VERTEX_SE2")]}
+	verts, edges, ok := p.recordsLeft()
+	if !ok || verts != n || edges != n {
+		t.Errorf("recordsLeft = %d, %d, %v; want %d vertices, %d edges (one more: a last line may lack its end)", verts, edges, ok, n, n)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/bcmsync/bcmsync/posegraph"
@@ -175,7 +174,7 @@ func ReadVertices(r io.Reader, name string, opts ReadOptions) (*Trajectory, erro
 	if len(p.verts) == 0 {
 		return nil, &ParseError{File: name, Msg: "no VERTEX records: a trajectory needs VERTEX_SE2, VERTEX_SE3:QUAT or VERTEX2 lines"}
 	}
-	slices.SortStableFunc(p.verts, func(a, b vertex) int { return cmpInt(a.id, b.id) })
+	sortVertices(p.verts)
 	tr := &Trajectory{D: p.d, Source: name, Format: FormatG2O}
 	for k, v := range p.verts {
 		if k > 0 && v.id == p.verts[k-1].id {

@@ -45,7 +45,10 @@ type Edge struct {
 	// offset's id and its x y z qx qy qz qw, 15 values, while R, T, Kappa
 	// and Tau are those of the prior it equals: docs/priors.md),
 	// Info the information matrix's upper triangle in g2o order (6 or 21
-	// values). Both are empty for edges made in memory.
+	// values). Both are empty for edges made in memory. Edges read from
+	// one file share one Info array where their matrices are equal bit
+	// for bit, as they mostly are: give an edge a new array rather than
+	// write into its Info.
 	Meas []float64
 	Info []float64
 	// Line is the edge's line in its source file (0 if none).

@@ -23,6 +23,16 @@ func TestGCPolicy(t *testing.T) {
 	if p := gcPercent(); p != smallHeapGCPercent {
 		t.Fatalf("GC percent %d at the start, want %d", p, smallHeapGCPercent)
 	}
+	// A small live heap keeps the percentage.
+	small := make([]byte, largeHeap/4)
+	for range 3 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p := gcPercent(); p != smallHeapGCPercent {
+		t.Fatalf("GC percent %d with %d bytes live, want %d", p, len(small), smallHeapGCPercent)
+	}
+	runtime.KeepAlive(small)
 	live := make([]byte, largeHeap+1<<20)
 	for i := range live {
 		live[i] = byte(i)
