@@ -390,12 +390,15 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		p.commonComplement(x)
 	}
 	p.assembleAt(x, lam)
-	if p.chol == nil && !p.analyze() {
+	first := p.chol == nil
+	if first && !p.analyze() {
 		return false
 	}
 	from := 0
 	if p.resume {
 		from, p.replaced = p.resumeAt, p.rung
+	} else if first && p.chol.Flops() >= shiftFirstFlops {
+		from = 1
 	}
 	p.resumed, p.resume = p.resume, false
 	p.shift, p.raised, p.ok = factorShiftedRows(p.h, p.rows, p.chol, p.mu, p.scale, &p.rung, from, len(shiftLadder)-1, true, &p.factorizations)
@@ -720,6 +723,19 @@ func resumeFrom(rung int, resumed bool, prev int) int {
 	}
 	return -1
 }
+
+// shiftFirstFlops is the factorization cost (Flops) from which the first
+// factorization of a trust-region run skips the modified attempt and
+// starts the shift ladder at its first shifted rung. The first Hessian,
+// after BCM's five sweeps, failed the modified factorization and factored
+// at 1e-5 on the synthetic lattices of 97,336, 250,047 and 10^6 poses
+// (docs/performance.md, "Tuning figures": shiftFirstFlops); where a
+// factorization costs tens of inner iterations the failed attempt is the
+// dearest part of the first step, and a shifted factor that a modified
+// one would have beaten costs a few inner iterations at most. Below the
+// threshold (every benchmark graph, whose first factors are not all
+// shifted) the modified attempt is always made.
+const shiftFirstFlops = 1e9
 
 // refactorFlopRatio: see refactorAfter.
 const refactorFlopRatio = 20.0
