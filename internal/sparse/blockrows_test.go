@@ -128,3 +128,31 @@ func TestFactorizeRowsErrors(t *testing.T) {
 		t.Errorf("after the refusals: %v", err)
 	}
 }
+
+// BenchmarkFactorizeRows compares factoring a stored block matrix with
+// factoring the same matrix given by its rows (here copied, so the
+// difference is the assembly's overhead, not a row function's cost):
+//
+//	go test ./internal/sparse -run '^$' -bench FactorizeRows
+func BenchmarkFactorizeRows(b *testing.B) {
+	m := withBlockSize(gridBlockSym(10, 3), 6)
+	c, err := AnalyzeBlocks(m, NestedDissection(m, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := rowsOf(m)
+	b.Run("stored", func(b *testing.B) {
+		for range b.N {
+			if err := c.FactorizeBlocks(m, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("rows", func(b *testing.B) {
+		for range b.N {
+			if err := c.FactorizeRows(rows, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
