@@ -80,8 +80,17 @@ type hessianPrecond struct {
 	basis   [][]basisEntry
 	terms   []hTerm          // the terms of every entry of a Hessian block (assemble)
 	termPtr []int            // entry e's terms are terms[termPtr[e]:termPtr[e+1]]
-	h       *sparse.BlockSym // the Hessian in basis coordinates, both triangles
+	h       *sparse.BlockSym // the Hessian in basis coordinates, both triangles (lazy: its pattern only)
 	tpos    []int            // tpos[pos] = position of the transposed block
+	// lazy: the Hessian is not stored but computed block row by block row
+	// where its factorization needs them (rows); hdiag holds its
+	// diagonal, lam the multipliers of the last update. A stored Hessian
+	// of lazyMin bytes or more is made lazy (see setRank).
+	lazy    bool
+	lazyMin int
+	rows    *sparse.BlockRows
+	hdiag   []float64
+	lam     []float64
 	chol    *sparse.Cholesky
 	perm    []int     // Q's ordering expanded to k scalars per block
 	w       []float64 // W_i, r x r row-major, at w[i*r*r:]
@@ -145,6 +154,7 @@ type hpWork struct {
 	hv   []float64   // the d Householder vectors, r each
 	u    []float64   // r x b: W_i^T v_i, then A
 	sij  [16]float64 // S_ij
+	hb   []float64   // k x k: a diagonal block of the lazy Hessian
 }
 
 // chunks returns the number of ranges the per-pose loops split into now
@@ -154,7 +164,8 @@ func (p *hessianPrecond) chunks() int {
 	c := poseChunks(p.q.N, p.threads)
 	for len(p.works) < c {
 		p.works = append(p.works, &hpWork{m: make([]float64, r*r), a: make([]float64, r*d),
-			e: make([]float64, r), hv: make([]float64, d*r), u: make([]float64, r*b)})
+			e: make([]float64, r), hv: make([]float64, d*r), u: make([]float64, r*b),
+			hb: make([]float64, p.k*p.k)})
 	}
 	return c
 }
@@ -172,8 +183,17 @@ var shiftLadder = []float64{0, 1e-5, 1e-4, 1e-3, 1e-2}
 // sparse.BlockOrder returns); mu is the diagonal regularization. Nothing
 // rank-dependent is built until the first update.
 func newHessianPrecond(q *sparse.BlockSym, d int, perm []int, mu float64) *hessianPrecond {
-	return &hessianPrecond{q: q, d: d, b: q.B, qper: perm, mu: mu, free: rotationFreeBlocks(q, d)}
+	return &hessianPrecond{q: q, d: d, b: q.B, qper: perm, mu: mu, free: rotationFreeBlocks(q, d), lazyMin: lazyHessianBytes}
 }
+
+// lazyHessianBytes is the size of the stored Hessian from which it is
+// computed where the factorization assembles it instead (sparse.BlockRows):
+// at a million poses it is about a gigabyte, live through the whole trust
+// region, which only the factorizations read. Smaller Hessians are
+// stored: a factorization that fails and is retried with a shift then
+// reads it again instead of computing it again, and each mirrored block
+// is copied instead of computed twice.
+const lazyHessianBytes = 64 << 20
 
 // setRank builds the basis, the pattern of H and its ordering for rank r.
 // The symbolic factorization follows in update, on the first assembly.
@@ -218,8 +238,17 @@ func (p *hessianPrecond) setRank(r int) {
 			p.termPtr = append(p.termPtr, len(p.terms))
 		}
 	}
-	p.h = &sparse.BlockSym{N: q.N, B: k, RowPtr: q.RowPtr, ColIdx: q.ColIdx, Diag: q.Diag,
-		Val: make([]float64, len(q.ColIdx)*k*k)}
+	// Lazy needs the shared block analysis (which does not read values)
+	// and a block ordering; analyze stores the Hessian if that fails.
+	p.lazy = p.sym != nil && len(p.qper) > 0 && 8*len(q.ColIdx)*k*k >= p.lazyMin
+	p.h = &sparse.BlockSym{N: q.N, B: k, RowPtr: q.RowPtr, ColIdx: q.ColIdx, Diag: q.Diag}
+	p.rows, p.hdiag = nil, nil
+	if p.lazy {
+		p.hdiag = make([]float64, q.N*k)
+		p.rows = &sparse.BlockRows{Pattern: p.h, Diagonal: p.hdiag, Row: p.hessianRow, WorkLen: r*r + b*b + k*k}
+	} else {
+		p.h.Val = make([]float64, len(q.ColIdx)*k*k)
+	}
 	if p.tpos == nil {
 		p.tpos = make([]int, len(q.ColIdx))
 		for i := 0; i < q.N; i++ {
@@ -361,15 +390,18 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		p.commonComplement(x)
 	}
 	p.assembleAt(x, lam)
-	if p.chol == nil && !p.analyze() {
+	first := p.chol == nil
+	if first && !p.analyze() {
 		return false
 	}
 	from := 0
 	if p.resume {
 		from, p.replaced = p.resumeAt, p.rung
+	} else if first && p.chol.Flops() >= shiftFirstFlops {
+		from = 1
 	}
 	p.resumed, p.resume = p.resume, false
-	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, from, len(shiftLadder)-1, true, &p.factorizations)
+	p.shift, p.raised, p.ok = factorShiftedRows(p.h, p.rows, p.chol, p.mu, p.scale, &p.rung, from, len(shiftLadder)-1, true, &p.factorizations)
 	if p.ok && p.split {
 		p.ok = p.factorS(lam)
 		if !p.ok && !p.keepSplit {
@@ -410,6 +442,28 @@ func (p *hessianPrecond) assembleAt(x *sparse.Blocks, lam []float64) {
 			}
 		}
 	})
+	if p.lazy {
+		// Only the diagonal now: the factorization computes the rest.
+		p.lam = lam
+		k := p.k
+		forChunks(p.q.N, nc, func(t, lo, hi int) {
+			wk := p.works[t]
+			for i := lo; i < hi; i++ {
+				hb := wk.hb[:k*k]
+				p.block(wk.m, wk.sij[:p.b*p.b], hb, lam, i, i, p.q.Diag[i])
+				for a := 0; a < k; a++ {
+					p.hdiag[i*k+a] = hb[a*k+a]
+				}
+			}
+		})
+		p.scale = 0
+		for _, v := range p.hdiag {
+			if v > p.scale {
+				p.scale = v // as BlockSym.MaxDiag
+			}
+		}
+		return
+	}
 	forChunks(p.q.N, nc, func(t, lo, hi int) {
 		p.assemble(p.works[t], lam, lo, hi)
 	})
@@ -419,6 +473,14 @@ func (p *hessianPrecond) assembleAt(x *sparse.Blocks, lam []float64) {
 // analyze computes the symbolic factorization of the Hessian's pattern; on
 // failure it marks the preconditioner failed and reports false.
 func (p *hessianPrecond) analyze() bool {
+	if p.lazy {
+		if c, err := p.sym.Analyze(p.h); err == nil {
+			p.chol = c
+			return true
+		}
+		// Not the shared pattern: the scalar analysis reads values.
+		p.h, p.lazy, p.rows, p.hdiag = p.rows.Dense(), false, nil, nil
+	}
 	c, err := analyzeWith(p.sym, p.h, p.perm)
 	if err != nil {
 		p.ok = false
@@ -436,7 +498,7 @@ func (p *hessianPrecond) updateFull(x *sparse.Blocks, lam []float64) bool {
 	if !p.analyze() {
 		return false
 	}
-	p.shift, p.raised, p.ok = factorShifted(p.h, p.chol, p.mu, p.scale, &p.rung, 0, len(shiftLadder)-1, true, &p.factorizations)
+	p.shift, p.raised, p.ok = factorShiftedRows(p.h, p.rows, p.chol, p.mu, p.scale, &p.rung, 0, len(shiftLadder)-1, true, &p.factorizations)
 	if !p.ok {
 		p.failed++
 	}
@@ -459,6 +521,7 @@ func (p *hessianPrecond) release() int64 {
 	if p.h != nil {
 		freed += 8 * int64(len(p.h.Val))
 	}
+	freed += 8 * int64(len(p.hdiag))
 	if freed < releaseCollect {
 		// Small enough to keep for the next factorization (of the next
 		// level, or of the next solve of a growing graph: Incremental);
@@ -467,6 +530,7 @@ func (p *hessianPrecond) release() int64 {
 		p.schol.Release()
 	}
 	p.basis, p.h, p.chol, p.schol = nil, nil, nil, nil
+	p.rows, p.hdiag, p.lam = nil, nil, nil
 	p.w, p.c, p.z, p.sc, p.sz = nil, nil, nil, nil, nil
 	p.works, p.x = nil, nil
 	return freed
@@ -475,59 +539,89 @@ func (p *hessianPrecond) release() int64 {
 // assemble writes the Hessian's block rows lo..hi-1 (and, for each block
 // above the diagonal, its mirror image below: no other row writes that).
 func (p *hessianPrecond) assemble(wk *hpWork, lam []float64, lo, hi int) {
-	d, b, k, r, q := p.d, p.b, p.k, p.r, p.q
-	rr := r * r
-	sij, m := wk.sij[:b*b], wk.m
+	k, q := p.k, p.q
+	sij := wk.sij[:p.b*p.b]
 	for i := lo; i < hi; i++ {
-		wi := p.w[i*rr : (i+1)*rr]
 		for pos := q.RowPtr[i]; pos < q.RowPtr[i+1]; pos++ {
 			j := q.ColIdx[pos]
 			if j < i && p.tpos[pos] >= 0 {
 				continue // mirrored from the upper triangle below
 			}
-			copy(sij, q.Block(pos))
-			if i == j {
-				l := lam[i*d*d : (i+1)*d*d]
-				for a := 0; a < d; a++ {
-					for c := 0; c < d; c++ {
-						sij[a*b+c] -= l[a*d+c]
-					}
-				}
-			}
-			// m = W_j^T W_i (the identity when i == j; computed anyway so
-			// the blocks are exactly those of the formula).
-			wj := p.w[j*rr : (j+1)*rr]
-			for a := 0; a < r; a++ {
-				for c := 0; c < r; c++ {
-					s := 0.0
-					for t := 0; t < r; t++ {
-						s += wj[t*r+a] * wi[t*r+c]
-					}
-					m[a*r+c] = s
-				}
-			}
 			hb := p.h.Block(pos)
-			// tr(A_k S A_l^T M) = sum (A_k)_{a,c} S_{c,c'} (A_l)_{a',c'} M_{a',a},
-			// over the terms setRank listed for each entry (k, l).
-			for e := range hb {
-				s := 0.0
-				for _, t := range p.terms[p.termPtr[e]:p.termPtr[e+1]] {
-					s += t.coef * sij[t.s] * m[t.m]
-				}
-				hb[e] = 2 * s
-			}
-			if i == j && p.free != nil && p.free[i] {
-				freeDiagonal(hb, p.basis, k, d, 2*sij[d*b+d])
-			}
+			p.block(wk.m, sij, hb, lam, i, j, pos)
 			if t := p.tpos[pos]; t >= 0 && j != i {
-				ht := p.h.Block(t)
-				for kk := 0; kk < k; kk++ {
-					for ll := 0; ll < k; ll++ {
-						ht[ll*k+kk] = hb[kk*k+ll]
-					}
-				}
+				transposeBlock(p.h.Block(t), hb, k)
 			}
 		}
+	}
+}
+
+// hessianRow is the lazy Hessian's sparse.BlockRows.Row: block row i,
+// each block exactly as assemble makes it (a block below the diagonal is
+// the transpose of the one above, computed again).
+func (p *hessianPrecond) hessianRow(i int, dst, work []float64) {
+	r, b, k, q := p.r, p.b, p.k, p.q
+	m, sij, tmp := work[:r*r], work[r*r:r*r+b*b], work[r*r+b*b:r*r+b*b+k*k]
+	base := q.RowPtr[i]
+	for pos := base; pos < q.RowPtr[i+1]; pos++ {
+		j := q.ColIdx[pos]
+		hb := dst[(pos-base)*k*k : (pos-base+1)*k*k]
+		if t := p.tpos[pos]; j < i && t >= 0 {
+			p.block(m, sij, tmp, p.lam, j, i, t)
+			transposeBlock(hb, tmp, k)
+			continue
+		}
+		p.block(m, sij, hb, p.lam, i, j, pos)
+	}
+}
+
+// transposeBlock sets dst (k x k) to the transpose of src.
+func transposeBlock(dst, src []float64, k int) {
+	for kk := 0; kk < k; kk++ {
+		for ll := 0; ll < k; ll++ {
+			dst[ll*k+kk] = src[kk*k+ll]
+		}
+	}
+}
+
+// block sets hb (k x k) to the Hessian's block (i, j), Q's block at pos,
+// with scratch m (r x r) and sij (b x b).
+func (p *hessianPrecond) block(m, sij, hb, lam []float64, i, j, pos int) {
+	d, b, k, r := p.d, p.b, p.k, p.r
+	rr := r * r
+	wi := p.w[i*rr : (i+1)*rr]
+	copy(sij, p.q.Block(pos))
+	if i == j {
+		l := lam[i*d*d : (i+1)*d*d]
+		for a := 0; a < d; a++ {
+			for c := 0; c < d; c++ {
+				sij[a*b+c] -= l[a*d+c]
+			}
+		}
+	}
+	// m = W_j^T W_i (the identity when i == j; computed anyway so
+	// the blocks are exactly those of the formula).
+	wj := p.w[j*rr : (j+1)*rr]
+	for a := 0; a < r; a++ {
+		for c := 0; c < r; c++ {
+			s := 0.0
+			for t := 0; t < r; t++ {
+				s += wj[t*r+a] * wi[t*r+c]
+			}
+			m[a*r+c] = s
+		}
+	}
+	// tr(A_k S A_l^T M) = sum (A_k)_{a,c} S_{c,c'} (A_l)_{a',c'} M_{a',a},
+	// over the terms setRank listed for each entry (k, l).
+	for e := range hb {
+		s := 0.0
+		for _, t := range p.terms[p.termPtr[e]:p.termPtr[e+1]] {
+			s += t.coef * sij[t.s] * m[t.m]
+		}
+		hb[e] = 2 * s
+	}
+	if i == j && p.free != nil && p.free[i] {
+		freeDiagonal(hb, p.basis, k, d, 2*sij[d*b+d])
 	}
 }
 
@@ -630,6 +724,19 @@ func resumeFrom(rung int, resumed bool, prev int) int {
 	return -1
 }
 
+// shiftFirstFlops is the factorization cost (Flops) from which the first
+// factorization of a trust-region run skips the modified attempt and
+// starts the shift ladder at its first shifted rung. The first Hessian,
+// after BCM's five sweeps, failed the modified factorization and factored
+// at 1e-5 on the synthetic lattices of 97,336, 250,047 and 10^6 poses
+// (docs/performance.md, "Tuning figures": shiftFirstFlops); where a
+// factorization costs tens of inner iterations the failed attempt is the
+// dearest part of the first step, and a shifted factor that a modified
+// one would have beaten costs a few inner iterations at most. Below the
+// threshold (every benchmark graph, whose first factors are not all
+// shifted) the modified attempt is always made.
+const shiftFirstFlops = 1e9
+
 // refactorFlopRatio: see refactorAfter.
 const refactorFlopRatio = 20.0
 
@@ -659,6 +766,12 @@ const refactorFlopRatio = 20.0
 // *attempts. With from > 0 the ladder starts at rung from instead, with
 // no modified attempt (see resumeFrom).
 func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64, rung *int, from, maxRung int, modify bool, attempts *int) (shift float64, raised int, ok bool) {
+	return factorShiftedRows(h, nil, chol, mu, scale, rung, from, maxRung, modify, attempts)
+}
+
+// factorShiftedRows is factorShifted for h, or for rows when not nil (the
+// Hessian computed as it is factored; h is then its pattern).
+func factorShiftedRows(h *sparse.BlockSym, rows *sparse.BlockRows, chol *sparse.Cholesky, mu, scale float64, rung *int, from, maxRung int, modify bool, attempts *int) (shift float64, raised int, ok bool) {
 	for t := from; t <= maxRung; t++ {
 		if t == 1 && from == 0 {
 			t = max(*rung-1, 1)
@@ -667,9 +780,15 @@ func factorShifted(h *sparse.BlockSym, chol *sparse.Cholesky, mu, scale float64,
 		shift = mu + shiftLadder[t]*scale
 		var err error
 		raised = 0
-		if t == 0 && modify && scale > 0 {
-			raised, err = chol.FactorizeBlocksModified(h, shift, raiseFloor*scale, shiftLadder[len(shiftLadder)-1]*scale)
-		} else {
+		floor, limit := raiseFloor*scale, shiftLadder[len(shiftLadder)-1]*scale
+		switch {
+		case t == 0 && modify && scale > 0 && rows != nil:
+			raised, err = chol.FactorizeRowsModified(rows, shift, floor, limit)
+		case t == 0 && modify && scale > 0:
+			raised, err = chol.FactorizeBlocksModified(h, shift, floor, limit)
+		case rows != nil:
+			err = chol.FactorizeRows(rows, shift)
+		default:
 			err = chol.FactorizeBlocks(h, shift)
 		}
 		if err == nil {

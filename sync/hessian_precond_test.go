@@ -767,3 +767,65 @@ func TestHessianPrecondRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestHessianPrecondLazy checks that the Hessian computed as its factor
+// assembles it (lazy, the path of large graphs) preconditions exactly as
+// the stored one: the same shifts, raised pivots and factorizations, and
+// the same preconditioned vector bit for bit, in the full form and the
+// split one, on one thread and two; and that its rows are the stored
+// Hessian's.
+func TestHessianPrecondLazy(t *testing.T) {
+	for _, tc := range newtonCases(t) {
+		perm := sparse.BlockAMD(tc.q, 0)
+		sym, err := sparse.AnalyzeBlockPattern(tc.q, perm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, exact := range []bool{false, true} {
+			for _, threads := range []int{1, 2} {
+				mu := 1e-12 * tc.q.MaxDiag()
+				stored, lazy := newHessianPrecond(tc.q, tc.d, perm, mu), newHessianPrecond(tc.q, tc.d, perm, mu)
+				stored.sym, lazy.sym = sym, sym
+				lazy.lazyMin = 0
+				for _, p := range []*hessianPrecond{stored, lazy} {
+					p.exact, p.threads = exact, threads
+				}
+				m := newManifold(tc.q, tc.d, tc.r, 1)
+				lam := multipliers(m, tc.x)
+				okS, okL := stored.update(tc.x, lam), lazy.update(tc.x, lam)
+				name := fmt.Sprintf("%s exact=%v threads=%d", tc.name, exact, threads)
+				if stored.lazy || !lazy.lazy {
+					t.Fatalf("%s: stored lazy %v, lazy lazy %v", name, stored.lazy, lazy.lazy)
+				}
+				if okS != okL || stored.shift != lazy.shift || stored.raised != lazy.raised ||
+					stored.factorizations != lazy.factorizations || stored.split != lazy.split || stored.scale != lazy.scale {
+					t.Fatalf("%s: stored ok %v shift %g raised %d attempts %d scale %g; lazy %v %g %d %d %g", name,
+						okS, stored.shift, stored.raised, stored.factorizations, stored.scale,
+						okL, lazy.shift, lazy.raised, lazy.factorizations, lazy.scale)
+				}
+				got := lazy.rows.Dense()
+				for e, v := range stored.h.Val {
+					if got.Val[e] != v {
+						t.Fatalf("%s: H value %d is %g, stored %g", name, e, got.Val[e], v)
+					}
+				}
+				if !okS {
+					continue
+				}
+				rng := rand.New(rand.NewPCG(7, uint64(tc.r)))
+				v, ds, dl := m.newBlocks(), m.newBlocks(), m.newBlocks()
+				for k := range v.Data {
+					v.Data[k] = rng.NormFloat64()
+				}
+				m.proj(v, tc.x, v)
+				stored.apply(ds, v)
+				lazy.apply(dl, v)
+				for k := range ds.Data {
+					if ds.Data[k] != dl.Data[k] {
+						t.Fatalf("%s: preconditioned vector differs at %d: %g, stored %g", name, k, dl.Data[k], ds.Data[k])
+					}
+				}
+			}
+		}
+	}
+}

@@ -392,6 +392,24 @@ func TestHessianPrecondLandmarks(t *testing.T) {
 					return i >= np && p.basis[l][0].col < d
 				}
 				hv, work := m.newBlocks(), m.newBlocks()
+				// The lazy Hessian (large graphs) has the landmarks'
+				// decoupled diagonal too: the same values bit for bit.
+				perm := sparse.BlockAMD(q, 0)
+				pl := newHessianPrecond(q, d, perm, 1e-12*q.MaxDiag())
+				pl.exact, pl.lazyMin = exact, 0
+				sym, err := sparse.AnalyzeBlockPattern(q, perm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pl.sym = sym
+				if !pl.update(x, lam) || !pl.lazy {
+					t.Fatalf("d=%d r=%d exact=%v: the lazy Hessian did not factor (lazy %v)", d, r, exact, pl.lazy)
+				}
+				for e, v := range pl.rows.Dense().Val {
+					if v != p.h.Val[e] {
+						t.Fatalf("d=%d r=%d exact=%v: lazy H value %d is %g, stored %g", d, r, exact, e, v, p.h.Val[e])
+					}
+				}
 				got := p.h.Dense()
 				if !exact {
 					got = nil // the split form's H is the span part only

@@ -189,13 +189,13 @@ type trustRegion struct {
 	hp   *hessianPrecond
 	gg   *gauge
 
-	x, nq, grad           *sparse.Blocks // the point, X Q there, the gradient
-	eta, heta             *sparse.Blocks // the step and its Hessian product
-	res, z, delta, hdelta *sparse.Blocks // tCG's residual, preconditioned residual, direction and its product
-	xnew, nqNew           *sparse.Blocks // the trial point and X Q there
-	lam                   []float64      // Lambda at the point
-	f, gnorm, enorm       float64        // F, ||grad F|| and ||2 X Q|| at the point
-	radius, maxRadius     float64
+	x, nq, grad        *sparse.Blocks // the point, X Q there, the gradient
+	eta, heta          *sparse.Blocks // the step and its Hessian product
+	res, delta, hdelta *sparse.Blocks // tCG's residual, direction and its product
+	xnew, nqNew        *sparse.Blocks // the trial point and X Q there
+	lam                []float64      // Lambda at the point
+	f, gnorm, enorm    float64        // F, ||grad F|| and ||2 X Q|| at the point
+	radius, maxRadius  float64
 	// fFloor stands for F where F is near 0: below it a change of F is
 	// judged against the problem's own scale, not against |F| (see
 	// weightUnit).
@@ -226,10 +226,11 @@ func newTrustRegion(m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPr
 	t.nq = m.newBlocks()
 	t.grad = m.newBlocks()
 	t.eta, t.heta = m.newBlocks(), m.newBlocks()
-	t.res, t.z, t.delta, t.hdelta = m.newBlocks(), m.newBlocks(), m.newBlocks(), m.newBlocks()
-	// nqNew holds nothing while tCG runs (the trial point is made after
-	// it): it is the Hessian product's scratch there, one vector less
-	// (docs/performance.md, "Tuning figures": rowSolver).
+	t.res, t.delta, t.hdelta = m.newBlocks(), m.newBlocks(), m.newBlocks()
+	// xnew and nqNew hold nothing while tCG runs (the trial point is made
+	// after it): they are the preconditioned residual and the Hessian
+	// product's scratch there, two vectors less (docs/performance.md,
+	// "Tuning figures": rowSolver; at a million poses a vector is 96 MB).
 	t.xnew, t.nqNew = m.newBlocks(), m.newBlocks()
 	t.lam = make([]float64, m.n*m.d*m.d)
 	t.gg = newGauge(m.r)
@@ -397,7 +398,7 @@ func (t *trustRegion) stopped(ctx context.Context, it int) (bool, error) {
 // whether the next point refactors the Hessian.
 func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 	m, x, hp, opts := t.m, t.x, t.hp, t.opts
-	eta, heta, res, z, delta, hdelta := t.eta, t.heta, t.res, t.z, t.delta, t.hdelta
+	eta, heta, res, z, delta, hdelta := t.eta, t.heta, t.res, t.xnew, t.delta, t.hdelta
 	radius := t.radius
 	inner1 := 0
 	for try := 0; ; try++ {

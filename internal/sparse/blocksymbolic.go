@@ -78,12 +78,12 @@ func AnalyzeBlockPattern(m *BlockSym, perm []int) (*BlockSymbolic, error) {
 // Analyze is AnalyzeBlocks(m, perm) for the perm s was made with
 // (expanded to m's block size), m of s's block pattern and any block
 // size: the same factor, bit for bit. It fails if m's pattern is not
-// s's.
+// s's. m's values are not read and may be nil (a BlockRows' pattern).
 func (s *BlockSymbolic) Analyze(m *BlockSym) (*Cholesky, error) {
 	if m == nil {
 		return nil, errors.New("sparse: BlockSymbolic.Analyze: nil matrix")
 	}
-	if err := blockShapeErr(m); err != nil {
+	if err := blockPatternErr(m); err != nil {
 		return nil, fmt.Errorf("sparse: BlockSymbolic.Analyze: %w", err)
 	}
 	if !s.samePattern(m) {
@@ -368,6 +368,18 @@ func blockPermOK(perm []int, b, nb int) bool {
 // blockShapeErr reports what makes m unreadable as a block matrix: sizes,
 // row pointers or column indices out of range.
 func blockShapeErr(m *BlockSym) error {
+	if err := blockPatternErr(m); err != nil {
+		return err
+	}
+	if nnz := m.RowPtr[m.N]; len(m.Val) < nnz*m.B*m.B {
+		return fmt.Errorf("%d blocks but %d values", nnz, len(m.Val))
+	}
+	return nil
+}
+
+// blockPatternErr is blockShapeErr for the pattern alone: the values are
+// not checked.
+func blockPatternErr(m *BlockSym) error {
 	nb := m.N
 	if nb < 0 || m.B <= 0 {
 		return fmt.Errorf("block matrix of %d blocks of size %d", nb, m.B)
@@ -381,8 +393,8 @@ func blockShapeErr(m *BlockSym) error {
 		}
 	}
 	nnz := m.RowPtr[nb]
-	if len(m.ColIdx) < nnz || len(m.Val) < nnz*m.B*m.B {
-		return fmt.Errorf("%d blocks but %d column indices and %d values", nnz, len(m.ColIdx), len(m.Val))
+	if len(m.ColIdx) < nnz {
+		return fmt.Errorf("%d blocks but %d column indices", nnz, len(m.ColIdx))
 	}
 	for k, j := range m.ColIdx[:nnz] {
 		if j < 0 || j >= nb {

@@ -443,7 +443,83 @@ func (c *Cholesky) Factorize(a *CSC) error {
 // (the certificate's S + eta D, the trust region's Hessian) then keeps no
 // scalar copy of the matrix, which at a million poses saves gigabytes.
 func (c *Cholesky) FactorizeBlocks(m *BlockSym, shift float64) error {
-	return c.factorizeBlocks(m, shift, 0, 0)
+	return c.factorizeBlocks(m, nil, shift, 0, 0)
+}
+
+// BlockRows is a symmetric block matrix whose values are not stored but
+// computed one block row at a time, where the factorization assembles the
+// supernodes that hold that row: FactorizeRows factors it with no copy of
+// the matrix beside the factor. The trust region's Hessian in tangent
+// coordinates is one: at a million poses it has 36 values per block of Q,
+// about a gigabyte, which only the factorization reads.
+type BlockRows struct {
+	// Pattern gives the order, block size and block pattern (N, B,
+	// RowPtr, ColIdx, Diag); its values are not read and may be nil.
+	Pattern *BlockSym
+	// Diagonal holds the N*B diagonal entries, entry (i, a) at i*B+a:
+	// they set the pivot threshold as the stored matrix's would.
+	Diagonal []float64
+	// Row writes the values of block row i (its blocks in Pattern's
+	// order, B*B each, row-major) to dst. It is called concurrently by
+	// the factorization's goroutines, each with its own work of WorkLen
+	// values, and must write the same values whenever it is called for
+	// the same row: a row may be computed more than once.
+	Row     func(i int, dst, work []float64)
+	WorkLen int
+}
+
+// Dense returns m's values as a stored BlockSym (Row for every block row;
+// Val newly allocated, the pattern's slices shared).
+func (m *BlockRows) Dense() *BlockSym {
+	p := m.Pattern
+	bb := p.B * p.B
+	out := &BlockSym{N: p.N, B: p.B, RowPtr: p.RowPtr, ColIdx: p.ColIdx, Diag: p.Diag,
+		Val: make([]float64, p.RowPtr[p.N]*bb)}
+	work := make([]float64, m.WorkLen)
+	for i := 0; i < p.N; i++ {
+		m.Row(i, out.Val[p.RowPtr[i]*bb:p.RowPtr[i+1]*bb], work)
+	}
+	return out
+}
+
+// FactorizeRows is FactorizeBlocks(m.Dense(), shift) without storing
+// m.Dense(): the same factor, bit for bit, for a factor analysed on m's
+// pattern.
+func (c *Cholesky) FactorizeRows(m *BlockRows, shift float64) error {
+	if err := rowsErr(m); err != nil {
+		c.ok, c.raised = false, 0
+		return fmt.Errorf("sparse: FactorizeRows: %w", err)
+	}
+	return c.factorizeBlocks(m.Pattern, m, shift, 0, 0)
+}
+
+// FactorizeRowsModified is FactorizeBlocksModified(m.Dense(), shift,
+// floor, limit) without storing m.Dense(), as FactorizeRows.
+func (c *Cholesky) FactorizeRowsModified(m *BlockRows, shift, floor, limit float64) (raised int, err error) {
+	if err := rowsErr(m); err != nil {
+		c.ok, c.raised = false, 0
+		return 0, fmt.Errorf("sparse: FactorizeRowsModified: %w", err)
+	}
+	return c.factorizeModified(m.Pattern, m, shift, floor, limit)
+}
+
+// rowsErr reports what makes m unusable as a BlockRows.
+func rowsErr(m *BlockRows) error {
+	switch {
+	case m == nil || m.Pattern == nil:
+		return errors.New("nil matrix")
+	case m.Row == nil:
+		return errors.New("no row function")
+	case m.WorkLen < 0:
+		return fmt.Errorf("work length %d", m.WorkLen)
+	}
+	if err := blockPatternErr(m.Pattern); err != nil {
+		return err
+	}
+	if n := m.Pattern.N * m.Pattern.B; len(m.Diagonal) != n {
+		return fmt.Errorf("%d diagonal entries for order %d", len(m.Diagonal), n)
+	}
+	return nil
 }
 
 // FactorizeBlocksModified is FactorizeBlocks for a matrix that may be
@@ -471,11 +547,17 @@ func (c *Cholesky) FactorizeBlocks(m *BlockSym, shift float64) error {
 // below it, and then the later pivots, grow without bound, and such a
 // factor is worth nothing; the caller should then shift instead.
 func (c *Cholesky) FactorizeBlocksModified(m *BlockSym, shift, floor, limit float64) (raised int, err error) {
+	return c.factorizeModified(m, nil, shift, floor, limit)
+}
+
+// factorizeModified is FactorizeBlocksModified of m, or of rows when not
+// nil (m is then its pattern).
+func (c *Cholesky) factorizeModified(m *BlockSym, rows *BlockRows, shift, floor, limit float64) (raised int, err error) {
 	if !(floor > 0) || math.IsInf(floor, 0) || !(limit > 0) || math.IsInf(limit, 0) {
 		c.ok, c.raised = false, 0
 		return 0, fmt.Errorf("sparse: FactorizeBlocksModified: floor %g and limit %g must be positive and finite", floor, limit)
 	}
-	if err := c.factorizeBlocks(m, shift, floor, limit); err != nil {
+	if err := c.factorizeBlocks(m, rows, shift, floor, limit); err != nil {
 		// Parallel tasks stop at arbitrary points after a failure: a
 		// partial count would depend on the schedule.
 		c.raised = 0
@@ -484,7 +566,9 @@ func (c *Cholesky) FactorizeBlocksModified(m *BlockSym, shift, floor, limit floa
 	return c.raised, nil
 }
 
-func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) error {
+// factorizeBlocks factors m + shift I, or rows + shift I when rows is not
+// nil (m is then rows.Pattern, already checked).
+func (c *Cholesky) factorizeBlocks(m *BlockSym, rows *BlockRows, shift, floor, limit float64) error {
 	c.floor, c.limit = floor, limit
 	defer func() { c.floor, c.limit = 0, 0 }()
 	c.ok = false
@@ -492,14 +576,19 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 	if m == nil {
 		return errors.New("sparse: FactorizeBlocks: nil matrix")
 	}
-	if err := blockShapeErr(m); err != nil {
-		return fmt.Errorf("sparse: FactorizeBlocks: %w", err)
+	if rows == nil {
+		if err := blockShapeErr(m); err != nil {
+			return fmt.Errorf("sparse: FactorizeBlocks: %w", err)
+		}
 	}
 	b := m.B
 	if m.N*b != c.n {
 		return fmt.Errorf("sparse: FactorizeBlocks: matrix of order %d does not match the analysed order %d", m.N*b, c.n)
 	}
 	if c.simplicial {
+		if rows != nil {
+			m = rows.Dense()
+		}
 		return c.Factorize(LowerCSC(m, shift, 0))
 	}
 	if !c.bsigOK || blockSignature(m) != c.bsig {
@@ -509,10 +598,16 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 		c.bsig, c.bsigOK = blockSignature(m), true
 	}
 	thr := 0.0
-	for j := 0; j < m.N; j++ {
-		blk := m.Block(m.Diag[j])
-		for a := 0; a < b; a++ {
-			thr = math.Max(thr, math.Abs(blk[a*b+a]+shift))
+	if rows != nil {
+		for _, v := range rows.Diagonal {
+			thr = math.Max(thr, math.Abs(v+shift))
+		}
+	} else {
+		for j := 0; j < m.N; j++ {
+			blk := m.Block(m.Diag[j])
+			for a := 0; a < b; a++ {
+				thr = math.Max(thr, math.Abs(blk[a*b+a]+shift))
+			}
 		}
 	}
 	if math.IsInf(thr, 0) || math.IsNaN(thr) {
@@ -527,8 +622,8 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, shift, floor, limit float64) err
 	if sn.val == nil {
 		sn.val = getVals(sn.valPtr[len(sn.first)-1]) // assembleNode clears what it uses
 	}
-	sn.src, sn.shift = m, shift
-	defer func() { sn.src = nil }()
+	sn.src, sn.rowFn, sn.shift = m, rows, shift
+	defer func() { sn.src, sn.rowFn = nil, nil }()
 	if err := sn.factorAssembled(c, thr*PivotTol); err != nil {
 		return err
 	}

@@ -36,8 +36,11 @@ type supernodes struct {
 	// The block analysis leaves it nil until a CSC is factored (ensureVmap).
 	vmap []int
 	// src and shift, while FactorizeBlocks runs: factorNode assembles
-	// supernode s from src + shift I itself (assembleNode).
+	// supernode s from src + shift I itself (assembleNode). With rowFn
+	// (FactorizeRows) src is only the pattern, and each block row's
+	// values are computed where a supernode needs them.
 	src   *BlockSym
+	rowFn *BlockRows
 	shift float64
 
 	// Independent subtrees [lo, hi) of supernodes, factored concurrently,

@@ -25,6 +25,9 @@ type snWork struct {
 	relMap []int
 	cbuf   []float64
 	raised int // pivots changed by FactorizeBlocksModified
+	// A block row's values and the work space of the function that
+	// computes them (FactorizeRows).
+	rowBuf, rowWork []float64
 }
 
 // factor computes the numeric supernodal factor of a. Independent subtrees
@@ -80,20 +83,27 @@ func (sn *supernodes) ensureVmap(c *Cholesky, a *CSC) {
 // perm[q] of A, entry (j*b+cc) of block row j; A's pattern lies inside
 // L's, so every entry below the pivot has a row in s, and the blocks of a
 // row of src are contiguous: the reads stay near one another, and the
-// writes inside s.
-func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, relMap []int) {
+// writes inside s. A block ordering keeps the b columns of a block row
+// together, so a row computed by rowFn serves all of them.
+func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, w *snWork) {
 	clear(ls)
-	m := sn.src
+	m, relMap := sn.src, w.relMap
 	b := m.B
 	f, l := sn.first[s], sn.first[s+1]-1
 	nc := l - f + 1
+	var row []float64
+	last := -1
 	for q := f; q <= l; q++ {
 		j, cc := c.perm[q]/b, c.perm[q]%b
+		if j != last {
+			row, last = sn.blockRow(j, w), j
+		}
 		for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
 			i := m.ColIdx[k]
 			// Block (j, i) holds A[(j, cc), (i, a)] = A[(i, a), (j, cc)]
 			// in its row cc.
-			blk := m.Block(k)[cc*b : cc*b+b]
+			off := (k-m.RowPtr[j])*b*b + cc*b
+			blk := row[off : off+b]
 			pi := c.pinv[i*b : i*b+b]
 			for a, v := range blk {
 				pr := pi[a]
@@ -107,6 +117,24 @@ func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, relMap []in
 			}
 		}
 	}
+}
+
+// blockRow returns the values of src's block row j: src's own, or those
+// rowFn computes into w's buffer.
+func (sn *supernodes) blockRow(j int, w *snWork) []float64 {
+	m, bb := sn.src, sn.src.B*sn.src.B
+	if sn.rowFn == nil {
+		return m.Val[m.RowPtr[j]*bb : m.RowPtr[j+1]*bb]
+	}
+	n := (m.RowPtr[j+1] - m.RowPtr[j]) * bb
+	if len(w.rowBuf) < n {
+		w.rowBuf = make([]float64, max(n, 2*len(w.rowBuf)))
+	}
+	if len(w.rowWork) < sn.rowFn.WorkLen {
+		w.rowWork = make([]float64, sn.rowFn.WorkLen)
+	}
+	sn.rowFn.Row(j, w.rowBuf[:n], w.rowWork[:sn.rowFn.WorkLen])
+	return w.rowBuf[:n]
 }
 
 // clearVal allocates val on first use and sets it to zero.
@@ -220,7 +248,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		relMap[i] = r
 	}
 	if sn.src != nil {
-		sn.assembleNode(c, s, ls, relMap)
+		sn.assembleNode(c, s, ls, w)
 	}
 	// Updates from descendants.
 	for d := sn.head[s]; d != -1; {
