@@ -274,6 +274,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	r.cert = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
 	r.cert.deadline = r.deadline
 	r.cert.sym = r.sym
+	r.cert.nullStart = opts.warmStep
 
 	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
 	if opts.Rank0 > d {
