@@ -29,7 +29,10 @@ import (
 // costlier by far more than the ordering saves (docs/online.md has the
 // measurements). What is kept is the factors' storage: every solve gives
 // its factors back when it ends (Run.release), and the next step's, a
-// little larger, are made in that storage instead of new.
+// little larger, are made in that storage instead of new. A warm step
+// also skips what its start makes redundant: it runs one BCM sweep, not
+// five (warmBCMSweeps), and its certificate's inverse iteration starts
+// from the point itself (certifier.nullStart).
 //
 // Each step's certificate is its own: a factorization of that step's S,
 // no estimate is called certified because an earlier one was.
