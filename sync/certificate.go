@@ -79,9 +79,12 @@ type certifier struct {
 	sym    *sparse.BlockSymbolic // the pattern's block analysis in perm's order (nil: none)
 	chol   *sparse.Cholesky
 	seed   uint64
-	inv    []float64 // inverse-iteration vectors
-	inv2   []float64
-	sMulV  []float64
+	// nullStart starts the inverse iteration from the point's first row
+	// (see inverseIteration) instead of a fixed vector.
+	nullStart bool
+	inv       []float64 // inverse-iteration vectors
+	inv2      []float64
+	sMulV     []float64
 	// free marks landmark blocks (nil: none; see landmarks.go) and nposes
 	// counts the others, whose Y parts the bound pays the shift for.
 	free   []bool
@@ -374,7 +377,7 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			cert.eta, cert.sigma = cost/float64(d*cert.shiftPoses), t.sigma
 			cert.dualBound = cert.trLambda - cost
 			cert.lowerBound, cert.hasLower = cert.dualBound, true
-			cert.minEig = c.inverseIteration(cert.eta)
+			cert.minEig = c.inverseIteration(cert.eta, x)
 			cert.method = c.methodName()
 			return cert, nil
 		}
@@ -603,14 +606,25 @@ func (c *certifier) tries(sigmaA, sigma float64) []shift {
 // where a fixed number of solves cost a large part of the certificate at
 // a million poses (docs/performance.md, "Tuning figures":
 // inverseIteration).
-func (c *certifier) inverseIteration(eta float64) float64 {
+//
+// With nullStart it starts from x's first row instead, in the scaled
+// coordinates (D^-1 x_0): at a critical point S X^T = 0, so that row is
+// already at the bottom of S's spectrum, its quotient is the first value,
+// and one solve confirms it (the fixed start needs two). Incremental's
+// warm steps use it; a cold solve keeps the fixed start, so its reported
+// eigenvalue is as it was, bit for bit.
+func (c *certifier) inverseIteration(eta float64, x *sparse.Blocks) float64 {
 	v, w := c.inv, c.inv2
-	for k := range v {
-		// A deterministic start with components in every direction.
-		v[k] = 1 + math.Sin(float64(k)*1.618033988749895)
-	}
-	normalize(v)
 	rq := math.NaN()
+	if c.nullStart && c.rowStart(v, x) {
+		rq = c.rayleigh(v, w)
+	} else {
+		for k := range v {
+			// A deterministic start with components in every direction.
+			v[k] = 1 + math.Sin(float64(k)*1.618033988749895)
+		}
+		normalize(v)
+	}
 	for it := 0; it < maxInverseSteps; it++ {
 		c.solve(w, v)
 		normalize(w)
@@ -622,6 +636,30 @@ func (c *certifier) inverseIteration(eta float64) float64 {
 		}
 	}
 	return rq
+}
+
+// rowStart sets v to x's first row in the scaled coordinates (D^-1 x_0),
+// normalized, and reports false when that is not a usable start (x of
+// another shape, or a row that vanishes).
+func (c *certifier) rowStart(v []float64, x *sparse.Blocks) bool {
+	if x == nil || x.N*x.B != len(v) || x.R == 0 {
+		return false
+	}
+	b := x.B
+	nrm := 0.0
+	for i := 0; i < x.N; i++ {
+		row := x.Block(i)[:b]
+		for a, y := range row {
+			k := i*b + a
+			v[k] = y / c.scale[k]
+			nrm += v[k] * v[k]
+		}
+	}
+	if !(nrm > 0) || math.IsInf(nrm, 0) {
+		return false
+	}
+	normalize(v)
+	return true
 }
 
 // maxInverseSteps bounds inverseIteration's solves.

@@ -29,7 +29,10 @@ import (
 // costlier by far more than the ordering saves (docs/online.md has the
 // measurements). What is kept is the factors' storage: every solve gives
 // its factors back when it ends (Run.release), and the next step's, a
-// little larger, are made in that storage instead of new.
+// little larger, are made in that storage instead of new. A warm step
+// also skips what its start makes redundant: it runs one BCM sweep, not
+// five (warmBCMSweeps), and its certificate's inverse iteration starts
+// from the point itself (certifier.nullStart).
 //
 // Each step's certificate is its own: a factorization of that step's S,
 // no estimate is called certified because an earlier one was.
@@ -80,7 +83,8 @@ var ErrNoEdges = errors.New("nothing to solve yet")
 // NewIncremental returns an empty incremental solver of dimension d (2 or
 // 3) that solves with opts (Options.Init and Options.InitialPoses apply
 // to the first Solve only: later ones start from the last certified
-// estimate).
+// estimate, and run one BCM sweep per level unless Options.BCMMaxSweeps
+// says otherwise: see warmBCMSweeps).
 func NewIncremental(d int, opts Options) (*Incremental, error) {
 	if d != 2 && d != 3 {
 		return nil, fmt.Errorf("incremental solver: dimension %d is not 2 or 3", d)
@@ -238,6 +242,10 @@ func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, er
 	}
 	if inc.solves > 0 {
 		opts.Init, opts.InitialPoses = InitGiven, make([]posegraph.Pose, len(solved))
+		opts.warmStep = true
+		if opts.BCMMaxSweeps == 0 {
+			opts.BCMMaxSweeps = warmBCMSweeps
+		}
 		for k, v := range solved {
 			opts.InitialPoses[k] = start[v]
 		}
@@ -254,6 +262,14 @@ func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, er
 	}
 	return res, nil
 }
+
+// warmBCMSweeps is the BCM sweeps of a warm step (unless
+// Options.BCMMaxSweeps sets them). From the last certified estimate, one
+// sweep places the new vertices about as well as five (the trust region's
+// first Newton step does the rest); the four more sweeps, each with its
+// exact translation solve and its objective, cost more than the
+// trust-region steps they spare (docs/online.md).
+const warmBCMSweeps = 1
 
 // place returns the start of the next solve by arrival index: the last
 // certified estimate where there is one, and the other vertices placed by

@@ -145,6 +145,11 @@ type Options struct {
 	Progress func(Record)
 	// Logger receives one line per stage and level (nil: silent).
 	Logger *slog.Logger
+
+	// warmStep marks a solve that Incremental warm-started from its last
+	// certified estimate: the certificate's inverse iteration starts from
+	// the point itself (certifier.nullStart).
+	warmStep bool
 }
 
 // DefaultOptions returns the options a zero field stands for: every

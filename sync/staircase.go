@@ -275,6 +275,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	r.cert = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
 	r.cert.deadline = r.deadline
 	r.cert.sym = r.sym
+	r.cert.nullStart = opts.warmStep
 	if pp, ok := m.(PartsProviders); ok {
 		if p := pp.PartsProver(r); p != nil {
 			r.cert.usePartsProver(p)

@@ -409,7 +409,8 @@ func TestEstimateCertifiedWhenRelaxationBoundIsLoose(t *testing.T) {
 
 // TestCertificateMinEigAtCriticalPoint: at a certified point the reported
 // lambda_min(S), from inverse iteration on the factor of S + eta I, is the
-// dense oracle's to within the shift eta.
+// dense oracle's to within the shift eta, from the fixed start and from
+// the point's own row (nullStart, Incremental's warm steps).
 func TestCertificateMinEigAtCriticalPoint(t *testing.T) {
 	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
 		for _, d := range []int{2, 3} {
@@ -421,16 +422,20 @@ func TestCertificateMinEigAtCriticalPoint(t *testing.T) {
 			if rr, err := rtr(context.Background(), m, x, nil, hp, rtrOptions{GradTol: 1e-12, MaxIter: 100}); err != nil || rr.RelGrad > 1e-10 {
 				t.Fatalf("%v d=%d: no critical point (%+v, %v)", prob, d, rr, err)
 			}
-			c, err := newCertifier(q, d, 1e-6, 0, 1e-13, nil, 3).check(m, x)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !c.psd {
-				t.Fatalf("%v d=%d: the minimum is not certified", prob, d)
-			}
-			want := denseMinEig(t, q, c.lam, d)
-			if math.Abs(c.minEig-want) > c.eta+1e-12*q.MaxDiag() {
-				t.Errorf("%v d=%d: minEig %g, dense %g, eta %g", prob, d, c.minEig, want, c.eta)
+			for _, null := range []bool{false, true} {
+				cf := newCertifier(q, d, 1e-6, 0, 1e-13, nil, 3)
+				cf.nullStart = null
+				c, err := cf.check(m, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !c.psd {
+					t.Fatalf("%v d=%d: the minimum is not certified", prob, d)
+				}
+				want := denseMinEig(t, q, c.lam, d)
+				if math.Abs(c.minEig-want) > c.eta+1e-12*q.MaxDiag() {
+					t.Errorf("%v d=%d nullStart=%v: minEig %g, dense %g, eta %g", prob, d, null, c.minEig, want, c.eta)
+				}
 			}
 		}
 	}
