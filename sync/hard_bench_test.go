@@ -117,6 +117,16 @@ func TestHardM3500b(t *testing.T) {
 		t.Errorf("status %q (certified %v), bound %g, allowed %g: want %q with the bound above the allowance",
 			res.Status, res.Certified, res.SuboptimalityBound, res.GapAllowed, CertifiedRelaxation)
 	}
+	// A step after a rejected one is at the same point, whose factor the
+	// trust region already holds: it must not factor again (on this file
+	// the first step of rank 3 was rejected after 71 tCG iterations, and
+	// the second restarted tCG with a new factor of the same Hessian).
+	for k := 1; k < len(res.History); k++ {
+		h, prev := res.History[k], res.History[k-1]
+		if h.Phase == "rtr" && prev.Phase == "rtr" && h.Rank == prev.Rank && !prev.Accepted && prev.Iter > 0 && h.Factorizations != 0 {
+			t.Errorf("rank %d iter %d: %d factorizations after a rejected step", h.Rank, h.Iter, h.Factorizations)
+		}
+	}
 	t.Logf("%s: F %.10g (f* %.10g), bound %.3g, rank %d, %.2fs", res.Status, res.Objective, ref.FStar, res.SuboptimalityBound, res.Rank, res.Timings.Total)
 }
 
