@@ -117,6 +117,11 @@ func TestHardM3500b(t *testing.T) {
 		t.Errorf("status %q (certified %v), bound %g, allowed %g: want %q with the bound above the allowance",
 			res.Status, res.Certified, res.SuboptimalityBound, res.GapAllowed, CertifiedRelaxation)
 	}
+	for _, s := range res.Stages {
+		if s.Name == "certify estimate" {
+			t.Errorf("the estimate's own certificate ran, %.3g above the relaxation", res.Objective-res.RelaxationObjective)
+		}
+	}
 	// A step after a rejected one is at the same point, whose factor the
 	// trust region already holds: it must not factor again (on this file
 	// the first step of rank 3 was rejected after 71 tCG iterations, and
