@@ -94,20 +94,46 @@ func removeRange23(v, x *sparse.Blocks, om []float64, r, lo, hi int) {
 	}
 }
 
-// xxTRange23 is xxTRange for b = 3, r = 2 or 3.
+// xxTRange23 is xxTRange for b = 3, r = 2 or 3: out's entries are held in
+// locals across the poses, each still summed pose by pose in order.
 func xxTRange23(out []float64, a, b *sparse.Blocks, r, lo, hi int) {
-	rb := r * 3
-	for i := lo; i < hi; i++ {
-		ai, bi := a.Data[i*rb:(i+1)*rb], b.Data[i*rb:(i+1)*rb]
-		for p := 0; p < r; p++ {
-			ap := (*[3]float64)(ai[p*3 : p*3+3])
-			a0, a1, a2 := ap[0], ap[1], ap[2]
-			for q := 0; q < r; q++ {
-				bq := (*[3]float64)(bi[q*3 : q*3+3])
-				out[p*r+q] += 0 + a0*bq[0] + a1*bq[1] + a2*bq[2]
-			}
+	if r == 2 {
+		o := (*[4]float64)(out[:4])
+		o00, o01, o10, o11 := o[0], o[1], o[2], o[3]
+		for i := lo; i < hi; i++ {
+			ai := (*[6]float64)(a.Data[i*6 : i*6+6])
+			bi := (*[6]float64)(b.Data[i*6 : i*6+6])
+			o00 += 0 + ai[0]*bi[0] + ai[1]*bi[1] + ai[2]*bi[2]
+			o01 += 0 + ai[0]*bi[3] + ai[1]*bi[4] + ai[2]*bi[5]
+			o10 += 0 + ai[3]*bi[0] + ai[4]*bi[1] + ai[5]*bi[2]
+			o11 += 0 + ai[3]*bi[3] + ai[4]*bi[4] + ai[5]*bi[5]
 		}
+		o[0], o[1], o[2], o[3] = o00, o01, o10, o11
+		return
 	}
+	o := (*[9]float64)(out[:9])
+	o00, o01, o02 := o[0], o[1], o[2]
+	o10, o11, o12 := o[3], o[4], o[5]
+	o20, o21, o22 := o[6], o[7], o[8]
+	for i := lo; i < hi; i++ {
+		ai := (*[9]float64)(a.Data[i*9 : i*9+9])
+		bi := (*[9]float64)(b.Data[i*9 : i*9+9])
+		a0, a1, a2 := ai[0], ai[1], ai[2]
+		o00 += 0 + a0*bi[0] + a1*bi[1] + a2*bi[2]
+		o01 += 0 + a0*bi[3] + a1*bi[4] + a2*bi[5]
+		o02 += 0 + a0*bi[6] + a1*bi[7] + a2*bi[8]
+		a0, a1, a2 = ai[3], ai[4], ai[5]
+		o10 += 0 + a0*bi[0] + a1*bi[1] + a2*bi[2]
+		o11 += 0 + a0*bi[3] + a1*bi[4] + a2*bi[5]
+		o12 += 0 + a0*bi[6] + a1*bi[7] + a2*bi[8]
+		a0, a1, a2 = ai[6], ai[7], ai[8]
+		o20 += 0 + a0*bi[0] + a1*bi[1] + a2*bi[2]
+		o21 += 0 + a0*bi[3] + a1*bi[4] + a2*bi[5]
+		o22 += 0 + a0*bi[6] + a1*bi[7] + a2*bi[8]
+	}
+	o[0], o[1], o[2] = o00, o01, o02
+	o[3], o[4], o[5] = o10, o11, o12
+	o[6], o[7], o[8] = o20, o21, o22
 }
 
 // coordsRange23 is hessianPrecond.coordsRange for d = 2, b = 3 in the full
