@@ -398,12 +398,24 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 
 // smallestEig returns a unit eigenvector of a's smallest eigenvalue and
 // the eigenvalue, by LOBPCG preconditioned by a factor of a + tau I with
-// tau found from tau0 up (sparse.FactorShifted), or by Lanczos when no
-// such factor is found.
+// tau the first of tau0, 10 tau0, ... (14 tries) that factors, or by
+// Lanczos when none does. a has S's pattern, so the factor is the check's
+// own (c.chol, free until the check factors again): a new one, with its
+// own ordering and symbolic analysis, took more time than the
+// eigensolver itself at 3,500 poses (M3500b's rank-2 saddle, whose check
+// fails), and on a failing check every factorization of c.chol after the
+// eigensolver starts over.
 func (c *certifier) smallestEig(a *sparse.BlockSym, tau0 float64) ([]float64, float64, error) {
 	var pre sparse.Preconditioner
-	if sh, _, err := sparse.FactorShifted(a, tau0, 14); err == nil {
-		pre = sh
+	for k, tau := 0, tau0; k < 14 && tau0 > 0 && !math.IsInf(tau0, 0); k, tau = k+1, tau*10 {
+		err := c.chol.FactorizeBlocks(a, tau)
+		if err == nil {
+			pre = c.chol
+			break
+		}
+		if !sparse.IsNotPositiveDefinite(err) {
+			break
+		}
 	}
 	res, err := sparse.SmallestEig(a, sparse.EigOptions{
 		Tol: 1e-6, MaxIter: 2000, BlockSize: 4, Seed: c.seed, Precond: pre,
