@@ -443,17 +443,48 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 	if !(unit.sigma >= 0 && unit.mu >= 0) || math.IsInf(unit.sigma+unit.mu, 0) || unit.sigma+unit.mu == 0 {
 		return
 	}
-	for _, f := range []float64{1.25, 2, 5, 20} {
+	at := func(f float64) shift { return shift{sigma: c.eigTol + f*unit.sigma, mu: f * unit.mu} }
+	f, ok := smallestTrue(weakMultiples, func(f float64) bool {
 		if c.pastDeadline() {
-			return
+			return false
 		}
-		sh := shift{sigma: c.eigTol + f*unit.sigma, mu: f * unit.mu}
-		c.buildShifted(sh)
-		if c.chol.FactorizeBlocks(c.sh, 0) == nil {
-			cert.hasLower, cert.lowerBound, cert.sigma, cert.mu = true, cert.trLambda-c.cost(sh), sh.sigma, sh.mu
-			return
+		c.buildShifted(at(f))
+		return c.chol.FactorizeBlocks(c.sh, 0) == nil
+	})
+	if ok {
+		sh := at(f)
+		cert.hasLower, cert.lowerBound, cert.sigma, cert.mu = true, cert.trLambda-c.cost(sh), sh.sigma, sh.mu
+	}
+}
+
+// weakMultiples are the multiples of the negative curvature weakBound
+// tries, ascending.
+var weakMultiples = []float64{1.25, 2, 5, 20}
+
+// smallestTrue returns the smallest of fs (ascending) at which ok holds,
+// for an ok that holds at every f above one where it holds: weakBound's
+// shifted matrices grow with f in the Loewner order, so where the largest
+// does not factor none does. It tries the first (which usually factors),
+// then the last, where a miss ends the search (at M3500b's rank-2 saddle
+// none factors: two failed factorizations instead of four), then the
+// others in order.
+func smallestTrue(fs []float64, ok func(float64) bool) (float64, bool) {
+	n := len(fs)
+	if n == 0 {
+		return 0, false
+	}
+	if ok(fs[0]) {
+		return fs[0], true
+	}
+	if n == 1 || !ok(fs[n-1]) {
+		return 0, false
+	}
+	for _, f := range fs[1 : n-1] {
+		if ok(f) {
+			return f, true
 		}
 	}
+	return fs[n-1], true
 }
 
 // analyze makes the symbolic factorization of S and chooses the anchor:

@@ -347,3 +347,28 @@ func TestEstimateCheckSkippedAboveRelaxation(t *testing.T) {
 		t.Errorf("the estimate's dual bound %.12g is above the relaxation's objective %.12g", c.dualBound, res.RelaxationObjective)
 	}
 }
+
+// TestSmallestTrue checks weakBound's search order against the ascending
+// one for every monotone outcome over its multiples: the same multiple
+// (or none), in no more tries than the ascending search, and in two
+// when none holds.
+func TestSmallestTrue(t *testing.T) {
+	fs := weakMultiples
+	for _, threshold := range []float64{0, 1.25, 1.5, 2, 3, 5, 10, 20, 30} {
+		want, wantOK := 0.0, false
+		for _, f := range fs {
+			if f >= threshold {
+				want, wantOK = f, true
+				break
+			}
+		}
+		tries := 0
+		got, ok := smallestTrue(fs, func(f float64) bool { tries++; return f >= threshold })
+		if got != want || ok != wantOK {
+			t.Errorf("threshold %v: %v (%v), want %v (%v)", threshold, got, ok, want, wantOK)
+		}
+		if tries > len(fs) || (!ok && tries != 2) {
+			t.Errorf("threshold %v: %d tries", threshold, tries)
+		}
+	}
+}
