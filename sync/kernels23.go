@@ -25,8 +25,12 @@ var kernels23 = true
 // any r; callers pass 2 for the rank a kernel does not fix.
 func is23(d, r, b int) bool { return kernels23 && d == 2 && (r == 2 || r == 3) && b == 3 }
 
-// projRange23 is projRange for d = 2, b = 3 (any r).
+// projRange23 is projRange for d = 2, b = 3 (any r; r = 3 unrolled).
 func projRange23(dst, x, v *sparse.Blocks, r, lo, hi int) {
+	if r == 3 {
+		projRange23r3(dst, x, v, lo, hi)
+		return
+	}
 	rb := r * 3
 	for i := lo; i < hi; i++ {
 		xi, vi, di := x.Data[i*rb:(i+1)*rb], v.Data[i*rb:(i+1)*rb], dst.Data[i*rb:(i+1)*rb]
@@ -46,6 +50,32 @@ func projRange23(dst, x, v *sparse.Blocks, r, lo, hi int) {
 			d1 := vk[1] - x0*s01 - x1*s11
 			dk[0], dk[1], dk[2] = d0, d1, vk[2]
 		}
+	}
+}
+
+// projRange23r3 is projRange23 at r = 3, each block read into locals
+// before its result is written (dst may be v).
+func projRange23r3(dst, x, v *sparse.Blocks, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		xi := (*[9]float64)(x.Data[i*9 : i*9+9])
+		vi := (*[9]float64)(v.Data[i*9 : i*9+9])
+		x00, x01, x10, x11, x20, x21 := xi[0], xi[1], xi[3], xi[4], xi[6], xi[7]
+		v00, v01, v02, v10, v11, v12, v20, v21, v22 := vi[0], vi[1], vi[2], vi[3], vi[4], vi[5], vi[6], vi[7], vi[8]
+		// sym(Y^T V_Y), summed over the rows in order from +0.
+		s00 := 0 + (x00*v00 + x00*v00)
+		s01 := 0 + (x00*v01 + x01*v00)
+		s11 := 0 + (x01*v01 + x01*v01)
+		s00 += x10*v10 + x10*v10
+		s01 += x10*v11 + x11*v10
+		s11 += x11*v11 + x11*v11
+		s00 += x20*v20 + x20*v20
+		s01 += x20*v21 + x21*v20
+		s11 += x21*v21 + x21*v21
+		s00, s01, s11 = s00/2, s01/2, s11/2
+		di := (*[9]float64)(dst.Data[i*9 : i*9+9])
+		di[0], di[1], di[2] = v00-x00*s00-x01*s01, v01-x00*s01-x01*s11, v02
+		di[3], di[4], di[5] = v10-x10*s00-x11*s01, v11-x10*s01-x11*s11, v12
+		di[6], di[7], di[8] = v20-x20*s00-x21*s01, v21-x20*s01-x21*s11, v22
 	}
 }
 
