@@ -441,12 +441,31 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 
 // smallestEig returns a unit eigenvector of a's smallest eigenvalue and
 // the eigenvalue, by LOBPCG preconditioned by a factor of a + tau I with
-// tau found from tau0 up (sparse.FactorShifted), or by Lanczos when no
-// such factor is found.
+// tau the first of tau0, 10 tau0, ... (14 tries) that factors, or by
+// Lanczos when none does. a has S's pattern, so the factor is the check's
+// own (c.chol, free until the check factors again): a new one, with its
+// own ordering and symbolic analysis, took more time than the
+// eigensolver itself at 3,500 poses (M3500b's rank-2 saddle, whose check
+// fails), and on a failing check every factorization of c.chol after the
+// eigensolver starts over. A check by parts has no c.chol and makes one.
 func (c *certifier) smallestEig(a *sparse.BlockSym, tau0 float64) ([]float64, float64, error) {
 	var pre sparse.Preconditioner
-	if sh, _, err := sparse.FactorShifted(a, tau0, 14); err == nil {
-		pre = sh
+	if c.chol == nil {
+		// A check by parts (ddPart) has no whole factor of S's pattern
+		// to lend: a shifted factor of its own.
+		if sh, _, err := sparse.FactorShifted(a, tau0, 14); err == nil {
+			pre = sh
+		}
+	}
+	for k, tau := 0, tau0; c.chol != nil && k < 14 && tau0 > 0 && !math.IsInf(tau0, 0); k, tau = k+1, tau*10 {
+		err := c.chol.FactorizeBlocks(a, tau)
+		if err == nil {
+			pre = c.chol
+			break
+		}
+		if !sparse.IsNotPositiveDefinite(err) {
+			break
+		}
 	}
 	res, err := sparse.SmallestEig(a, sparse.EigOptions{
 		Tol: 1e-6, MaxIter: 2000, BlockSize: 4, Seed: c.seed, Precond: pre,
@@ -474,17 +493,48 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 	if !(unit.sigma >= 0 && unit.mu >= 0) || math.IsInf(unit.sigma+unit.mu, 0) || unit.sigma+unit.mu == 0 {
 		return
 	}
-	for _, f := range []float64{1.25, 2, 5, 20} {
+	at := func(f float64) shift { return shift{sigma: c.eigTol + f*unit.sigma, mu: f * unit.mu} }
+	f, ok := smallestTrue(weakMultiples, func(f float64) bool {
 		if c.pastDeadline() {
-			return
+			return false
 		}
-		sh := shift{sigma: c.eigTol + f*unit.sigma, mu: f * unit.mu}
-		c.buildShifted(sh)
-		if c.factor() == nil {
-			cert.hasLower, cert.lowerBound, cert.sigma, cert.mu = true, cert.trLambda-c.cost(sh), sh.sigma, sh.mu
-			return
+		c.buildShifted(at(f))
+		return c.factor() == nil
+	})
+	if ok {
+		sh := at(f)
+		cert.hasLower, cert.lowerBound, cert.sigma, cert.mu = true, cert.trLambda-c.cost(sh), sh.sigma, sh.mu
+	}
+}
+
+// weakMultiples are the multiples of the negative curvature weakBound
+// tries, ascending.
+var weakMultiples = []float64{1.25, 2, 5, 20}
+
+// smallestTrue returns the smallest of fs (ascending) at which ok holds,
+// for an ok that holds at every f above one where it holds: weakBound's
+// shifted matrices grow with f in the Loewner order, so where the largest
+// does not factor none does. It tries the first (which usually factors),
+// then the last, where a miss ends the search (at M3500b's rank-2 saddle
+// none factors: two failed factorizations instead of four), then the
+// others in order.
+func smallestTrue(fs []float64, ok func(float64) bool) (float64, bool) {
+	n := len(fs)
+	if n == 0 {
+		return 0, false
+	}
+	if ok(fs[0]) {
+		return fs[0], true
+	}
+	if n == 1 || !ok(fs[n-1]) {
+		return 0, false
+	}
+	for _, f := range fs[1 : n-1] {
+		if ok(f) {
+			return f, true
 		}
 	}
+	return fs[n-1], true
 }
 
 // analyze makes the symbolic factorization of S and chooses the anchor:

@@ -108,8 +108,15 @@ func TestDomainCertificateMatchesCentral(t *testing.T) {
 					t.Errorf("%s: tr Lambda %v, central %v", name, got.trLambda, want.trLambda)
 				}
 				if !own {
-					if got.shiftPoses != want.shiftPoses || got.sigma != want.sigma || got.mu != want.mu ||
-						got.dualBound != want.dualBound || got.lowerBound != want.lowerBound || got.floorCost != want.floorCost {
+					// Where the test fails, mu is the eigensolver's curvature, whose
+					// preconditioner is the check's own factor centrally and a
+					// shifted one of its own by parts: equal to the eigensolver's
+					// tolerance, not to the bit, and so is the weak bound.
+					near := func(a, b float64) bool {
+						return a == b || (!got.psd && math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)))
+					}
+					if got.shiftPoses != want.shiftPoses || got.sigma != want.sigma || !near(got.mu, want.mu) ||
+						got.dualBound != want.dualBound || !near(got.lowerBound, want.lowerBound) || got.floorCost != want.floorCost {
 						t.Errorf("%s, %d parts with the central anchor: shift %d %g %g bound %v %v floor %v, central %d %g %g %v %v %v", name, k,
 							got.shiftPoses, got.sigma, got.mu, got.dualBound, got.lowerBound, got.floorCost,
 							want.shiftPoses, want.sigma, want.mu, want.dualBound, want.lowerBound, want.floorCost)
@@ -127,7 +134,7 @@ func TestDomainCertificateMatchesCentral(t *testing.T) {
 					if math.Abs(got.minEig-want.minEig) > 10*math.Max(want.eta, got.eta) {
 						t.Errorf("%s: min eig %g, central %g (eta %g)", name, got.minEig, want.minEig, want.eta)
 					}
-				} else if got.minEig != want.minEig {
+				} else if math.Abs(got.minEig-want.minEig) > 1e-9*math.Abs(want.minEig) { // the eigensolver's, as mu above
 					t.Errorf("%s: min eig %g, central %g", name, got.minEig, want.minEig)
 				}
 			}

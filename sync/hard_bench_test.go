@@ -2,6 +2,9 @@ package sync
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -76,6 +79,9 @@ func benchSolve(b *testing.B, g *posegraph.Graph, opts Options) {
 func hardGraph(tb testing.TB, file string) (*posegraph.Graph, datasets.Reference) {
 	tb.Helper()
 	dir := filepath.Join(datasets.SuiteOrSkip(tb), "hard")
+	if _, err := os.Stat(filepath.Join(dir, file)); errors.Is(err, fs.ErrNotExist) {
+		tb.Skipf("%s is absent: the hard graphs are optional", filepath.Join(dir, file))
+	}
 	refs, err := datasets.ReadReference(filepath.Join(dir, "REFERENCE.tsv"))
 	if err != nil {
 		tb.Fatal(err)
@@ -116,6 +122,21 @@ func TestHardM3500b(t *testing.T) {
 	if res.Certified || res.Status != CertifiedRelaxation || res.SuboptimalityBound <= res.GapAllowed {
 		t.Errorf("status %q (certified %v), bound %g, allowed %g: want %q with the bound above the allowance",
 			res.Status, res.Certified, res.SuboptimalityBound, res.GapAllowed, CertifiedRelaxation)
+	}
+	for _, s := range res.Stages {
+		if s.Name == "certify estimate" {
+			t.Errorf("the estimate's own certificate ran, %.3g above the relaxation", res.Objective-res.RelaxationObjective)
+		}
+	}
+	// A step after a rejected one is at the same point, whose factor the
+	// trust region already holds: it must not factor again (on this file
+	// the first step of rank 3 was rejected after 71 tCG iterations, and
+	// the second restarted tCG with a new factor of the same Hessian).
+	for k := 1; k < len(res.History); k++ {
+		h, prev := res.History[k], res.History[k-1]
+		if h.Phase == "rtr" && prev.Phase == "rtr" && h.Rank == prev.Rank && !prev.Accepted && prev.Iter > 0 && h.Factorizations != 0 {
+			t.Errorf("rank %d iter %d: %d factorizations after a rejected step", h.Rank, h.Iter, h.Factorizations)
+		}
 	}
 	t.Logf("%s: F %.10g (f* %.10g), bound %.3g, rank %d, %.2fs", res.Status, res.Objective, ref.FStar, res.SuboptimalityBound, res.Rank, res.Timings.Total)
 }

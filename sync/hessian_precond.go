@@ -942,6 +942,10 @@ func (p *hessianPrecond) coordsRange(u, c, sc []float64, v *sparse.Blocks, lo, h
 		coordsRange34(c, p.w, v, lo, hi)
 		return
 	}
+	if is23(d, r, b) && !p.split {
+		coordsRange23(c, p.w, v, r, lo, hi)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		wi, vi := p.w[i*rr:(i+1)*rr], v.Block(i)
 		// u = W_i^T v_i
@@ -985,6 +989,10 @@ func (p *hessianPrecond) vectorRange(u []float64, dst *sparse.Blocks, z, sz []fl
 	rr, dim := r*r, dst.N*b
 	if is34(d, r, b) && k == 6 {
 		vectorRange34(dst, p.w, z, lo, hi)
+		return
+	}
+	if is23(d, r, b) && !p.split {
+		vectorRange23(dst, p.w, z, r, lo, hi)
 		return
 	}
 	for i := lo; i < hi; i++ {

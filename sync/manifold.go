@@ -102,6 +102,10 @@ func (m *manifold) projRange(dst, x, v *sparse.Blocks, lo, hi int) {
 		projRange34(dst, x, v, r, lo, hi)
 		return
 	}
+	if is23(d, 2, b) {
+		projRange23(dst, x, v, r, lo, hi)
+		return
+	}
 	var sym [9]float64
 	for i := lo; i < hi; i++ {
 		xi, vi, di := x.Block(i), v.Block(i), dst.Block(i)
@@ -154,6 +158,10 @@ func (m *manifold) subLambda(v, work *sparse.Blocks, lam []float64, lo, hi int) 
 	d, r, b := m.d, m.r, m.b
 	if is34(d, 3, b) {
 		subLambda34(v, work, lam, r, lo, hi)
+		return
+	}
+	if is23(d, 2, b) {
+		subLambda23(v, work, lam, r, lo, hi)
 		return
 	}
 	for i := lo; i < hi; i++ {
@@ -367,6 +375,10 @@ func xxTRange(out []float64, a, b *sparse.Blocks, lo, hi int) {
 		xxTRange34(out, a, b, lo, hi)
 		return
 	}
+	if is23(2, r, bs) {
+		xxTRange23(out, a, b, r, lo, hi)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		ai, bi := a.Block(i), b.Block(i)
 		for p := 0; p < r; p++ {
@@ -443,6 +455,10 @@ func (gg *gauge) removeRange(v *sparse.Blocks, lo, hi int) {
 	bs := x.B
 	if is34(3, r, bs) {
 		removeRange34(v, x, (*[9]float64)(gg.b[:9]), lo, hi)
+		return
+	}
+	if is23(2, r, bs) {
+		removeRange23(v, x, gg.b, r, lo, hi)
 		return
 	}
 	for i := lo; i < hi; i++ {

@@ -309,3 +309,66 @@ func TestNeverWorseThanInitial(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateCheckSkippedAboveRelaxation: when the estimate lies more
+// than the allowance above the relaxation's objective, its own
+// certificate cannot meet the allowance (any bound it proves is at most
+// the relaxation's optimum), so settle does not run it; the status is the
+// relaxation's. Checked against the estimate's certificate run all the
+// same: it fails, or proves a bound that would not certify.
+func TestEstimateCheckSkippedAboveRelaxation(t *testing.T) {
+	g := notTightGraph(t)
+	res, err := Solve(context.Background(), g, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(res.Objective-res.RelaxationObjective > res.GapAllowed) {
+		t.Fatalf("F %.10g is within the allowance %g of the relaxation's %.10g: the case is not covered", res.Objective, res.GapAllowed, res.RelaxationObjective)
+	}
+	for _, s := range res.Stages {
+		if s.Name == "certify estimate" {
+			t.Errorf("the estimate's certificate ran (stage at %.3fs)", s.Start)
+		}
+	}
+	if res.Status != CertifiedRelaxation {
+		t.Errorf("status %q, want %q", res.Status, CertifiedRelaxation)
+	}
+	q := g.Laplacian(posegraph.Poses)
+	cert := newCertifier(q, g.D, 1e-6, 0, 1e-13, nil, 1)
+	xr := g.Lift(centered(res.Poses, g.D), posegraph.Poses, g.D)
+	c, err := cert.checkOnly(newManifold(q, g.D, g.D, 1), xr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.psd && res.Objective-c.dualBound <= res.GapAllowed {
+		t.Errorf("the estimate's own certificate proves %g, within the allowance %g", res.Objective-c.dualBound, res.GapAllowed)
+	}
+	if c.psd && c.dualBound > res.RelaxationObjective*(1+1e-12) {
+		t.Errorf("the estimate's dual bound %.12g is above the relaxation's objective %.12g", c.dualBound, res.RelaxationObjective)
+	}
+}
+
+// TestSmallestTrue checks weakBound's search order against the ascending
+// one for every monotone outcome over its multiples: the same multiple
+// (or none), in no more tries than the ascending search, and in two
+// when none holds.
+func TestSmallestTrue(t *testing.T) {
+	fs := weakMultiples
+	for _, threshold := range []float64{0, 1.25, 1.5, 2, 3, 5, 10, 20, 30} {
+		want, wantOK := 0.0, false
+		for _, f := range fs {
+			if f >= threshold {
+				want, wantOK = f, true
+				break
+			}
+		}
+		tries := 0
+		got, ok := smallestTrue(fs, func(f float64) bool { tries++; return f >= threshold })
+		if got != want || ok != wantOK {
+			t.Errorf("threshold %v: %v (%v), want %v (%v)", threshold, got, ok, want, wantOK)
+		}
+		if tries > len(fs) || (!ok && tries != 2) {
+			t.Errorf("threshold %v: %d tries", threshold, tries)
+		}
+	}
+}

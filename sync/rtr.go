@@ -218,6 +218,10 @@ type trustRegion struct {
 	// never runs tCG, so it must not pay for a factorization.
 	useHessian, refactor, pending bool
 	stale                         staleFactor
+	// fresh says the Hessian's factor in use was made at the current
+	// point: tCG then never restarts with a new one, which would be the
+	// same factor (after a rejected step the point has not moved).
+	fresh bool
 }
 
 // newTrustRegion makes the state of a run from x, with its buffers.
@@ -283,6 +287,7 @@ func (t *trustRegion) setPoint() {
 	t.m.lambda(t.lam, t.x, t.nq)
 	t.gg.setPoint(t.m.gaugePoint(t.x))
 	t.pending = t.hp != nil && (t.refactor || !t.useHessian)
+	t.fresh = false
 }
 
 // rel is the relative gradient norm at the point.
@@ -323,6 +328,7 @@ func (t *trustRegion) precond(dst, v *sparse.Blocks) {
 	hp := t.hp
 	if t.pending {
 		t.useHessian, t.pending = hp.update(t.x, t.lam), false
+		t.fresh = true
 		t.stale.factored()
 		if t.useHessian {
 			t.step.Shift, t.step.Raised = shiftLadder[hp.rung], hp.raised
@@ -421,7 +427,7 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 		}
 		r0 := t.gnorm
 		hitBoundary = false
-		limit, kept := opts.MaxInner, t.useHessian && !factoredHere && try == 0
+		limit, kept := opts.MaxInner, t.useHessian && !factoredHere && !t.fresh && try == 0
 		if kept {
 			limit = min(limit, restartAfter(hp))
 		}
