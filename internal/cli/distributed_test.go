@@ -60,7 +60,7 @@ func TestDistributedUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"distributed", in}, "--split bfs needs --agents"},
+		{[]string{"distributed", in}, "--split spectral needs --agents"},
 		{[]string{"distributed", "--agents", "2", "--split", "zigzag", in}, "unknown --split"},
 		{[]string{"distributed", "--agents", "2", "--no-spawn", in}, "--no-spawn needs --nats"},
 		{[]string{"distributed", "--agents", "2"}, "exactly one FILE"},
