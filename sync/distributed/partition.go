@@ -147,8 +147,7 @@ func BFS(g *posegraph.Graph, k int) (*Partition, error) {
 }
 
 // Spectral splits g into K parts of equal size by recursive spectral
-// bisection: each piece is cut at the weighted median of its Fiedler
-// vector, the eigenvector of the second smallest eigenvalue of its graph
+// bisection: each piece is cut at the median of its Fiedler vector, the eigenvector of the second smallest eigenvalue of its graph
 // Laplacian (one per pair of poses joined by an edge), into parts for
 // floor(K/2) and ceil(K/2) agents. The Fiedler vector is the smoothest
 // non-constant function on the graph, so its level set cuts where the graph

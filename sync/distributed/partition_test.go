@@ -138,3 +138,27 @@ func TestSpectralPartition(t *testing.T) {
 		t.Errorf("two clusters: %d edges cut, want the bridge alone", cut)
 	}
 }
+
+// Spectral gives every part a pose on graphs as small as the parts, on
+// chains (whose pieces are below LOBPCG's block size) and without edges.
+func TestSpectralSmallGraphs(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 5, 8, 13} {
+		g := &posegraph.Graph{D: 2, IDs: make([]int, n)}
+		for i := 0; i+1 < n; i++ {
+			g.Edges = append(g.Edges, posegraph.Edge{I: i, J: i + 1, Kappa: 1, Tau: 1, R: posegraph.Identity(2).R})
+		}
+		for k := 1; k <= n; k++ {
+			p, err := Spectral(g, k)
+			if err == nil {
+				err = p.Validate(n)
+			}
+			if err != nil {
+				t.Errorf("chain of %d in %d parts: %v", n, k, err)
+			}
+		}
+	}
+	g := &posegraph.Graph{D: 2, IDs: make([]int, 6)}
+	if p, err := Spectral(g, 3); err != nil || p.Validate(6) != nil {
+		t.Errorf("no edges: %v", err)
+	}
+}
