@@ -147,13 +147,14 @@ func BFS(g *posegraph.Graph, k int) (*Partition, error) {
 }
 
 // Spectral splits g into K parts of equal size by recursive spectral
-// bisection: each piece is cut at the median of its Fiedler vector, the eigenvector of the second smallest eigenvalue of its graph
-// Laplacian (one per pair of poses joined by an edge), into parts for
-// floor(K/2) and ceil(K/2) agents. The Fiedler vector is the smoothest
+// bisection: each piece is cut at the median of its Fiedler vector, the
+// eigenvector of the second smallest eigenvalue of its graph Laplacian (one
+// per pair of poses joined by an edge), into parts for floor(K/2) and
+// ceil(K/2) agents. The Fiedler vector is the smoothest
 // non-constant function on the graph, so its level set cuts where the graph
 // is thinnest relative to the sizes of the two sides (Fiedler 1973;
 // Pothen, Simon and Liou 1990): where the parts are weakly coupled, which
-// is what the rounds need (docs/distributed.md, "Why the rounds are many").
+// is what the rounds need (docs/distributed.md, "Where the rounds go").
 // It is computed by LOBPCG preconditioned by a sparse Cholesky factor of
 // the shifted Laplacian. Every process of a run computes the partition
 // itself, so the run's fingerprint check refuses a process whose
