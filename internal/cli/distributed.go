@@ -39,8 +39,8 @@ type partFlags struct {
 var agentSolveFlags = []string{"rotations", "largest-component", "lenient", "raw-quaternions", "verbose"}
 
 func (f *partFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.agents, "agents", 0, "number of agents K (for --split contiguous or bfs; with robot or --partition it must match, or be 0)")
-	fs.StringVar(&f.split, "split", "bfs", "how to split the graph: bfs (K bands of a breadth-first order), contiguous (K runs of pose indices, DPGO's split), robot (GTSAM Symbol id prefixes)")
+	fs.IntVar(&f.agents, "agents", 0, "number of agents K (for --split spectral, bfs or contiguous; with robot or --partition it must match, or be 0)")
+	fs.StringVar(&f.split, "split", "spectral", "how to split the graph: spectral (recursive spectral bisection: cuts where the graph is weakly coupled), bfs (K bands of a breadth-first order), contiguous (K runs of pose indices, DPGO's split), robot (GTSAM Symbol id prefixes)")
 	fs.StringVar(&f.partition, "partition", "", "read the partition from `FILE` (lines \"id part\"), instead of --split")
 	fs.StringVar(&f.subject, "subject", "bcmsync", "NATS subject prefix of the run (runs sharing a server need different ones)")
 }
@@ -69,13 +69,13 @@ func (f *partFlags) check() error {
 	}
 	if f.partition == "" {
 		switch f.split {
-		case "bfs", "contiguous":
+		case "spectral", "bfs", "contiguous":
 			if f.agents < 1 {
 				return fmt.Errorf("--split %s needs --agents K >= 1", f.split)
 			}
 		case "robot":
 		default:
-			return fmt.Errorf("unknown --split %q (want bfs, contiguous or robot)", f.split)
+			return fmt.Errorf("unknown --split %q (want spectral, bfs, contiguous or robot)", f.split)
 		}
 	}
 	if f.subject == "" {
@@ -152,8 +152,10 @@ func (f *partFlags) partitionOf(g *posegraph.Graph) (*distributed.Partition, err
 		p, err = distributed.ByRobot(g)
 	case f.split == "contiguous":
 		p, err = distributed.Contiguous(g.N(), f.agents)
-	default:
+	case f.split == "bfs":
 		p, err = distributed.BFS(g, f.agents)
+	default:
+		p, err = distributed.Spectral(g, f.agents)
 	}
 	if err != nil && !strings.HasPrefix(err.Error(), g.Source+":") {
 		err = fmt.Errorf("%s: --split %s with --agents %d: %w", g.Source, f.split, f.agents, err)

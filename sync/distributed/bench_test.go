@@ -22,6 +22,10 @@ var benchSide = flag.Int("bcmsync.dist.side", 22, "lattice side of BenchmarkDist
 // benchAgents lists the numbers of agents of BenchmarkDistributedGrid.
 var benchAgents = flag.String("bcmsync.dist.k", "1,2,4,8", "comma-separated numbers of agents of BenchmarkDistributedGrid")
 
+// benchSplit is the partition of BenchmarkDistributedGrid: spectral (the
+// command's default) or bfs.
+var benchSplit = flag.String("bcmsync.dist.split", "spectral", "partition of BenchmarkDistributedGrid: spectral or bfs")
+
 // benchKey authenticates BenchmarkDistributedGrid's messages (Options.Key).
 var benchKey = flag.Bool("bcmsync.dist.key", false, "authenticate the messages of BenchmarkDistributedGrid (HMAC-SHA256)")
 
@@ -62,7 +66,10 @@ func BenchmarkDistributedGrid(b *testing.B) {
 		ks = append(ks, k)
 	}
 	for _, k := range ks {
-		p, err := BFS(g, k)
+		p, err := Spectral(g, k)
+		if *benchSplit == "bfs" {
+			p, err = BFS(g, k)
+		}
 		if err != nil {
 			b.Fatal(err)
 		}

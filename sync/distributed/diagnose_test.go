@@ -28,7 +28,7 @@ var diagnoseDir = flag.String("bcmsync.dist.diagnose", "", "write TestDiagnoseRo
 var diagnoseGraphs = flag.String("bcmsync.dist.diagnose.graphs", "intel.g2o", "comma-separated benchmark graphs of TestDiagnoseRounds")
 
 // TestDiagnoseRounds runs the distributed solve of benchmark graphs in 4
-// parts (bfs and contiguous) and records what makes the rounds many: each
+// parts (spectral, bfs and contiguous) and records what makes the rounds many: each
 // agent's gradient norm per round (which agents hold the gradient), every
 // 10 rounds each part's distance from the central optimum, after the
 // best global alignment and after aligning the part alone (a part whose
@@ -55,11 +55,14 @@ func TestDiagnoseRounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, split := range []string{"bfs", "contiguous"} {
+		for _, split := range []string{"spectral", "bfs", "contiguous"} {
 			var p *Partition
-			if split == "bfs" {
+			switch split {
+			case "spectral":
+				p, err = Spectral(g, 4)
+			case "bfs":
 				p, err = BFS(g, 4)
-			} else {
+			default:
 				p, err = Contiguous(g.N(), 4)
 			}
 			if err != nil {

@@ -8,8 +8,9 @@
 // GTSAM Symbol convention of multi-robot g2o files, where pose j of robot
 // 'a' has the id ('a' << 56) | j), by contiguous runs of pose indices
 // (Contiguous: DPGO's split of single-robot graphs), by bands of a
-// breadth-first order (BFS), or from a file of "id part" lines
-// (ReadPartition). An agent holds its poses, the rows of Q at them (its
+// breadth-first order (BFS), by recursive spectral bisection (Spectral:
+// cuts where the graph is weakly coupled, which the rounds need; the
+// command's default), or from a file of "id part" lines (ReadPartition). An agent holds its poses, the rows of Q at them (its
 // internal edges and the shared edges to other agents' public poses), and
 // copies of the public poses it borders, as their owners publish them.
 //
