@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
@@ -237,18 +238,11 @@ type crossEntry struct {
 // NewBoundaryTranslations analyses the boundary system: parts[k] is part
 // k's Boundary(), cross and vals every part's Cross().
 func NewBoundaryTranslations(parts [][]int, cross [][2]int, vals []float64, d int) (*BoundaryTranslations, error) {
-	bt := &BoundaryTranslations{d: d, index: map[int]int{}}
-	for _, ps := range parts {
-		var loc []int
-		for _, i := range ps {
-			if _, dup := bt.index[i]; dup {
-				return nil, fmt.Errorf("rounding: boundary pose %d in two parts", i)
-			}
-			bt.index[i] = len(bt.index)
-			loc = append(loc, bt.index[i])
-		}
-		bt.parts = append(bt.parts, loc)
+	index, local, err := graphs.NumberParts(parts)
+	if err != nil {
+		return nil, fmt.Errorf("rounding: boundary poses: %w", err)
 	}
+	bt := &BoundaryTranslations{d: d, index: index, parts: local}
 	if len(cross) != len(vals) {
 		return nil, errors.New("rounding: couplings and values do not match")
 	}
@@ -263,7 +257,6 @@ func NewBoundaryTranslations(parts [][]int, cross [][2]int, vals []float64, d in
 		bt.cross = append(bt.cross, crossEntry{i, j, vals[k]})
 	}
 	if n := len(bt.index); n > 0 {
-		var err error
 		if bt.sys, err = sparse.NewBoundarySystem(n, 1, bt.parts, edges, n-1); err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
@@ -244,18 +245,11 @@ type BoundaryProof struct {
 // blocks of Q between poses of different parts, anchor the pose to
 // eliminate last (a boundary pose).
 func NewBoundaryProof(b int, parts [][]int, cross []CrossBlock, anchor int) (*BoundaryProof, error) {
-	bp := &BoundaryProof{b: b, index: map[int]int{}, cross: cross}
-	for _, ps := range parts {
-		var loc []int
-		for _, i := range ps {
-			if _, dup := bp.index[i]; dup {
-				return nil, fmt.Errorf("sync: boundary pose %d in two parts", i)
-			}
-			bp.index[i] = len(bp.index)
-			loc = append(loc, bp.index[i])
-		}
-		bp.parts = append(bp.parts, loc)
+	index, local, err := graphs.NumberParts(parts)
+	if err != nil {
+		return nil, fmt.Errorf("sync: boundary poses: %w", err)
 	}
+	bp := &BoundaryProof{b: b, index: index, parts: local, cross: cross}
 	last, ok := bp.index[anchor]
 	if !ok {
 		return nil, fmt.Errorf("sync: the anchor %d is not a boundary pose", anchor)
@@ -269,7 +263,6 @@ func NewBoundaryProof(b int, parts [][]int, cross []CrossBlock, anchor int) (*Bo
 		}
 		edges[k] = [2]int{i, j}
 	}
-	var err error
 	if bp.sys, err = sparse.NewBoundarySystem(len(bp.index), b, bp.parts, edges, last); err != nil {
 		return nil, err
 	}

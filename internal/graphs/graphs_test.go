@@ -114,3 +114,19 @@ func TestGreedyColouring(t *testing.T) {
 		}
 	}
 }
+
+func TestNumberParts(t *testing.T) {
+	index, local, err := NumberParts([][]int{{7, 3}, {}, {5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(index) != 3 || index[7] != 0 || index[3] != 1 || index[5] != 2 {
+		t.Errorf("index %v", index)
+	}
+	if len(local) != 3 || len(local[0]) != 2 || local[0][0] != 0 || local[0][1] != 1 || len(local[1]) != 0 || local[2][0] != 2 {
+		t.Errorf("local %v", local)
+	}
+	if _, _, err := NumberParts([][]int{{1, 2}, {2}}); err == nil {
+		t.Error("a vertex in two parts was accepted")
+	}
+}
