@@ -351,7 +351,10 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 			// Both bounds are rigorous; the better one counts.
 			if c.psd {
 				if (!haveBound && !hasLower) || c.dualBound > res.DualBound {
-					res.DualBound, res.MinEigenvalue, res.Eta, res.EtaPoses = c.dualBound, c.minEig, c.eta, c.shiftPoses
+					res.DualBound, res.Eta, res.EtaPoses = c.dualBound, c.eta, c.shiftPoses
+					if !math.IsNaN(c.minEig) { // NaN: a proof by parts estimates none
+						res.MinEigenvalue = c.minEig
+					}
 					res.ShiftFloor = c.floorCost
 				}
 				if !haveBound {

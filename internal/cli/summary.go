@@ -64,6 +64,8 @@ func printSummary(w io.Writer, r *bsync.Report, notes []string) {
 		on = "one anchor pose"
 	}
 	switch {
+	case r.Eta > 0 && provenByParts(r):
+		fmt.Fprintf(&b, "  lambda_min(S)      not estimated: proven by the agents' factors (certificate shift eta %.3g on %s)\n", r.Eta, on)
 	case r.Eta > 0:
 		fmt.Fprintf(&b, "  lambda_min(S)      %.3g   (certificate shift eta %.3g on %s)\n", r.MinEigenvalue, r.Eta, on)
 	case checked:
@@ -114,6 +116,13 @@ func lastIterationCapped(r *bsync.Report) (bsync.Level, bool) {
 
 // lastChecked reports whether the certificate ran at the staircase's last
 // level (a time limit can stop a solve before it does).
+// provenByParts reports whether the last level's proof was made by a
+// distributed run's parts, which estimate no lambda_min(S) (the report's
+// min_eigenvalue is then 0, not a measurement).
+func provenByParts(r *bsync.Report) bool {
+	return len(r.Levels) > 0 && r.Levels[len(r.Levels)-1].EigMethod == bsync.MethodCholeskyParts
+}
+
 func lastChecked(r *bsync.Report) bool {
 	return len(r.Levels) > 0 && r.Levels[len(r.Levels)-1].EigMethod != ""
 }

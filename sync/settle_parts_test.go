@@ -1,0 +1,53 @@
+package sync
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// When settle proves the estimate itself by parts (the relaxation's bound
+// missed the allowance), the proof estimates no lambda_min(S): the result
+// keeps a number, and its report encodes (a NaN made json.Marshal fail, so
+// a certified distributed run wrote no report; review of issue 30).
+func TestSettleByPartsReportEncodes(t *testing.T) {
+	g, _, err := datasets.Manhattan(120, 8, datasets.Config{Kappa: 50, Tau: 5, LoopProb: 0.3, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	res, err := Solve(context.Background(), g, opts)
+	if err != nil || res.Status != Certified {
+		t.Fatal(err, res.Status)
+	}
+	d := g.D
+	q := g.Laplacian(posegraph.Poses)
+	o := res.Options
+	ref := newCertifier(q, d, o.GapTol, o.GapAbs, o.EigTol, nil, o.Seed)
+	ref.ddPart = runsPartition(q.N, 3)
+	if err := ref.analyze(); err != nil {
+		t.Fatal(err)
+	}
+	lp := newLocalParts(t, q, ref.ddPart, ref.anchor)
+	c := newCertifier(q, d, o.GapTol, o.GapAbs, o.EigTol, nil, o.Seed)
+	c.usePartsProver(lp)
+	r2 := *res
+	r2.Rank = d
+	r2.DualBound = res.Objective - 10*res.GapAllowed // the relaxation's bound misses the allowance
+	if err := settle(&r2, nil, g, q, c, o, Certified, "", true, false); err != nil {
+		t.Fatal(err)
+	}
+	if r2.Status != Certified {
+		t.Errorf("status %s, bound %v: the estimate's proof by parts should certify it", r2.Status, r2.DualBound)
+	}
+	if math.IsNaN(r2.MinEigenvalue) {
+		t.Errorf("MinEigenvalue NaN after settle's check by parts")
+	}
+	if _, err := json.Marshal(NewReport("x.g2o", &r2)); err != nil {
+		t.Errorf("report: %v", err)
+	}
+}
