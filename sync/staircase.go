@@ -607,10 +607,48 @@ func (r *Run) roundEstimate(x *sparse.Blocks) ([]posegraph.Pose, error) {
 	g, prob := r.g, r.opts.Problem
 	if pr := r.rounder; pr != nil && !g.HasLandmarks() && g.World() < 0 {
 		poses, err := pr.RoundByParts(x)
-		if err == nil && len(poses) == g.N() {
+		if err == nil {
+			err = checkRounded(poses, g.N(), g.D)
+		}
+		if err == nil {
 			return inGaugeRounded(g, poses, prob), nil
 		}
 		r.opts.Logger.Warn("rounding by parts failed; rounding the gathered point", "err", err)
 	}
 	return roundEstimate(g, x, g.D, prob, r.plan)
+}
+
+// checkRounded tests what a PartsRounder returned before the staircase
+// evaluates F at it: n poses, each rotation in SO(d) to rounding and each
+// translation finite. The parts' replies are authenticated but not
+// otherwise checked, and a pose no part returned, or a rotation off the
+// group, would make F, and so the bound, meaningless.
+func checkRounded(poses []posegraph.Pose, n, d int) error {
+	if len(poses) != n {
+		return fmt.Errorf("%d poses rounded, want %d", len(poses), n)
+	}
+	for i := range poses {
+		p := &poses[i]
+		for a := 0; a < d; a++ {
+			if math.IsNaN(p.T[a]) || math.IsInf(p.T[a], 0) {
+				return fmt.Errorf("pose %d: translation not finite", i)
+			}
+			for b := 0; b < d; b++ {
+				dot := 0.0
+				for c := 0; c < d; c++ {
+					dot += p.R[c*d+a] * p.R[c*d+b]
+				}
+				if a == b {
+					dot--
+				}
+				if !(math.Abs(dot) <= 1e-9) {
+					return fmt.Errorf("pose %d: rotation off SO(%d) (R^T R - I has %.3g)", i, d, dot)
+				}
+			}
+		}
+		if !(posegraph.Det(p.R[:], d) > 0) {
+			return fmt.Errorf("pose %d: rotation with determinant %.3g", i, posegraph.Det(p.R[:], d))
+		}
+	}
+	return nil
 }
