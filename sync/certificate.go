@@ -341,7 +341,7 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 	if c.prover != nil {
 		// A test the parts could not make (an agent gone) or that failed is
 		// made on the gathered point, in the same order.
-		if cert, ok, err := c.certifyByParts(m.d, x); err == nil && ok {
+		if cert, ok, err := c.certifyByParts(m, x); err == nil && ok {
 			return cert, nil
 		}
 	}
@@ -882,7 +882,13 @@ func (c *certifier) usePartsProver(p PartsProver) {
 // eigenvector). The smallest eigenvalue is not estimated (NaN): inverse
 // iteration would need solves by parts, and the estimate is no part of
 // the proof.
-func (c *certifier) certifyByParts(d int, x *sparse.Blocks) (cert certificate, ok bool, err error) {
+//
+// The parts' tr(Lambda) enters the bound as it is, so while the point is
+// at hand (the driver still holds it) it is checked against the trace
+// computed here, and the bound uses this one: a part that misreports its
+// share sends the test to the gathered point instead of into the bound.
+func (c *certifier) certifyByParts(m *manifold, x *sparse.Blocks) (cert certificate, ok bool, err error) {
+	d := m.d
 	if !c.analyzed() {
 		if err := c.analyze(); err != nil {
 			return cert, false, err
@@ -891,6 +897,17 @@ func (c *certifier) certifyByParts(d int, x *sparse.Blocks) (cert certificate, o
 	tr, err := c.prover.ProveLambda(x)
 	if err != nil {
 		return cert, false, fmt.Errorf("certificate by parts: %w", err)
+	}
+	if x != nil {
+		nq := m.newBlocks()
+		m.mulQ(nq, x)
+		lam := make([]float64, m.n*d*d)
+		m.lambda(lam, x, nq)
+		own := m.traceLambda(lam)
+		if !(math.Abs(tr-own) <= 1e-9*math.Max(1, math.Abs(own))) {
+			return cert, false, fmt.Errorf("certificate by parts: the parts' tr(Lambda) %.17g is not the point's %.17g", tr, own)
+		}
+		tr = own
 	}
 	cert = certificate{trLambda: tr, minEig: math.NaN(), floorCost: c.floor}
 	slack := gapAllowed(tr, c.fUnit(), c.gapTol, c.gapAbs) / 2
