@@ -19,7 +19,7 @@ func gcPercent() int {
 // largeHeap bytes live.
 func TestGCPolicy(t *testing.T) {
 	defer debug.SetGCPercent(gcPercent())
-	setGCPolicy()
+	setGCPolicy("solve")
 	if p := gcPercent(); p != smallHeapGCPercent {
 		t.Fatalf("GC percent %d at the start, want %d", p, smallHeapGCPercent)
 	}
@@ -46,4 +46,20 @@ func TestGCPolicy(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	runtime.KeepAlive(live)
+}
+
+// replay keeps smallHeapGCPercent whatever its heap: its allocation is
+// churn, freed step by step (watchesHeap).
+func TestGCPolicyReplay(t *testing.T) {
+	defer debug.SetGCPercent(gcPercent())
+	debug.SetGCPercent(20)
+	setGCPolicy("replay")
+	if p := gcPercent(); p != smallHeapGCPercent {
+		t.Fatalf("GC percent %d for replay, want %d", p, smallHeapGCPercent)
+	}
+	for cmd, want := range map[string]bool{"replay": false, "solve": true, "bench": true, "": true, "distributed": true} {
+		if got := watchesHeap(cmd); got != want {
+			t.Errorf("watchesHeap(%q) = %v, want %v", cmd, got, want)
+		}
+	}
 }

@@ -75,7 +75,11 @@ func Main(args []string) int {
 // too.
 func runProcess(args []string) int {
 	if os.Getenv("GOGC") == "" {
-		setGCPolicy()
+		command := ""
+		if len(args) > 0 {
+			command = args[0]
+		}
+		setGCPolicy(command)
 	}
 	// An interrupt or a termination request cancels the solve, which
 	// returns its estimate so far; the outputs are written whole and the
