@@ -186,12 +186,7 @@ func (e *DisconnectedError) Error() string {
 // linked only through a common landmark are connected). A connected graph
 // is then checked for numbers beyond what double precision can solve and
 // certify (CheckScale, scale.go).
-func (g *Graph) Validate() error {
-	if err := g.validateStructure(); err != nil {
-		return err
-	}
-	return g.CheckScale()
-}
+func (g *Graph) Validate() error { return g.ValidateFor(Poses) }
 
 // validateStructure is Validate without the scale checks.
 func (g *Graph) validateStructure() error {

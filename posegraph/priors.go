@@ -123,13 +123,14 @@ func (g *Graph) WithPriors(ps []Prior) *Graph {
 	h := *g
 	h.Edges = slices.Clone(g.Edges)
 	w := g.World()
-	if w < 0 && len(ps) > 0 {
+	inserted := w < 0 && len(ps) > 0
+	if inserted {
 		w = g.NumPoses()
 		h.insertVertex(w)
 	}
 	for _, p := range ps {
 		j := p.Pose
-		if w >= 0 && j >= w && g.World() < 0 {
+		if inserted && j >= w {
 			j++ // the world vertex was inserted before it
 		}
 		e := Edge{I: w, J: j, R: p.R, T: p.T, Kappa: p.Kappa, Tau: p.Tau, Meas: p.Meas, Info: p.Info,

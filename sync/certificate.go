@@ -341,7 +341,14 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 	if c.prover != nil {
 		// A test the parts could not make (an agent gone) or that failed is
 		// made on the gathered point, in the same order.
-		if cert, ok, err := c.certifyByParts(m, x); err == nil && ok {
+		cert, ok, err := c.certifyByParts(m, x)
+		if err == nil && ok {
+			return cert, nil
+		}
+		if err == nil && c.pastDeadline() {
+			// The parts' tries ran out of time: no test starts after the
+			// deadline, the gathered point's neither.
+			cert.timedOut, cert.dualBound = true, cert.trLambda
 			return cert, nil
 		}
 	}
@@ -837,7 +844,9 @@ func (c *certifier) analyzeDomain() error {
 // optimizer that implements PartsProviders for one (PartsProver) and uses
 // it when it is not nil. A test that fails by parts is made again on the
 // gathered point in the same order (for the eigenvector the escape
-// needs), so a proof is never claimed on less than the central test.
+// needs). A pass by parts is the central test's arithmetic made by the
+// parts: the driver checks their tr(Lambda) against the point's own
+// (certifyByParts) and takes their pivots and Schur complements as sent.
 type PartsProver interface {
 	// ProofPartition returns the part of every pose and the anchor pose
 	// (a boundary pose, which the boundary factor eliminates last).

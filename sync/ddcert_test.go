@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/g2o"
@@ -355,5 +356,43 @@ func TestRoundByPartsMatchesCentral(t *testing.T) {
 				t.Errorf("%s rank %d, %d parts: the rounding by parts differs from the central one by %.2e", tc.file, x.R, k, worst)
 			}
 		}
+	}
+}
+
+// A test by parts that fails after the deadline is not made again on the
+// gathered point: no factorization starts after the deadline (review of
+// issue 30: the central retry factored, and analysed S by parts, late).
+func TestPartsCertificateStopsAtDeadline(t *testing.T) {
+	saddles := 0
+	for _, tc := range suitePoints(t) {
+		if tc.psd {
+			continue
+		}
+		saddles++
+		g, res := tc.g, tc.res
+		x, d, opts := res.final, g.D, res.Options
+		q := g.Laplacian(posegraph.Poses)
+		m := newManifold(q, d, x.R, 1)
+		part := runsPartition(q.N, 4)
+		ref := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
+		ref.ddPart = part
+		if err := ref.analyze(); err != nil {
+			t.Fatal(err)
+		}
+		lp := newLocalParts(t, q, part, ref.anchor)
+		lp.x = x
+		c := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
+		c.usePartsProver(lp)
+		c.deadline = time.Now().Add(-time.Second)
+		got, err := c.check(m, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.psd || !got.timedOut || got.vector != nil || c.dd != nil || c.chol != nil {
+			t.Errorf("%s: psd %v, timed out %v, vector %v, factored centrally %v", tc.file, got.psd, got.timedOut, got.vector != nil, c.dd != nil || c.chol != nil)
+		}
+	}
+	if saddles == 0 {
+		t.Skip("no saddle among the suite points")
 	}
 }

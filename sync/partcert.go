@@ -288,7 +288,7 @@ func (bp *BoundaryProof) Factor(proofs []*PartProof) (bool, error) {
 			return false, fmt.Errorf("sync: part %d's proof names %d boundary poses, want %d", k, len(pr.Boundary), len(bp.parts[k]))
 		}
 		for x, i := range pr.Boundary {
-			if bp.index[i] != bp.parts[k][x] {
+			if j, ok := bp.index[i]; !ok || j != bp.parts[k][x] {
 				return false, fmt.Errorf("sync: part %d's proof names pose %d out of order", k, i)
 			}
 			copy(bp.scale[bp.parts[k][x]*b:], pr.Scale[x*b:(x+1)*b])

@@ -407,15 +407,14 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 	eta, heta, res, z, delta, hdelta := t.eta, t.heta, t.res, t.xnew, t.delta, t.hdelta
 	radius := t.radius
 	inner1 := 0
-	for try := 0; ; try++ {
+	for {
 		zeroBlocks(eta)
 		zeroBlocks(heta)
 		// The gradient is orthogonal to the gauge in exact arithmetic;
 		// its rounding-level gauge part would sit in the residual forever.
 		copyBlocks(res, t.grad)
 		t.horizontal(res)
-		factoredHere := t.pending
-		t.precond(z, res)
+		t.precond(z, res) // sets t.fresh when it factored (a new point, or a retry)
 		zr := inner(z, res)
 		if !(zr > 0) {
 			return 0, false, false
@@ -427,7 +426,7 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 		}
 		r0 := t.gnorm
 		hitBoundary = false
-		limit, kept := opts.MaxInner, t.useHessian && !factoredHere && !t.fresh && try == 0
+		limit, kept := opts.MaxInner, t.useHessian && !t.fresh
 		if kept {
 			limit = min(limit, restartAfter(hp))
 		}

@@ -7,7 +7,8 @@ import (
 
 // The collector's setting for the process (unless GOGC is set): the
 // runtime's default, 100, while the heap is small, and 50 once a
-// collection finds more than largeHeap bytes live.
+// collection finds more than largeHeap bytes live (except in replay:
+// watchesHeap).
 //
 // 50 cuts the peak RSS of a large solve, whose buffers live for the whole
 // solve so that the default headroom is mostly unused memory. On a small
@@ -21,9 +22,10 @@ const (
 	largeHeap          = 32 << 20
 )
 
-// setGCPolicy sets the collector's percentage to smallHeapGCPercent and
-// watches the live heap after each collection, until it exceeds
-// largeHeap; from then on the percentage is largeHeapGCPercent.
+// setGCPolicy sets the collector's percentage to smallHeapGCPercent and,
+// unless command is one that keeps it (watchesHeap), watches the live heap
+// after each collection, until it exceeds largeHeap; from then on the
+// percentage is largeHeapGCPercent.
 func setGCPolicy(command string) {
 	debug.SetGCPercent(smallHeapGCPercent)
 	if watchesHeap(command) {
@@ -35,9 +37,9 @@ func setGCPolicy(command string) {
 // a large live heap. replay does not: each step's factors and buffers are
 // garbage by the next, so its allocation runs at many times its live heap
 // and at 50 the collector ran about twice as often for memory the steps
-// would not have kept. city10000 in 50 steps: 3.65 s at 50, 3.31 s at
-// 100, peak RSS 112 to 145 MB (docs/online.md); a batch solve of it takes
-// 0.41 s either way.
+// would not have kept: replay's time falls and its peak RSS rises by
+// about a third (docs/online.md, "The collector"), while a batch solve is
+// unchanged.
 func watchesHeap(command string) bool {
 	return command != "replay"
 }

@@ -174,13 +174,13 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		lines = stderr
 	}
 	firstFail := bsync.Status("")
-	worldID, worldIn := -1, false // the priors' world vertex, and whether it has arrived
-	if w := g.World(); w >= 0 {
-		worldID = g.IDs[w]
-	}
+	// The priors' world vertex, if any, and whether it has arrived (any
+	// id, -1 too, can be a pose's).
+	w := g.World()
+	worldIn := false
 	for k := range batches {
 		b := &batches[k]
-		worldIn = worldIn || slices.Contains(b.Poses, worldID)
+		worldIn = worldIn || w >= 0 && slices.Contains(b.Poses, g.IDs[w])
 		t0 := time.Now()
 		if err := b.Add(inc); err != nil {
 			return solveError(err, g)

@@ -114,8 +114,6 @@ func lastIterationCapped(r *bsync.Report) (bsync.Level, bool) {
 	return bsync.Level{}, false
 }
 
-// lastChecked reports whether the certificate ran at the staircase's last
-// level (a time limit can stop a solve before it does).
 // provenByParts reports whether the last level's proof was made by a
 // distributed run's parts, which estimate no lambda_min(S) (the report's
 // min_eigenvalue is then 0, not a measurement).
@@ -123,6 +121,8 @@ func provenByParts(r *bsync.Report) bool {
 	return len(r.Levels) > 0 && r.Levels[len(r.Levels)-1].EigMethod == bsync.MethodCholeskyParts
 }
 
+// lastChecked reports whether the certificate ran at the staircase's last
+// level (a time limit can stop a solve before it does).
 func lastChecked(r *bsync.Report) bool {
 	return len(r.Levels) > 0 && r.Levels[len(r.Levels)-1].EigMethod != ""
 }

@@ -401,9 +401,6 @@ func (s *BoundarySystem) Solve(x, y []float64) { s.chol.Solve(x, y) }
 // Blocks is the number of the system's blocks.
 func (s *BoundarySystem) Blocks() int { return s.m.N }
 
-// StoredBlocks is the number of b x b blocks the system stores.
-func (s *BoundarySystem) StoredBlocks() int { return len(s.m.ColIdx) }
-
 // DomainCholesky is a domain-decomposition Cholesky of a whole matrix in
 // one process: the parts' matrices are cut out of it, and the parts and
 // the boundary system are factored in turn. It is the reference the

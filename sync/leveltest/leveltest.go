@@ -233,7 +233,7 @@ func (p *checkedProver) ProveLambda(x *blockmat.Blocks) (float64, error) {
 		return tr, err
 	}
 	want := traceLambda(p.r.Q(), x, p.r.Graph().D)
-	if math.Abs(tr-want) > 1e-9*math.Max(1, math.Abs(want)) {
+	if !(math.Abs(tr-want) <= 1e-9*math.Max(1, math.Abs(want))) { // NaN fails too
 		p.c.errorf("ProveLambda: tr(Lambda) %.15g, at the point %.15g", tr, want)
 	}
 	p.c.proofs++
@@ -270,13 +270,13 @@ func (p *checkedRounder) RoundByParts(x *blockmat.Blocks) ([]posegraph.Pose, err
 	rounding.ToGauge(g, gauged)
 	for i := range gauged {
 		for k := 0; k < 9; k++ {
-			if math.Abs(gauged[i].R[k]-want[i].R[k]) > 1e-9 {
+			if !(math.Abs(gauged[i].R[k]-want[i].R[k]) <= 1e-9) {
 				p.c.errorf("RoundByParts: pose %d's rotation %v, rounded centrally %v", i, gauged[i].R, want[i].R)
 				return got, nil
 			}
 		}
 		for k := 0; k < 3; k++ {
-			if math.Abs(gauged[i].T[k]-want[i].T[k]) > 1e-9*(1+math.Abs(want[i].T[k])) {
+			if !(math.Abs(gauged[i].T[k]-want[i].T[k]) <= 1e-9*(1+math.Abs(want[i].T[k]))) {
 				p.c.errorf("RoundByParts: pose %d's translation %v, rounded centrally %v", i, gauged[i].T, want[i].T)
 				return got, nil
 			}
