@@ -232,3 +232,23 @@ func TestReplayPriors(t *testing.T) {
 		}
 	}
 }
+
+// A pose with id -1 is a pose like any other: no step takes it for the
+// priors' world vertex and reports -1 waiting (review: -1 stood for "no
+// world vertex").
+func TestReplayNegativeID(t *testing.T) {
+	dir := t.TempDir()
+	const info = " 100 0 0 100 0 400\n"
+	text := "EDGE_SE2 -1 0 1 0 0" + info + "EDGE_SE2 0 1 1 0 0" + info + "EDGE_SE2 1 2 1 0 0" + info + "EDGE_SE2 -1 2 3 0 0" + info
+	in := writeTemp(t, dir, "neg.g2o", text)
+	rep, stdout := replayed(t, filepath.Join(dir, "r.json"), "--steps", "4", in)
+	// Step 1, pose -1 alone, has nothing to solve (as in TestReplayWaiting).
+	if s := rep.Steps[0]; s.Status != noEdgesYet {
+		t.Errorf("step 1: %+v\n%s", s, stdout)
+	}
+	for k, s := range rep.Steps[1:] {
+		if s.Waiting != 0 || s.Poses != k+2 || !s.Certified {
+			t.Errorf("step %d: %+v\n%s", k+2, s, stdout)
+		}
+	}
+}
