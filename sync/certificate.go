@@ -120,7 +120,7 @@ type certifier struct {
 // newCertifier prepares the checks against q. S's storage is made when S
 // is first built (buildS): until then the trust region holds the most
 // memory, and two copies of Q and three vectors would add to its peak
-// (docs/performance.md, "Tuning figures": newCertifier).
+// (docs/tuning.md, "Tuning figures": newCertifier).
 func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
 	free := rotationFreeBlocks(q, d)
 	c := &certifier{q: q, d: d, scale: jacobiScale(q), gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
@@ -493,7 +493,7 @@ func (c *certifier) smallestEig(a *sparse.BlockSym, tau0 float64) ([]float64, fl
 // the shift does not touch), on top of the rounding floor. The bound is
 // usually far below F but not useless: with wrong loop closures it can
 // prove F* hundreds of standard deviations above what consistent data
-// give (see Result.ExpectedObjective; docs/performance.md, "Tuning
+// give (see Result.ExpectedObjective; docs/tuning.md, "Tuning
 // figures": weakBound). One or two factorizations, against the
 // eigensolver's dozens of solves.
 func (c *certifier) weakBound(cert *certificate, unit shift) {
@@ -661,7 +661,7 @@ func (c *certifier) tries(sigmaA, sigma float64) []shift {
 // orders of magnitude below the next eigenvalue, and on the benchmark
 // graphs the quotient is at its rounding level after the first solve,
 // where a fixed number of solves cost a large part of the certificate at
-// a million poses (docs/performance.md, "Tuning figures":
+// a million poses (docs/tuning.md, "Tuning figures":
 // inverseIteration).
 //
 // With nullStart it starts from x's first row instead, in the scaled

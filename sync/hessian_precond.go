@@ -37,7 +37,7 @@ import (
 //
 // The factor of H costs (k/b)^3 times that of Q, and k grows with r: a few
 // ranks up, one update takes seconds on the benchmark graphs
-// (docs/performance.md, "Tuning figures"). So at r > d the default is the
+// (docs/tuning.md, "Tuning figures"). So at r > d the default is the
 // split form. Take the complements Yperp_i from one common frame (the
 // trailing eigenvectors of sum_i Y_i Y_i^T, made orthogonal to each Y_i):
 // at a rank-deficient point, where the staircase converges when the
@@ -174,7 +174,7 @@ func (p *hessianPrecond) chunks() int {
 // largest diagonal entry of the Hessian. The smallest shift that factors
 // is the best preconditioner, since a shift blurs every eigenvalue below
 // it; the rungs were chosen on the synthetic grids, where 1e-5 is the
-// smallest that factors at the first steps and lasts (docs/performance.md,
+// smallest that factors at the first steps and lasts (docs/tuning.md,
 // "Tuning figures": shiftLadder).
 var shiftLadder = []float64{0, 1e-5, 1e-4, 1e-3, 1e-2}
 
@@ -410,7 +410,7 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 			// coupling is not small either (the relaxation may not be
 			// tight, and its solution has rank r). Q's factor, the
 			// fallback, knows nothing of Lambda and took thousands of tCG
-			// iterations per level there (docs/performance.md, "Tuning
+			// iterations per level there (docs/tuning.md, "Tuning
 			// figures": the full Hessian above rank d).
 			// The full Hessian has (k/b)^3 times Q's factor cost but
 			// makes every step a Newton step again; it serves the rest
@@ -642,7 +642,7 @@ func (p *hessianPrecond) block(m, sij, hb, lam []float64, i, j, pos int) {
 // break-even is cheaper. The ratio keeps the threshold a few iterations on
 // the benchmark graphs, where refactoring after freshInner was tuned, and
 // raises it to tens on the 10^6-pose grids, whose factorizations cost
-// hundreds of solves (docs/performance.md, "Tuning figures":
+// hundreds of solves (docs/tuning.md, "Tuning figures":
 // refactorFlopRatio).
 func (p *hessianPrecond) refactorAfter() int {
 	const fresh = freshInner
@@ -675,7 +675,7 @@ const freshInner = 3
 // (freshInner), summed over the steps since it was made, exceed the
 // budget refactorAfter() - freshInner. Summing matters where the budget is
 // large (the 10^6-pose grid, where one factor served several steps each
-// under the threshold: docs/performance.md, "Tuning figures":
+// under the threshold: docs/tuning.md, "Tuning figures":
 // staleFactor). On the benchmark graphs and the smaller grids no factor
 // serves two steps that each stay under the threshold and together exceed
 // it, and their paths are the same either way.
@@ -695,7 +695,7 @@ func (s *staleFactor) step(inner, after int) bool {
 // which a factor is refactored at the next accepted point whatever the
 // inner iterations. A shift that large blurs the Hessian's low modes, and
 // the step after it moves far, where the kept factor costs more inner
-// iterations than a new one (docs/performance.md, "Tuning figures":
+// iterations than a new one (docs/tuning.md, "Tuning figures":
 // resumeShift). See resumeFrom for where the ladder starts then.
 const resumeShift = 1e-4
 
@@ -713,7 +713,7 @@ const resumeShift = 1e-4
 // almost every accepted step). Consecutive points need similar shifts, and
 // a lower rung that fails costs less than a stale shifted factor; starting
 // each resumed ladder at the factor's own rung, or from rung 0, were
-// slower on the 10^6-pose grid (docs/performance.md, "Tuning figures":
+// slower on the 10^6-pose grid (docs/tuning.md, "Tuning figures":
 // resumeFrom). Of the benchmark graphs only smallGrid3D's first factor
 // needs 1e-4.
 func resumeFrom(rung int, resumed bool, prev int) int {
@@ -729,7 +729,7 @@ func resumeFrom(rung int, resumed bool, prev int) int {
 // starts the shift ladder at its first shifted rung. The first Hessian,
 // after BCM's five sweeps, failed the modified factorization and factored
 // at 1e-5 on the synthetic lattices of 97,336, 250,047 and 10^6 poses
-// (docs/performance.md, "Tuning figures": shiftFirstFlops); where a
+// (docs/tuning.md, "Tuning figures": shiftFirstFlops); where a
 // factorization costs tens of inner iterations the failed attempt is the
 // dearest part of the first step, and a shifted factor that a modified
 // one would have beaten costs a few inner iterations at most. Below the
@@ -757,7 +757,7 @@ const refactorFlopRatio = 20.0
 // thus factors in one pass, exact but for a few raised pivots, where it
 // took a failed factorization and a shifted one; the shift also blurs
 // every small eigenvalue, which tCG pays for in iterations (the benchmark
-// graphs whose first Hessian factors this way: docs/performance.md,
+// graphs whose first Hessian factors this way: docs/tuning.md,
 // "Tuning figures": factorShifted). A pivot below the limit means strong
 // indefiniteness or pivot growth (the first step on the synthetic grids,
 // where a shift of 1e-5 suffices all the same), and the ladder goes on as
@@ -830,7 +830,7 @@ func (p *hessianPrecond) factorS(lam []float64) bool {
 	// S is positive semidefinite only near a global minimum of the rank-d
 	// problem (it is the certificate). Elsewhere a shifted S made a poor
 	// preconditioner, worse than Q's factor, which is used until S factors
-	// unshifted (docs/performance.md, "Tuning figures": factorS).
+	// unshifted (docs/tuning.md, "Tuning figures": factorS).
 	var ok bool
 	p.sshift, _, ok = factorShifted(p.s, p.schol, p.mu, p.s.MaxDiag(), &p.srung, 0, 0, false, &p.factorizations)
 	return ok
@@ -1043,7 +1043,7 @@ func (p *hessianPrecond) apply(dst, v *sparse.Blocks) {
 // far from the one factored (a long step on a corridor, whose translations
 // swing with every rotation) can make the kept factor a poor
 // preconditioner, where a fresh one needs an iteration or two
-// (docs/performance.md, "Tuning figures": restartAfter). Near the minimum,
+// (docs/tuning.md, "Tuning figures": restartAfter). Near the minimum,
 // where factors are kept, tCG stays well below this.
 func restartAfter(p *hessianPrecond) int {
 	return max(4*p.refactorAfter(), 20)

@@ -71,7 +71,7 @@ type Options struct {
 	// but its progress per sweep only shrinks, while the trust region's
 	// steps are Newton steps (the exact Hessian preconditions them), which
 	// need only a few more steps from an earlier point: a few sweeps are
-	// best (docs/performance.md has the measurements).
+	// best (docs/performance.md, "History", and docs/tuning.md have the measurements).
 	Rule           bcm.Rule
 	BCMTol         float64
 	BCMDecreaseTol float64

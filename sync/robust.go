@@ -86,7 +86,7 @@ type RobustOptions struct {
 	// InnerRank is the rank of GNC's weighted solves (0: Options.Rank0,
 	// d by default). A higher rank costs more per solve and did no better
 	// with these warm-started solves: it lost true loop closures
-	// (docs/performance.md).
+	// (docs/tuning.md).
 	InnerRank int
 	// InnerGradTol is the relative gradient norm at which a weighted solve
 	// stops while some weight is strictly between 0 and 1 (default 1e-3): the

@@ -126,7 +126,7 @@ func (s *rowSolver) apply(dst, v *sparse.Blocks) bool {
 	if len(s.in) != r*dim {
 		// Made when first used: the Hessian's factor preconditions almost
 		// every step, and at a million poses these are large
-		// (docs/performance.md, "Tuning figures": rowSolver).
+		// (docs/tuning.md, "Tuning figures": rowSolver).
 		s.rhs, s.in = make([]float64, r*dim), make([]float64, r*dim)
 	}
 	for i := 0; i < v.N; i++ {
@@ -233,7 +233,7 @@ func newTrustRegion(m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPr
 	t.res, t.delta, t.hdelta = m.newBlocks(), m.newBlocks(), m.newBlocks()
 	// xnew and nqNew hold nothing while tCG runs (the trial point is made
 	// after it): they are the preconditioned residual and the Hessian
-	// product's scratch there, two vectors less (docs/performance.md,
+	// product's scratch there, two vectors less (docs/tuning.md,
 	// "Tuning figures": rowSolver; at a million poses a vector is 96 MB).
 	t.xnew, t.nqNew = m.newBlocks(), m.newBlocks()
 	t.lam = make([]float64, m.n*m.d*m.d)

@@ -51,7 +51,7 @@ type central struct {
 	// is the scale at which its model held; the default, sized for a
 	// point far from any critical point, wasted the first steps of a
 	// higher level on steps the model badly mispredicted
-	// (docs/performance.md).
+	// (docs/tuning.md).
 	radius float64
 	// iters counts the level's records so far (BCM sweeps, then
 	// trust-region steps), which number them.
@@ -172,7 +172,7 @@ func (c *central) Optimize(ctx context.Context, r *Run, x *sparse.Blocks, goal G
 	// next, so it is let go here and, when large, collected at once:
 	// the certificate and the rounding then reuse its pages instead of
 	// faulting in new ones, and the peak memory is the trust region's,
-	// not the sum of both (docs/performance.md).
+	// not the sum of both (docs/tuning.md).
 	if err == nil && c.hp.release() >= releaseCollect {
 		runtime.GC()
 	}
@@ -318,7 +318,7 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 	// second test can only raise the dual bound, so when the first already
 	// meets the tolerance the status cannot change, and the second
 	// factorization of S, as costly as the first, is skipped
-	// (docs/performance.md). The reported bound is then the
+	// (docs/tuning.md). The reported bound is then the
 	// relaxation's, which can be the looser of the two.
 	// Without a certificate at all (the staircase ended on a saddle), a
 	// rank-d estimate is checked too: it is a different point, and may be

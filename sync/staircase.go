@@ -362,7 +362,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 			// claimed covariances give: the data contradict their weights
 			// (wrong loop closures), the optimum of this objective is not
 			// a meaningful estimate, and certifying it would climb the
-			// staircase for minutes (docs/performance.md). Stop, return
+			// staircase for minutes (docs/tuning.md). Stop, return
 			// the best estimate at hand, and say so.
 			status = Inconsistent
 			log.Info("inconsistent data", "rank", rank, "lower_bound", lower, "expected", res.ExpectedObjective, "sd", res.ExpectedObjectiveSD)

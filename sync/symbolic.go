@@ -8,7 +8,7 @@ import "github.com/bcmsync/bcmsync/internal/sparse"
 // symbolic analysis (elimination tree, column counts, the structure of L
 // in blocks) is therefore made once per solve (sparse.BlockSymbolic) and
 // each analysis does only what grows with its block size (on a small graph
-// the shared part was half of the analyses' cost: docs/performance.md,
+// the shared part was half of the analyses' cost: docs/tuning.md,
 // "Tuning figures").
 
 // analyzeWith is sparse.AnalyzeBlocks(m, perm), from sym when there is one

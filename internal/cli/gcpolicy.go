@@ -15,7 +15,7 @@ import (
 // one it costs time: the minimum heap scales with the percentage (2 MB at
 // 50 against 4 MB), so a 1,000-pose solve of some 8 MB of allocation ran 6
 // collections, 11% of its instructions, each one waking a mark worker on
-// the second core the solver uses (docs/performance.md).
+// the second core the solver uses (docs/tuning.md).
 const (
 	smallHeapGCPercent = 100
 	largeHeapGCPercent = 50

@@ -19,7 +19,7 @@ import (
 // the NATS client and server into a program adds milliseconds and
 // megabytes to the start of every command it runs, whatever the command
 // does, since Go initializes every linked package before main
-// (docs/performance.md), and bench runs each graph in its own process. So
+// (docs/tuning.md), and bench runs each graph in its own process. So
 // the commands live in two programs built from this package:
 //
 //   - bcmsync (cmd/bcmsync) leaves NATS out. Its distributed and agent

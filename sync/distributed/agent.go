@@ -33,7 +33,7 @@ type AgentOptions struct {
 	// momentum than near-exact ones: a round changes the neighbours'
 	// poses, and so the agent's problem, before a precise step pays off,
 	// and a step of 20 iterations took about as many rounds at several
-	// times the cost (docs/performance.md).
+	// times the cost (docs/tuning.md).
 	MaxInner int
 	// Wait bounds how long an agent waits for the public poses a command
 	// needs before it answers "stale" and leaves its block unchanged
