@@ -330,38 +330,52 @@ func Det(r []float64, d int) float64 {
 // RawRotations carry over (sorted indices keep the landmarks after the
 // poses).
 func (g *Graph) Subgraph(poses []int) *Graph {
-	idx := make(map[int]int, len(poses))
-	for k, i := range poses {
-		idx[i] = k
-	}
-	s := &Graph{D: g.D, Source: g.Source, RawRotations: g.RawRotations}
-	for _, i := range poses {
-		s.IDs = append(s.IDs, g.IDs[i])
-		if len(g.Initial) > 0 {
-			s.Initial = append(s.Initial, g.Initial[i])
+	return g.Subgraphs([][]int{poses})[0]
+}
+
+// Subgraphs returns the subgraph (as Subgraph) induced by each of parts, in
+// one pass over g's edges: splitting a graph into its components with
+// Subgraph would read every edge once per component. The parts must be
+// disjoint, each sorted; a pose in two parts panics.
+func (g *Graph) Subgraphs(parts [][]int) []*Graph {
+	n := g.N()
+	part := make([]int32, n) // the part of pose i plus one; 0: none
+	local := make([]int32, n)
+	subs := make([]*Graph, len(parts))
+	for p, poses := range parts {
+		s := &Graph{D: g.D, Source: g.Source, RawRotations: g.RawRotations}
+		s.IDs = make([]int, 0, len(poses))
+		for k, i := range poses {
+			if part[i] != 0 {
+				panic("posegraph: Subgraphs: parts overlap")
+			}
+			part[i], local[i] = int32(p+1), int32(k)
+			s.IDs = append(s.IDs, g.IDs[i])
+			if len(g.Initial) > 0 {
+				s.Initial = append(s.Initial, g.Initial[i])
+			}
+			if len(g.HasInitial) > 0 {
+				s.HasInitial = append(s.HasInitial, g.HasInitial[i])
+			}
+			if len(g.Landmark) > 0 {
+				s.Landmark = append(s.Landmark, g.Landmark[i])
+			}
+			if len(g.VertexLines) > 0 {
+				s.VertexLines = append(s.VertexLines, g.VertexLines[i])
+			}
 		}
-		if len(g.HasInitial) > 0 {
-			s.HasInitial = append(s.HasInitial, g.HasInitial[i])
-		}
-		if len(g.Landmark) > 0 {
-			s.Landmark = append(s.Landmark, g.Landmark[i])
-		}
-		if len(g.VertexLines) > 0 {
-			s.VertexLines = append(s.VertexLines, g.VertexLines[i])
-		}
+		subs[p] = s
 	}
 	for _, f := range g.Fixed {
-		if k, ok := idx[f]; ok {
-			s.Fixed = append(s.Fixed, k)
+		if p := part[f]; p != 0 {
+			subs[p-1].Fixed = append(subs[p-1].Fixed, int(local[f]))
 		}
 	}
 	for _, e := range g.Edges {
-		a, okA := idx[e.I]
-		b, okB := idx[e.J]
-		if okA && okB {
-			e.I, e.J = a, b
-			s.Edges = append(s.Edges, e)
+		if p := part[e.I]; p != 0 && p == part[e.J] {
+			e.I, e.J = int(local[e.I]), int(local[e.J])
+			subs[p-1].Edges = append(subs[p-1].Edges, e)
 		}
 	}
-	return s
+	return subs
 }

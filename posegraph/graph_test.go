@@ -67,3 +67,53 @@ func TestValidateRejects(t *testing.T) {
 		t.Errorf("valid graph rejected: %v", err)
 	}
 }
+
+// Subgraphs splits a graph in one pass into the induced subgraphs: each
+// part's poses in its order with their ids and initial estimates, the
+// edges between them renumbered (in g's order), its FIX marks; checked
+// against a direct construction by a map from pose to local index.
+func TestSubgraphsInduced(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	g := randomGraph(rng, 2, 12, 8)
+	g.Fixed = []int{0, 5, 9}
+	g.Initial = make([]Pose, g.N())
+	for i := range g.Initial {
+		g.Initial[i] = Identity(2)
+		g.Initial[i].T[0] = float64(i)
+	}
+	parts := [][]int{{0, 1, 2, 3, 4}, {5, 7, 8}, {9, 11}} // 6 and 10 in none
+	subs := g.Subgraphs(parts)
+	kept := 0
+	for p, poses := range parts {
+		idx := map[int]int{}
+		want := &Graph{D: g.D}
+		for k, i := range poses {
+			idx[i] = k
+			want.IDs = append(want.IDs, g.IDs[i])
+			want.Initial = append(want.Initial, g.Initial[i])
+		}
+		for _, f := range g.Fixed {
+			if k, ok := idx[f]; ok {
+				want.Fixed = append(want.Fixed, k)
+			}
+		}
+		for _, e := range g.Edges {
+			a, okA := idx[e.I]
+			b, okB := idx[e.J]
+			if okA && okB {
+				e.I, e.J = a, b
+				want.Edges = append(want.Edges, e)
+			}
+		}
+		kept += len(want.Edges)
+		if !reflect.DeepEqual(subs[p], want) {
+			t.Errorf("part %d: Subgraphs gave %+v, want %+v", p, subs[p], want)
+		}
+		if one := g.Subgraph(poses); !reflect.DeepEqual(one, want) {
+			t.Errorf("part %d: Subgraph gave %+v, want %+v", p, one, want)
+		}
+	}
+	if kept == 0 || kept == g.M() {
+		t.Fatalf("the parts keep %d of %d edges: the test should cut some and keep some", kept, g.M())
+	}
+}

@@ -42,33 +42,50 @@ func aroundWorld(g *posegraph.Graph, order []int, rotations bool,
 			}
 		}
 	}
-	x = make([]posegraph.Pose, g.N())
-	in := make([]bool, g.N()) // the vertices of the part being placed
-	for _, comp := range comps {
-		hc, xc := h, []posegraph.Pose{posegraph.Identity(d)}
-		if len(comps) > 1 {
-			hc = h.Subgraph(comp)
-		}
-		if len(comp) > 1 {
-			if xc, err = init(hc, ho); err != nil {
-				return nil, true, err
-			}
-		}
-		clear(in)
-		for k, i := range comp {
+	// Each part is placed by its own priors: bucket them by part once, and
+	// split h in one pass, so that many parts (an agent's share of a graph
+	// held together by GPS fixes) cost no more than one.
+	subs := []*posegraph.Graph{h}
+	if len(comps) > 1 {
+		subs = h.Subgraphs(comps)
+	}
+	compOf := make([]int32, g.N()) // g's index -> part
+	for c, comp := range comps {
+		for _, i := range comp {
 			if i >= w {
 				i++ // h's index i is g's i+1 past the world vertex
 			}
-			x[i], in[i] = xc[k], true
+			compOf[i] = int32(c)
 		}
-		p := placeWorld(g, x, rotations, in)
+	}
+	priors := make([][]int, len(comps))
+	for _, k := range priorEdges(g) {
+		c := compOf[g.Edges[k].J]
+		priors[c] = append(priors[c], k)
+	}
+	x = make([]posegraph.Pose, g.N())
+	for c, comp := range comps {
+		xc := []posegraph.Pose{posegraph.Identity(d)}
+		if len(comp) > 1 {
+			if xc, err = init(subs[c], ho); err != nil {
+				return nil, true, err
+			}
+		}
+		for k, i := range comp {
+			if i >= w {
+				i++
+			}
+			x[i] = xc[k]
+		}
+		p := placeWorld(g, x, rotations, priors[c])
 		inv := posegraph.Inverse(&p, d)
-		for i := range x {
-			if in[i] {
-				x[i] = posegraph.Compose(&inv, &x[i], d)
-				if rotations {
-					x[i].T = [3]float64{}
-				}
+		for _, i := range comp {
+			if i >= w {
+				i++
+			}
+			x[i] = posegraph.Compose(&inv, &x[i], d)
+			if rotations {
+				x[i].T = [3]float64{}
 			}
 		}
 	}
@@ -81,8 +98,19 @@ func aroundWorld(g *posegraph.Graph, order []int, rotations bool,
 	return x, true, nil
 }
 
+// priorEdges returns the indices of g's priors among its edges.
+func priorEdges(g *posegraph.Graph) []int {
+	var ks []int
+	for k := range g.Edges {
+		if g.Edges[k].Prior != posegraph.NoPrior {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
 // placeWorld returns the pose of the world vertex that minimizes the
-// terms of F of the priors on the vertices in (all when nil) at x: with
+// terms of F of the priors at x (the edges of g listed in priors): with
 // the translation
 // at its optimum t_W = abar - R_W bbar (the tau-weighted means of the
 // poses' positions a and the measured ones b), the terms are a constant
@@ -92,16 +120,13 @@ func aroundWorld(g *posegraph.Graph, order []int, rotations bool,
 //
 // so R_W is the rotation nearest to M (orthogonal Procrustes). For
 // rotations only the first sum is taken and t_W = 0.
-func placeWorld(g *posegraph.Graph, x []posegraph.Pose, rotations bool, in []bool) posegraph.Pose {
+func placeWorld(g *posegraph.Graph, x []posegraph.Pose, rotations bool, priors []int) posegraph.Pose {
 	d := g.D
 	var m [9]float64
 	var abar, bbar [3]float64
 	sw := 0.0
-	for k := range g.Edges {
+	for _, k := range priors {
 		e := &g.Edges[k]
-		if e.Prior == posegraph.NoPrior || in != nil && !in[e.J] {
-			continue
-		}
 		if e.Prior == posegraph.PosePrior {
 			ri := &x[e.J].R
 			for a := 0; a < d; a++ {
@@ -127,11 +152,8 @@ func placeWorld(g *posegraph.Graph, x []posegraph.Pose, rotations bool, in []boo
 			abar[a] /= sw
 			bbar[a] /= sw
 		}
-		for k := range g.Edges {
+		for _, k := range priors {
 			e := &g.Edges[k]
-			if e.Prior == posegraph.NoPrior || in != nil && !in[e.J] {
-				continue
-			}
 			for a := 0; a < d; a++ {
 				for c := 0; c < d; c++ {
 					m[a*d+c] += e.Tau * (x[e.J].T[a] - abar[a]) * (e.T[c] - bbar[c])
@@ -173,10 +195,11 @@ func (p *Plan) SettleWorld(poses []posegraph.Pose, rotations bool) error {
 		prob = posegraph.Rotations
 	}
 	cand := append([]posegraph.Pose(nil), poses...)
+	all := priorEdges(g)
 	f0 := g.Cost(poses, prob)
 	f := f0
 	for it := 0; it < settleSteps; it++ {
-		cand[w] = placeWorld(g, cand, rotations, nil)
+		cand[w] = placeWorld(g, cand, rotations, all)
 		if rotations {
 			f = g.Cost(cand, prob)
 			break

@@ -1,6 +1,7 @@
 package rounding
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -32,7 +33,7 @@ func TestPlaceWorldExact(t *testing.T) {
 			}
 			g = g.WithPriors(ps)
 			x := append(append([]posegraph.Pose(nil), truth...), posegraph.Identity(d))
-			got := placeWorld(g, x, false, nil)
+			got := placeWorld(g, x, false, priorEdges(g))
 			inv := posegraph.Inverse(&world, d)
 			for k := 0; k < d*d; k++ {
 				if math.Abs(got.R[k]-inv.R[k]) > 1e-9 {
@@ -150,5 +151,38 @@ func TestSettleWorld(t *testing.T) {
 		if f := g.Cost(x, posegraph.Poses); !(f < 1e-12*before) {
 			t.Fatalf("d=%d: F %g after SettleWorld, %g before", d, f, before)
 		}
+	}
+}
+
+// BenchmarkChordalPriorParts initializes a graph of many short chains held
+// together only by their GPS fixes: each part is initialized and placed on
+// its own, so the cost should grow with the graph, not with the graph times
+// the parts.
+func BenchmarkChordalPriorParts(b *testing.B) {
+	for _, parts := range []int{100, 1000} {
+		b.Run(fmt.Sprint(parts), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(35, 36))
+			g := &posegraph.Graph{D: 2}
+			var ps []posegraph.Prior
+			for p := 0; p < parts; p++ {
+				c, truth := exactChain(rng, 2, 4)
+				base := g.N()
+				g.IDs = append(g.IDs, base, base+1, base+2, base+3)
+				for _, e := range c.Edges {
+					e.I, e.J = e.I+base, e.J+base
+					g.Edges = append(g.Edges, e)
+				}
+				for _, i := range []int{0, 3} {
+					ps = append(ps, posegraph.Prior{Kind: posegraph.PositionPrior, Pose: base + i, T: truth[i].T, Tau: 2})
+				}
+			}
+			g = g.WithPriors(ps)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := Chordal(g); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
