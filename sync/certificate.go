@@ -48,7 +48,7 @@ type certificate struct {
 	// partsVector: the unit eigenvector is held by the parts of a
 	// PartsEigen prover (vector is nil; the escape goes by parts).
 	partsVector bool
-	method string
+	method      string
 	// floorCost is the least any shift the check may try costs the bound
 	// (the anchor's or every pose's at the rounding floor): no tolerance
 	// below it can be proven at this point in double precision.
