@@ -2,6 +2,8 @@ package sync
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"testing"
@@ -222,5 +224,90 @@ func TestEscapeByPartsMatchesCentral(t *testing.T) {
 	}
 	if saddles == 0 {
 		t.Skip("no saddle")
+	}
+}
+
+// failingEig is localParts whose parts fail (an agent gone) at the
+// failAt-th EigStep or at any committed lift.
+type failingEig struct {
+	*localParts
+	steps, failAt int
+}
+
+func (f *failingEig) EigStep(s float64, start, solve bool) (EigSums, error) {
+	f.steps++
+	if f.steps == f.failAt {
+		return EigSums{}, errors.New("agent 1 did not answer")
+	}
+	return f.localParts.EigStep(s, start, solve)
+}
+
+func (f *failingEig) EigLift(alpha float64, commit bool) (float64, *blockmat.Blocks, error) {
+	if commit {
+		return 0, nil, errors.New("agent 2 did not answer")
+	}
+	return f.localParts.EigLift(alpha, commit)
+}
+
+// TestEscapeByPartsFallsBack: when the parts fail during the inverse
+// iteration, the check finds the eigenvector of the point at hand (the
+// central eigensolver, in the parts' order); when they fail during the
+// escape, the staircase escapes along that eigenvector from the point at
+// hand, with the central escape's decrease.
+func TestEscapeByPartsFallsBack(t *testing.T) {
+	dir := datasets.SuiteOrSkip(t)
+	g, err := g2o.ReadFile(filepath.Join(dir, "intel.g2o"), g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Solve(context.Background(), g, Options{Init: InitRandom, MaxRank: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, d, opts := res.final, g.D, res.Options
+	q := g.Laplacian(posegraph.Poses)
+	m := newManifold(q, d, x.R, 1)
+	part := runsPartition(q.N, 4)
+	ref := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
+	ref.ddPart = part
+	want, err := ref.check(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.psd || want.vector == nil {
+		t.Skip("not a saddle")
+	}
+	_, decC := escape(newManifold(q, d, x.R+1, 1), x, want.vector)
+
+	lp := newLocalParts(t, q, part, ref.anchor)
+	lp.x = x
+	fe := &failingEig{localParts: lp, failAt: 3}
+	c := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
+	c.usePartsProver(fe)
+	got, err := c.check(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.psd || got.partsVector || got.vector == nil || got.method != "eigensolver" || got.minEig != want.minEig {
+		t.Errorf("failed inverse iteration: parts vector %v, vector %v, method %s, min eig %g (central %g)",
+			got.partsVector, got.vector != nil, got.method, got.minEig, want.minEig)
+	}
+
+	fe.failAt = -1
+	c = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
+	c.usePartsProver(fe)
+	got, err = c.check(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.partsVector {
+		t.Fatalf("no vector by parts (method %s)", got.method)
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	r := &Run{g: g, opts: opts, q: q, cert: c}
+	xn, dec := r.escape(x, got, x.R)
+	t.Logf("escape after the parts failed: decrease %.12g, central %.12g", dec, decC)
+	if xn.R != x.R+1 || dec != decC {
+		t.Errorf("escape after the parts failed: rank %d, decrease %.12g, central %.12g", xn.R, dec, decC)
 	}
 }
