@@ -340,6 +340,7 @@ func (c *certifier) eigByParts(pe PartsEigen, tau0, normS float64) (val float64,
 	// first that factored: tau ends within a factor 10^(1/8) of the
 	// smallest that factors, which is about -lambda_min.
 	if lo > 0 {
+		last := false // the last factorization was tau's
 		for k := 0; k < eigBisections; k++ {
 			mid := math.Sqrt(lo * tau)
 			ok, err := factors(mid)
@@ -351,10 +352,13 @@ func (c *certifier) eigByParts(pe PartsEigen, tau0, normS float64) (val float64,
 			} else {
 				lo = mid
 			}
+			last = ok
 		}
-		// The last factorization must be tau's: the solves use it.
-		if ok, err := factors(tau); err != nil || !ok {
-			return val, false, err
+		// The solves use the last factor: it must be tau's.
+		if !last {
+			if ok, err := factors(tau); err != nil || !ok {
+				return val, false, err
+			}
 		}
 	}
 	s, err := pe.EigStep(1, true, true)
