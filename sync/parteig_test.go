@@ -103,6 +103,44 @@ func (lp *localParts) EigLift(alpha float64, commit bool) (float64, *blockmat.Bl
 	return f, xn, nil
 }
 
+// intelSaddle is a rank-2 saddle of intel: the point the staircase
+// leaves from a random start (seed) stopped at rank 2, with Q, the solve's
+// options and the manifold at the point.
+type intelSaddle struct {
+	g    *posegraph.Graph
+	x    *sparse.Blocks
+	q    *sparse.BlockSym
+	m    *manifold
+	opts Options
+}
+
+func newIntelSaddle(t *testing.T, seed uint64) intelSaddle {
+	dir := datasets.SuiteOrSkip(t)
+	g, err := g2o.ReadFile(filepath.Join(dir, "intel.g2o"), g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Solve(context.Background(), g, Options{Init: InitRandom, MaxRank: 2, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := g.Laplacian(posegraph.Poses)
+	return intelSaddle{g: g, x: res.final, q: q, m: newManifold(q, g.D, res.final.R, 1), opts: res.Options}
+}
+
+// centralCheck is the central test of the point in the parts' order
+// (part), with its certifier, whose anchor the parts then take.
+func (s intelSaddle) centralCheck(t *testing.T, part []int) (*certifier, certificate) {
+	o := s.opts
+	ref := newCertifier(s.q, s.g.D, o.GapTol, o.GapAbs, o.EigTol, nil, o.Seed)
+	ref.ddPart = part
+	want, err := ref.check(s.m, s.x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref, want
+}
+
 // TestEscapeByPartsMatchesCentral: at rank-2 saddles of intel (random
 // starts) the eigenpair found by parts (inverse iteration through the
 // parts' factors, each part holding its piece of the vector) is the
@@ -112,28 +150,13 @@ func (lp *localParts) EigLift(alpha float64, commit bool) (float64, *blockmat.Bl
 // decreases F as the central escape does and lands on the same point up
 // to the sign of the new row.
 func TestEscapeByPartsMatchesCentral(t *testing.T) {
-	dir := datasets.SuiteOrSkip(t)
-	g, err := g2o.ReadFile(filepath.Join(dir, "intel.g2o"), g2o.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	saddles := 0
 	for _, seed := range []uint64{1, 2} {
-		res, err := Solve(context.Background(), g, Options{Init: InitRandom, MaxRank: 2, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, d, opts := res.final, g.D, res.Options
-		q := g.Laplacian(posegraph.Poses)
-		m := newManifold(q, d, x.R, 1)
+		sp := newIntelSaddle(t, seed)
+		x, d, opts, q, m := sp.x, sp.g.D, sp.opts, sp.q, sp.m
 		for _, k := range []int{2, 4} {
 			part := runsPartition(q.N, k)
-			ref := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
-			ref.ddPart = part
-			want, err := ref.check(m, x)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ref, want := sp.centralCheck(t, part)
 			if want.psd || want.vector == nil {
 				t.Logf("seed %d: rank %d point certified (%v) or without a vector", seed, x.R, want.psd)
 				continue
@@ -255,25 +278,10 @@ func (f *failingEig) EigLift(alpha float64, commit bool) (float64, *blockmat.Blo
 // escape, the staircase escapes along that eigenvector from the point at
 // hand, with the central escape's decrease.
 func TestEscapeByPartsFallsBack(t *testing.T) {
-	dir := datasets.SuiteOrSkip(t)
-	g, err := g2o.ReadFile(filepath.Join(dir, "intel.g2o"), g2o.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Solve(context.Background(), g, Options{Init: InitRandom, MaxRank: 2, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, d, opts := res.final, g.D, res.Options
-	q := g.Laplacian(posegraph.Poses)
-	m := newManifold(q, d, x.R, 1)
+	sp := newIntelSaddle(t, 1)
+	g, x, d, opts, q, m := sp.g, sp.x, sp.g.D, sp.opts, sp.q, sp.m
 	part := runsPartition(q.N, 4)
-	ref := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
-	ref.ddPart = part
-	want, err := ref.check(m, x)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref, want := sp.centralCheck(t, part)
 	if want.psd || want.vector == nil {
 		t.Skip("not a saddle")
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
@@ -20,10 +19,8 @@ import (
 // eigensolver's tolerance, the same escape decrease and next level's F
 // to its accuracy, the same ranks, the same certified optimum.
 func TestEscapeByParts(t *testing.T) {
-	g, _, err := datasets.Manhattan(150, 8, datasets.Config{Kappa: 3, Tau: 1, LoopProb: 0.5, Seed: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := climbingGraph(t)
+	var err error
 	kind := posegraph.Rotations
 	for _, k := range []int{2, 4} {
 		p, _ := BFS(g, k)
