@@ -7,6 +7,7 @@ import (
 
 	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
@@ -433,6 +434,46 @@ func escapeByParts(pe PartsEigen, n int) (*sparse.Blocks, float64, error) {
 	return xn, 0, err
 }
 
+// checkEscaped tests the point the parts escaped to while the driver
+// holds it, as certifyByParts tests their tr(Lambda): of the next rank
+// and x's shape, finite, its Stiefel parts on the manifold to 1e-9, and
+// F lower than at x. It returns F's decrease computed here, which the
+// level records (the parts' sum differs from it by rounding).
+func (r *Run) checkEscaped(x, xn *sparse.Blocks) (float64, error) {
+	if xn == nil || xn.R != x.R+1 || xn.N != x.N || xn.B != x.B {
+		return 0, errors.New("the parts returned a point of another shape")
+	}
+	d, b := r.g.D, xn.B
+	for i := 0; i < xn.N; i++ {
+		blk := xn.Block(i)
+		for _, v := range blk {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, fmt.Errorf("pose %d of the escaped point is not finite", i)
+			}
+		}
+		for a := 0; a < d; a++ {
+			for c := 0; c < d; c++ {
+				s := 0.0
+				for k := 0; k < xn.R; k++ {
+					s += blk[k*b+a] * blk[k*b+c]
+				}
+				if a == c {
+					s--
+				}
+				if !(math.Abs(s) <= 1e-9) {
+					return 0, fmt.Errorf("pose %d of the escaped point is off the manifold (Y^T Y - I has %.3g)", i, s)
+				}
+			}
+		}
+	}
+	f0 := posegraph.TraceCost(r.q, x, sparse.NewBlocks(x.R, x.B, x.N))
+	f := posegraph.TraceCost(r.q, xn, sparse.NewBlocks(xn.R, xn.B, xn.N))
+	if !(f < f0) {
+		return 0, fmt.Errorf("F %.17g at the escaped point is not below %.17g", f, f0)
+	}
+	return f0 - f, nil
+}
+
 // escape steps x along the failed certificate c's eigenvector into rank
 // rank+1 and returns the new point and F's decrease (0: none): by the
 // parts that hold the eigenvector, or here. A failure of the parts
@@ -442,12 +483,12 @@ func (r *Run) escape(x *sparse.Blocks, c certificate, rank int) (*sparse.Blocks,
 	v := c.vector
 	if c.partsVector {
 		if pe, ok := r.cert.prover.(PartsEigen); ok {
-			xn, dec, err := escapeByParts(pe, x.N)
-			if err == nil && xn != nil && xn.R == rank+1 && xn.N == x.N && xn.B == x.B {
-				return xn, dec
-			}
+			xn, _, err := escapeByParts(pe, x.N)
 			if err == nil {
-				err = errors.New("the parts returned a point of another shape")
+				var dec float64
+				if dec, err = r.checkEscaped(x, xn); err == nil {
+					return xn, dec
+				}
 			}
 			r.opts.Logger.Warn("escape by parts failed; escaping from the point at hand", "err", err)
 		}

@@ -255,6 +255,7 @@ func TestEscapeByPartsMatchesCentral(t *testing.T) {
 type failingEig struct {
 	*localParts
 	steps, failAt int
+	corrupt       bool // the committed lift succeeds with a pose off the manifold
 }
 
 func (f *failingEig) EigStep(s float64, start, solve bool) (EigSums, error) {
@@ -266,6 +267,11 @@ func (f *failingEig) EigStep(s float64, start, solve bool) (EigSums, error) {
 }
 
 func (f *failingEig) EigLift(alpha float64, commit bool) (float64, *blockmat.Blocks, error) {
+	if commit && f.corrupt {
+		v, x, err := f.localParts.EigLift(alpha, commit)
+		x.Block(7)[0] += 1e-3
+		return v, x, err
+	}
 	if commit {
 		return 0, nil, errors.New("agent 2 did not answer")
 	}
@@ -275,8 +281,9 @@ func (f *failingEig) EigLift(alpha float64, commit bool) (float64, *blockmat.Blo
 // TestEscapeByPartsFallsBack: when the parts fail during the inverse
 // iteration, the check finds the eigenvector of the point at hand (the
 // central eigensolver, in the parts' order); when they fail during the
-// escape, the staircase escapes along that eigenvector from the point at
-// hand, with the central escape's decrease.
+// escape, or return a point off the manifold, the staircase escapes along
+// that eigenvector from the point at hand, with the central escape's
+// decrease.
 func TestEscapeByPartsFallsBack(t *testing.T) {
 	sp := newIntelSaddle(t, 1)
 	g, x, d, opts, q, m := sp.g, sp.x, sp.g.D, sp.opts, sp.q, sp.m
@@ -317,5 +324,18 @@ func TestEscapeByPartsFallsBack(t *testing.T) {
 	t.Logf("escape after the parts failed: decrease %.12g, central %.12g", dec, decC)
 	if xn.R != x.R+1 || dec != decC {
 		t.Errorf("escape after the parts failed: rank %d, decrease %.12g, central %.12g", xn.R, dec, decC)
+	}
+	// A point off the manifold from the parts is refused for the same
+	// fallback.
+	fe.corrupt = true
+	lp.x = x
+	c = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
+	c.usePartsProver(fe)
+	if got, err = c.check(m, x); err != nil || !got.partsVector {
+		t.Fatalf("no vector by parts (%v)", err)
+	}
+	r.cert = c
+	if xn, dec = r.escape(x, got, x.R); xn.R != x.R+1 || dec != decC {
+		t.Errorf("escape to a corrupted point: rank %d, decrease %.12g, central %.12g", xn.R, dec, decC)
 	}
 }
