@@ -308,7 +308,7 @@ func TestEscapeByPartsFallsBack(t *testing.T) {
 			got.partsVector, got.vector != nil, got.method, got.minEig, want.minEig)
 	}
 
-	fe.failAt = -1
+	fe.failAt, fe.steps = -1, 0
 	c = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
 	c.usePartsProver(fe)
 	got, err = c.check(m, x)
@@ -318,6 +318,7 @@ func TestEscapeByPartsFallsBack(t *testing.T) {
 	if !got.partsVector {
 		t.Fatalf("no vector by parts (method %s)", got.method)
 	}
+	t.Logf("inverse iteration by parts: %d steps", fe.steps)
 	opts.Logger = slog.New(slog.DiscardHandler)
 	r := &Run{g: g, opts: opts, q: q, cert: c}
 	xn, dec := r.escape(x, got, x.R)
