@@ -32,8 +32,8 @@ import (
 // bisection, each a factorization by parts) its rate is
 // (tau + lambda_1) / (tau + lambda_2) <= 1/4 against S's null space
 // (lambda_2 <= 0 at a critical point): at intel's rank-2 saddle 19 solves
-// reach a residual of 1e-9 ||S||, finer than the
-// central eigensolver's 1e-6.
+// reach a residual of 1e-9 ||S||, finer than the central eigensolver's
+// 1e-6.
 
 // PartsEigen is implemented by a PartsProver whose parts can also find
 // S's most negative eigenpair and take the saddle escape without the
