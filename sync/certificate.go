@@ -45,7 +45,10 @@ type certificate struct {
 	// when psd (an upper estimate), from the eigensolver otherwise.
 	minEig float64
 	vector []float64 // unit eigenvector of S when not psd
-	method string
+	// partsVector: the unit eigenvector is held by the parts of a
+	// PartsEigen prover (vector is nil; the escape goes by parts).
+	partsVector bool
+	method      string
 	// floorCost is the least any shift the check may try costs the bound
 	// (the anchor's or every pose's at the rounding floor): no tolerance
 	// below it can be proven at this point in double precision.
@@ -351,7 +354,47 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			cert.timedOut, cert.dualBound = true, cert.trLambda
 			return cert, nil
 		}
+		if pe, isEig := c.prover.(PartsEigen); err == nil && isEig {
+			// A saddle: its eigenvector by parts, unless that fails too.
+			cert.dualBound = cert.trLambda
+			if !wantVector {
+				cert.minEig = math.NaN()
+				return cert, nil
+			}
+			if done, err := c.eigenvectorByParts(&cert, pe); err != nil || done {
+				return cert, err
+			}
+		}
 	}
+	return c.certifyCentral(m, x, wantVector)
+}
+
+// eigenvectorByParts finds, for a point that failed the test by parts,
+// S's most negative eigenpair by parts (eigByParts) and the weak bound
+// with factorizations by parts. done is false when it found no negative
+// curvature, or the parts failed: the caller then tests the gathered
+// point.
+func (c *certifier) eigenvectorByParts(cert *certificate, pe PartsEigen) (done bool, err error) {
+	d := c.d
+	slack := gapAllowed(cert.trLambda, c.fUnit(), c.gapTol, c.gapAbs) / 2
+	sigma := math.Max(slack/c.weightAll, c.eigTol)
+	normS := c.q.MaxDiag()
+	tau0 := math.Max(1000*sigma*c.weightAll/float64(d*c.nposes), 1e-12*normS)
+	val, ok, err := c.eigByParts(pe, tau0, normS)
+	if err != nil || !ok {
+		return false, nil
+	}
+	cert.minEig, cert.partsVector, cert.method = val, true, MethodEigParts
+	c.weakBoundWith(cert, shift{mu: -val}, func(sh shift) bool {
+		ok, err := c.prover.ProveFactor(ProofShift{Sigma: sh.sigma, Mu: sh.mu, AnchorOnly: sh.anchor, Anchor: c.anchor})
+		return err == nil && ok
+	})
+	return true, nil
+}
+
+// certifyCentral is certify on the point itself: S built and factored
+// here.
+func (c *certifier) certifyCentral(m *manifold, x *sparse.Blocks, wantVector bool) (certificate, error) {
 	nq := m.newBlocks()
 	m.mulQ(nq, x)
 	d := m.d
@@ -497,6 +540,15 @@ func (c *certifier) smallestEig(a *sparse.BlockSym, tau0 float64) ([]float64, fl
 // figures": weakBound). One or two factorizations, against the
 // eigensolver's dozens of solves.
 func (c *certifier) weakBound(cert *certificate, unit shift) {
+	c.weakBoundWith(cert, unit, func(sh shift) bool {
+		c.buildShifted(sh)
+		return c.factor() == nil
+	})
+}
+
+// weakBoundWith is weakBound with factors deciding whether D S D plus a
+// shift factors (by parts, or here).
+func (c *certifier) weakBoundWith(cert *certificate, unit shift, factors func(shift) bool) {
 	if !(unit.sigma >= 0 && unit.mu >= 0) || math.IsInf(unit.sigma+unit.mu, 0) || unit.sigma+unit.mu == 0 {
 		return
 	}
@@ -505,8 +557,7 @@ func (c *certifier) weakBound(cert *certificate, unit shift) {
 		if c.pastDeadline() {
 			return false
 		}
-		c.buildShifted(at(f))
-		return c.factor() == nil
+		return factors(at(f))
 	})
 	if ok {
 		sh := at(f)

@@ -263,8 +263,8 @@ func (lp *localParts) ProveFactor(sh ProofShift) (bool, error) {
 // their own rows and blocks (PartCertifier, BoundaryProof) decides as the
 // central one and proves the same bound (to rounding: each part sums its
 // products X Q in its own order), at the optimum of intel and sphere2500;
-// at an intel saddle it fails, and the test repeated on the gathered point
-// finds the eigenvector.
+// at an intel saddle it fails, and the parts find the eigenvector
+// (TestEscapeByPartsMatchesCentral).
 func TestPartsCertificateMatchesCentral(t *testing.T) {
 	for _, tc := range suitePoints(t) {
 		g, res := tc.g, tc.res
@@ -303,8 +303,11 @@ func TestPartsCertificateMatchesCentral(t *testing.T) {
 				t.Errorf("%s: by parts %s shift %d %g bound %v, central %d %g %v", tc.file, got.method,
 					got.shiftPoses, got.sigma, got.dualBound, want.shiftPoses, want.sigma, want.dualBound)
 			}
-		} else if got.vector == nil || got.minEig != want.minEig || got.lowerBound != want.lowerBound {
-			t.Errorf("%s: failed by parts with min eig %g bound %v, central %g %v", tc.file, got.minEig, got.lowerBound, want.minEig, want.lowerBound)
+		} else if !got.partsVector || math.Abs(got.minEig-want.minEig) > 1e-6*q.MaxDiag() ||
+			math.Abs(got.lowerBound-want.lowerBound) > 1e-6*math.Abs(want.lowerBound) {
+			// The eigenvector too is found by parts (parteig.go), to the
+			// central eigensolver's tolerance.
+			t.Errorf("%s: failed by parts with min eig %g bound %v (vector by parts %v), central %g %v", tc.file, got.minEig, got.lowerBound, got.partsVector, want.minEig, want.lowerBound)
 		}
 	}
 }

@@ -31,10 +31,16 @@ import (
 // coordinate c. Anchor is the global index of the pose whose translation
 // diagonal grounds the gauge and which the boundary factor eliminates
 // last.
+//
+// Tau > 0 asks for another matrix, not a proof: D (S + Tau I) D, every
+// coordinate shifted by Tau and the gauge not grounded (Sigma, Mu and
+// AnchorOnly are then ignored), whose factor the saddle escape by parts
+// solves with (parteig.go).
 type ProofShift struct {
 	Sigma, Mu  float64
 	AnchorOnly bool
 	Anchor     int
+	Tau        float64
 }
 
 // PartCertifier is one part's share of the certificate by parts.
@@ -53,6 +59,8 @@ type PartCertifier struct {
 	haveLam    bool
 	nq         []float64
 	schur      []float64
+	eig        *eigState // the inverse iteration by parts (parteig.go)
+	tauFactor  bool      // the last Factor was of D (S + Tau I) D and succeeded
 }
 
 // PartProof is what a part sends the coordinator for one shift: its
@@ -180,8 +188,17 @@ func (p *PartCertifier) Factor(sh ProofShift) (*PartProof, error) {
 	}
 	sparse.ScaleCongruent(a, scale)
 	s := shift{anchor: sh.AnchorOnly, sigma: sh.Sigma, mu: sh.Mu}
+	p.tauFactor = false
 	for x, i := range p.order {
-		shiftDiagBlock(a.Block(a.Diag[x]), scale[x*b:(x+1)*b], s, p.ids[i] == sh.Anchor, p.free != nil && p.free[i], d)
+		blk := a.Block(a.Diag[x])
+		if sh.Tau > 0 {
+			for c := 0; c < b; c++ {
+				sc := scale[x*b+c]
+				blk[c*b+c] += sh.Tau * sc * sc
+			}
+			continue
+		}
+		shiftDiagBlock(blk, scale[x*b:(x+1)*b], s, p.ids[i] == sh.Anchor, p.free != nil && p.free[i], d)
 	}
 	pr := &PartProof{Scale: scale[p.nI*b:]}
 	for _, i := range p.order[p.nI:] {
@@ -198,6 +215,7 @@ func (p *PartCertifier) Factor(sh ProofShift) (*PartProof, error) {
 	}
 	_, pr.MinPivot = p.part.MinPivot()
 	pr.Schur = p.schur
+	p.tauFactor = sh.Tau > 0
 	return pr, nil
 }
 

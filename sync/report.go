@@ -186,6 +186,14 @@ type DistributedReport struct {
 	// traffic (part of CoordinatorBytes, the rounded poses included).
 	Roundings     int   `json:"roundings_by_parts,omitempty"`
 	RoundingBytes int64 `json:"rounding_bytes,omitempty"`
+	// EscapesByParts counts the saddle escapes made by the agents (the
+	// eigenvector by inverse iteration through their factors, the lift
+	// of their own blocks), EscapeFactorizations the factorizations of
+	// S + tau I by parts that found the shift, EscapeBytes the traffic of
+	// both (part of CoordinatorBytes).
+	EscapesByParts       int   `json:"escapes_by_parts,omitempty"`
+	EscapeFactorizations int   `json:"escape_factorizations,omitempty"`
+	EscapeBytes          int64 `json:"escape_bytes,omitempty"`
 }
 
 // AuthRejections counts rejected messages by cause: forged (no valid MAC,

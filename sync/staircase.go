@@ -368,7 +368,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 			log.Info("inconsistent data", "rank", rank, "lower_bound", lower, "expected", res.ExpectedObjective, "sd", res.ExpectedObjectiveSD)
 			break
 		}
-		if rank == opts.MaxRank || c.vector == nil {
+		if rank == opts.MaxRank || (c.vector == nil && !c.partsVector) {
 			break
 		}
 		// Escape the saddle along the negative-curvature direction.
@@ -378,7 +378,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 			break
 		}
 		t0 = time.Now()
-		xn, dec := escape(newManifold(q, d, rank+1, opts.Threads), x, c.vector)
+		xn, dec := r.escape(x, c, rank)
 		res.Levels[len(res.Levels)-1].EscapeDecrease = dec
 		res.Timings.Optimize += time.Since(t0).Seconds()
 		st.end(k)

@@ -393,6 +393,10 @@ func (a *agent) onCommand(data []byte) []byte {
 		if err := a.prove(m, rep); err != nil {
 			return fail(err)
 		}
+	case opEigReduce, opEigBack, opEigScale, opEigLift:
+		if err := a.eigCmd(m, rep); err != nil {
+			return fail(err)
+		}
 	case opRoundSetup, opRoundGram, opRoundProject, opRoundReduce, opRoundBack:
 		if err := a.roundCmd(m, rep); err != nil {
 			return fail(err)

@@ -186,6 +186,13 @@ type Stats struct {
 	// traffic RoundingBytes is (in RequestBytes).
 	Roundings     int
 	RoundingBytes int64
+	// Escapes counts the saddle escapes made by parts (parteig.go:
+	// the eigenvector by inverse iteration through the parts' factors,
+	// the lift by the agents), EscapeFactorizations the factorizations of
+	// S + tau I by parts that found their shifts, EscapeBytes the traffic
+	// of both (in RequestBytes).
+	Escapes, EscapeFactorizations int
+	EscapeBytes                   int64
 }
 
 // RoundBytes is the traffic of the rounds per round: every message but
@@ -216,6 +223,7 @@ func (s *Stats) Report(coordinatorRSS int64) *bsync.DistributedReport {
 		Certificate:   s.Certificate, CertificateBoundaryPoses: s.ProofBoundaryPoses,
 		CertificateFactorizations: s.ProofFactorizations, CertificateBytes: s.ProofBytes, CertificateFallbacks: s.ProofFallbacks,
 		Roundings: s.Roundings, RoundingBytes: s.RoundingBytes,
+		EscapesByParts: s.Escapes, EscapeFactorizations: s.EscapeFactorizations, EscapeBytes: s.EscapeBytes,
 	}
 	if s.BoundaryPoses > 0 {
 		r.BytesPerRoundPerBoundaryPose = r.BytesPerRound / float64(s.BoundaryPoses)

@@ -72,7 +72,7 @@ func (a *agent) prove(m, rep *message) error {
 		if len(m.Ints) != 1 {
 			return errors.New("certificate: no anchor")
 		}
-		pr, err := pc.Factor(bsync.ProofShift{Sigma: m.F, Mu: m.Grad2, AnchorOnly: m.Norm2 == 1, Anchor: int(m.Ints[0])})
+		pr, err := pc.Factor(bsync.ProofShift{Sigma: m.F, Mu: m.Grad2, AnchorOnly: m.Norm2 == 1, Anchor: int(m.Ints[0]), Tau: m.Dot})
 		if err != nil {
 			return err
 		}
@@ -103,8 +103,12 @@ type partsProver struct {
 	part   []int
 	anchor int
 	bnd    [][]int // each agent's boundary poses, in the order of its proofs
-	bp     *bsync.BoundaryProof
-	b      int
+	// eigPoses lists, for each agent, its boundary poses and then the
+	// other agents' poses it borders: where it needs the boundary
+	// solution of the escape's solves (parteig.go).
+	eigPoses [][]int
+	bp       *bsync.BoundaryProof
+	b        int
 }
 
 // PartsProver makes the certificate by parts for the staircase (see
@@ -164,6 +168,9 @@ func (c *coordinator) PartsProver(r *bsync.Run) bsync.PartsProver {
 	}
 	if err == nil {
 		pp.bp, err = bsync.NewBoundaryProof(b, pp.bnd, cross, pp.anchor)
+	}
+	if err == nil {
+		pp.eigPoses = eigPoses(pp.bnd, cross, c.p.Part)
 	}
 	if err != nil {
 		r.Options().Logger.Warn("certificate by parts unavailable; the coordinator certifies the gathered point", "err", err)
@@ -233,10 +240,14 @@ func (pp *partsProver) ProveFactor(sh bsync.ProofShift) (bool, error) {
 	if sh.AnchorOnly {
 		anchorOnly = 1
 	}
-	c.stats.ProofFactorizations++
+	if sh.Tau > 0 {
+		c.stats.EscapeFactorizations++
+	} else {
+		c.stats.ProofFactorizations++
+	}
 	err := parallel(allParts(c.p.K), func(k int) error {
 		rep, err := c.request(pp.ctx, k, &message{Op: opProveFactor, Rank: c.rank, F: sh.Sigma, Grad2: sh.Mu, Norm2: anchorOnly,
-			Ints: []uint32{uint32(sh.Anchor)}})
+			Dot: sh.Tau, Ints: []uint32{uint32(sh.Anchor)}})
 		if err != nil {
 			return err
 		}

@@ -36,7 +36,7 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 			n += int64(len(out))
 		}
 		c.stats.RequestBytes += n
-		if m.Op == opGather || m.Op == opSet {
+		if m.Op == opGather || m.Op == opSet || (m.Op == opEigLift && m.Norm2 == 1) {
 			c.stats.TransferBytes += n
 		}
 		if m.Op >= opProveSetup && m.Op <= opProveFactor {
@@ -44,6 +44,9 @@ func (c *coordinator) request(ctx context.Context, k int, m *message) (*message,
 		}
 		if m.Op >= opRoundSetup && m.Op <= opRoundBack {
 			c.stats.RoundingBytes += n
+		}
+		if m.Op >= opEigReduce && m.Op <= opEigLift || (m.Op == opProveFactor && m.Dot > 0) {
+			c.stats.EscapeBytes += n
 		}
 		c.mu.Unlock()
 		if err != nil {

@@ -15,10 +15,7 @@ import (
 // staircase: the distributed solve reaches the same certified optimum, and
 // where it climbs, every escape lowers F and ranks go up one at a time.
 func TestDistributedStaircase(t *testing.T) {
-	g, _, err := datasets.Manhattan(150, 8, datasets.Config{Kappa: 3, Tau: 1, LoopProb: 0.5, Seed: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := climbingGraph(t)
 	kind := posegraph.Rotations
 	central, err := bsync.Solve(context.Background(), g, bsync.Options{Problem: kind})
 	if err != nil {
@@ -50,4 +47,14 @@ func TestDistributedStaircase(t *testing.T) {
 	if !climbed {
 		t.Error("no distributed run climbed the staircase: the escape path went untested")
 	}
+}
+
+// climbingGraph is the noisy rotation graph of TestDistributedStaircase,
+// on which the central staircase climbs from rank 2 to rank 4.
+func climbingGraph(t *testing.T) *posegraph.Graph {
+	g, _, err := datasets.Manhattan(150, 8, datasets.Config{Kappa: 3, Tau: 1, LoopProb: 0.5, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

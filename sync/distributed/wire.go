@@ -24,7 +24,7 @@ import (
 // sequence number) is the receiver's check.
 const (
 	wireMagic   = 0x444d4342 // "BCMD" little-endian
-	wireVersion = 3          // 2: the replies' mem, sent and dot; 3: ints and extra (the certificate by parts)
+	wireVersion = 4          // 2: the replies' mem, sent and dot; 3: ints and extra (the certificate by parts); 4: the escape by parts (opEig*, a command's dot)
 	headerSize  = 4 + 4 + 4 + 8 + 8 + 2 + 2 + 4 + 3*8 + 2*8 + 8
 	maxRank     = 64
 )
@@ -55,6 +55,10 @@ const (
 	opRoundProject            // project the own blocks on U_d (Extra); reply F positive, Grad2 voters
 	opRoundReduce             // finish the rotations (Norm2 1: flip), reduce the translation system to the boundary
 	opRoundBack               // the boundary translations (Extra); reply the own poses (Ints, Extra R and T)
+	opEigReduce               // the escape by parts: scale the vector by F (Norm2 1: from the start), reduce its solve to the boundary (reply Extra)
+	opEigBack                 // the boundary solution (Ints poses, Extra values): finish the solve; reply F, Grad2, Norm2 the shares of |v|^2, v^T S v, |S v|^2
+	opEigScale                // scale the vector by F; reply as opEigBack
+	opEigLift                 // F at the blocks lifted along F v (reply F); Norm2 1: keep them, reply the own blocks (Index, Values)
 )
 
 // Reply statuses.

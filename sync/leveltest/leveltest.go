@@ -59,7 +59,9 @@ var Cases = []Case{
 //     is at most goal.Tol, and a call without steps leaves F where it was;
 //   - an optimizer that certifies and rounds by parts
 //     (bsync.PartsProviders) gives the trace of Lambda at the point it is
-//     given and the central rounding of it (see checked.PartsProver);
+//     given and the central rounding of it, and a lift by parts of a
+//     saddle escape (bsync.PartsEigen) is on the manifold with the F it
+//     reports (see checked.PartsProver);
 //   - the solve ends with the status and, to 1e-6 relative, the objective
 //     of Solve's.
 func Check(t *testing.T, newOpt Factory) {
@@ -89,7 +91,7 @@ func Check(t *testing.T, newOpt Factory) {
 				t.Error("no method name in the result")
 			}
 			if _, ok := m.inner.(bsync.PartsProviders); ok {
-				t.Logf("by parts: %d provers, %d tests, %d roundings", m.parts, m.proofs, m.roundings)
+				t.Logf("by parts: %d provers, %d tests, %d roundings, %d escapes", m.parts, m.proofs, m.roundings, m.escapes)
 			}
 		})
 	}
@@ -104,7 +106,7 @@ type checked struct {
 	work   *blockmat.Blocks
 	// parts, proofs and roundings count the optimizer's certificate and
 	// rounding by parts (bsync.PartsProviders).
-	parts, proofs, roundings int
+	parts, proofs, roundings, escapes int
 }
 
 func (c *checked) Method(r *bsync.Run) bsync.MethodInfo {
@@ -206,7 +208,48 @@ func (c *checked) PartsProver(r *bsync.Run) bsync.PartsProver {
 		c.errorf("ProofPartition: a partition of %d poses for %d, anchor %d", len(part), r.Graph().N(), anchor)
 	}
 	c.parts++
-	return &checkedProver{PartsProver: p, c: c, r: r}
+	cp := &checkedProver{PartsProver: p, c: c, r: r}
+	if pe, ok := p.(bsync.PartsEigen); ok {
+		return &checkedEigen{checkedProver: cp, pe: pe}
+	}
+	return cp
+}
+
+// checkedEigen is a checkedProver whose parts also escape saddles
+// (bsync.PartsEigen), checked: the sums are finite, |v|^2 > 0 after a
+// solve, and a committed lift is a point of the next rank on the
+// manifold whose F is the F the parts summed (to 1e-9 relative).
+type checkedEigen struct {
+	*checkedProver
+	pe bsync.PartsEigen
+}
+
+func (p *checkedEigen) EigStep(s float64, start, solve bool) (bsync.EigSums, error) {
+	sums, err := p.pe.EigStep(s, start, solve)
+	if err == nil && (!(sums.Norm2 > 0) || math.IsInf(sums.Norm2, 0) || math.IsNaN(sums.VSV) || math.IsNaN(sums.SV2)) {
+		p.c.errorf("EigStep: sums %+v", sums)
+	}
+	return sums, err
+}
+
+func (p *checkedEigen) EigLift(alpha float64, commit bool) (float64, *blockmat.Blocks, error) {
+	f, x, err := p.pe.EigLift(alpha, commit)
+	if err != nil || !commit {
+		return f, x, err
+	}
+	d := p.r.Graph().D
+	if x == nil || x.N != p.r.Graph().N() {
+		p.c.errorf("EigLift: no point, or one of the wrong size")
+		return f, x, err
+	}
+	if dev := stiefelDeviation(x, d); dev > 1e-9 {
+		p.c.errorf("EigLift: a Stiefel part of the lifted point is %g off St(d, %d)", dev, x.R)
+	}
+	if want := p.c.cost(p.r, x); !(math.Abs(f-want) <= 1e-9*math.Max(1, math.Abs(want))) {
+		p.c.errorf("EigLift: F %.15g summed by the parts, %.15g at the lifted point", f, want)
+	}
+	p.c.escapes++
+	return f, x, err
 }
 
 func (c *checked) PartsRounder(r *bsync.Run) bsync.PartsRounder {
