@@ -114,6 +114,14 @@ func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
 // mulRange3 is mulRange4 for 3 x 3 blocks (SE(2) poses, SO(3) rotations).
 func (m *BlockSym) mulRange3(dst, x *Blocks, lo, hi int) {
 	r := x.R
+	switch r {
+	case 2:
+		m.mulRange3r2(dst, x, lo, hi)
+		return
+	case 3:
+		m.mulRange3r3(dst, x, lo, hi)
+		return
+	}
 	rb := r * 3
 	for i := lo; i < hi; i++ {
 		di := dst.Data[i*rb : (i+1)*rb]
@@ -130,6 +138,56 @@ func (m *BlockSym) mulRange3(dst, x *Blocks, lo, hi int) {
 				da[2] += xa[0]*q[6] + xa[1]*q[7] + xa[2]*q[8]
 			}
 		}
+	}
+}
+
+// mulRange3r2 is mulRange3 at rank 2 (SE(2) at rank d), its six sums
+// kept in registers across the block row instead of stored after every
+// block; each is the same sequence of additions, so the bits are too.
+func (m *BlockSym) mulRange3r2(dst, x *Blocks, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		var d0, d1, d2, d3, d4, d5 float64
+		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+			j := m.ColIdx[k]
+			q := (*[9]float64)(m.Val[k*9 : k*9+9])
+			xj := (*[6]float64)(x.Data[j*6 : j*6+6])
+			x0, x1, x2 := xj[0], xj[1], xj[2]
+			d0 += x0*q[0] + x1*q[1] + x2*q[2]
+			d1 += x0*q[3] + x1*q[4] + x2*q[5]
+			d2 += x0*q[6] + x1*q[7] + x2*q[8]
+			x0, x1, x2 = xj[3], xj[4], xj[5]
+			d3 += x0*q[0] + x1*q[1] + x2*q[2]
+			d4 += x0*q[3] + x1*q[4] + x2*q[5]
+			d5 += x0*q[6] + x1*q[7] + x2*q[8]
+		}
+		di := (*[6]float64)(dst.Data[i*6 : i*6+6])
+		di[0], di[1], di[2], di[3], di[4], di[5] = d0, d1, d2, d3, d4, d5
+	}
+}
+
+// mulRange3r3 is mulRange3r2 at rank 3 (the first rank above d in 2-D).
+func (m *BlockSym) mulRange3r3(dst, x *Blocks, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		var d0, d1, d2, d3, d4, d5, d6, d7, d8 float64
+		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+			j := m.ColIdx[k]
+			q := (*[9]float64)(m.Val[k*9 : k*9+9])
+			xj := (*[9]float64)(x.Data[j*9 : j*9+9])
+			x0, x1, x2 := xj[0], xj[1], xj[2]
+			d0 += x0*q[0] + x1*q[1] + x2*q[2]
+			d1 += x0*q[3] + x1*q[4] + x2*q[5]
+			d2 += x0*q[6] + x1*q[7] + x2*q[8]
+			x0, x1, x2 = xj[3], xj[4], xj[5]
+			d3 += x0*q[0] + x1*q[1] + x2*q[2]
+			d4 += x0*q[3] + x1*q[4] + x2*q[5]
+			d5 += x0*q[6] + x1*q[7] + x2*q[8]
+			x0, x1, x2 = xj[6], xj[7], xj[8]
+			d6 += x0*q[0] + x1*q[1] + x2*q[2]
+			d7 += x0*q[3] + x1*q[4] + x2*q[5]
+			d8 += x0*q[6] + x1*q[7] + x2*q[8]
+		}
+		di := (*[9]float64)(dst.Data[i*9 : i*9+9])
+		di[0], di[1], di[2], di[3], di[4], di[5], di[6], di[7], di[8] = d0, d1, d2, d3, d4, d5, d6, d7, d8
 	}
 }
 
