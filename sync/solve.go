@@ -154,6 +154,16 @@ func (c *central) Optimize(ctx context.Context, r *Run, x *sparse.Blocks, goal G
 	radius := c.radius
 	if rank > c.radiusRank {
 		radius *= escapeRadius
+		if c.radiusRank > 0 {
+			// A level above the last is entered by a saddle escape, whose
+			// point lies beside a saddle where the certificate just found
+			// S not positive semidefinite. The split form needs S to
+			// factor unshifted at the point, a dual certificate of a
+			// point barely below that saddle: it is refused there (two
+			// factorizations wasted) and the full Hessian serves the
+			// rank, so it serves from the first step.
+			c.hp.fullAt = rank
+		}
 	}
 	rr, err := rtr(ctx, c.m, x, pre, c.hp, rtrOptions{
 		GradTol: goal.Tol, MaxIter: opts.MaxIterations, Deadline: r.deadline,
