@@ -114,12 +114,8 @@ func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
 // mulRange3 is mulRange4 for 3 x 3 blocks (SE(2) poses, SO(3) rotations).
 func (m *BlockSym) mulRange3(dst, x *Blocks, lo, hi int) {
 	r := x.R
-	switch r {
-	case 2:
-		m.mulRange3r2(dst, x, lo, hi)
-		return
-	case 3:
-		m.mulRange3r3(dst, x, lo, hi)
+	if r == 2 || r == 3 {
+		m.mulRange3r23(dst, x, r, lo, hi)
 		return
 	}
 	rb := r * 3
@@ -141,54 +137,39 @@ func (m *BlockSym) mulRange3(dst, x *Blocks, lo, hi int) {
 	}
 }
 
-// mulRange3r2 is mulRange3 at rank 2 (SE(2) at rank d), its six sums
-// kept in registers across the block row instead of stored after every
-// block; each is the same sequence of additions, so the bits are too.
-func (m *BlockSym) mulRange3r2(dst, x *Blocks, lo, hi int) {
-	for i := lo; i < hi; i++ {
-		var d0, d1, d2, d3, d4, d5 float64
-		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
-			j := m.ColIdx[k]
-			q := (*[9]float64)(m.Val[k*9 : k*9+9])
-			xj := (*[6]float64)(x.Data[j*6 : j*6+6])
-			x0, x1, x2 := xj[0], xj[1], xj[2]
-			d0 += x0*q[0] + x1*q[1] + x2*q[2]
-			d1 += x0*q[3] + x1*q[4] + x2*q[5]
-			d2 += x0*q[6] + x1*q[7] + x2*q[8]
-			x0, x1, x2 = xj[3], xj[4], xj[5]
-			d3 += x0*q[0] + x1*q[1] + x2*q[2]
-			d4 += x0*q[3] + x1*q[4] + x2*q[5]
-			d5 += x0*q[6] + x1*q[7] + x2*q[8]
-		}
-		di := (*[6]float64)(dst.Data[i*6 : i*6+6])
-		di[0], di[1], di[2], di[3], di[4], di[5] = d0, d1, d2, d3, d4, d5
-	}
-}
-
-// mulRange3r3 is mulRange3r2 at rank 3 (the first rank above d in 2-D).
-func (m *BlockSym) mulRange3r3(dst, x *Blocks, lo, hi int) {
+// mulRange3r23 is mulRange3 at rank r = 2 or 3 (SE(2) at rank d and the
+// rank above), its sums kept in registers across the block row instead of
+// stored after every block; each is the same sequence of additions, so
+// the bits are too.
+func (m *BlockSym) mulRange3r23(dst, x *Blocks, r, lo, hi int) {
+	rb := 3 * r
 	for i := lo; i < hi; i++ {
 		var d0, d1, d2, d3, d4, d5, d6, d7, d8 float64
 		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
 			j := m.ColIdx[k]
 			q := (*[9]float64)(m.Val[k*9 : k*9+9])
-			xj := (*[9]float64)(x.Data[j*9 : j*9+9])
-			x0, x1, x2 := xj[0], xj[1], xj[2]
-			d0 += x0*q[0] + x1*q[1] + x2*q[2]
-			d1 += x0*q[3] + x1*q[4] + x2*q[5]
-			d2 += x0*q[6] + x1*q[7] + x2*q[8]
-			x0, x1, x2 = xj[3], xj[4], xj[5]
-			d3 += x0*q[0] + x1*q[1] + x2*q[2]
-			d4 += x0*q[3] + x1*q[4] + x2*q[5]
-			d5 += x0*q[6] + x1*q[7] + x2*q[8]
-			x0, x1, x2 = xj[6], xj[7], xj[8]
-			d6 += x0*q[0] + x1*q[1] + x2*q[2]
-			d7 += x0*q[3] + x1*q[4] + x2*q[5]
-			d8 += x0*q[6] + x1*q[7] + x2*q[8]
+			xj := x.Data[j*rb : (j+1)*rb]
+			a0, a1, a2 := rowTimes3(q, xj[0], xj[1], xj[2])
+			b0, b1, b2 := rowTimes3(q, xj[3], xj[4], xj[5])
+			d0, d1, d2 = d0+a0, d1+a1, d2+a2
+			d3, d4, d5 = d3+b0, d4+b1, d5+b2
+			if r == 3 {
+				c0, c1, c2 := rowTimes3(q, xj[6], xj[7], xj[8])
+				d6, d7, d8 = d6+c0, d7+c1, d8+c2
+			}
 		}
-		di := (*[9]float64)(dst.Data[i*9 : i*9+9])
-		di[0], di[1], di[2], di[3], di[4], di[5], di[6], di[7], di[8] = d0, d1, d2, d3, d4, d5, d6, d7, d8
+		di := dst.Data[i*rb : (i+1)*rb]
+		di[0], di[1], di[2], di[3], di[4], di[5] = d0, d1, d2, d3, d4, d5
+		if r == 3 {
+			di[6], di[7], di[8] = d6, d7, d8
+		}
 	}
+}
+
+// rowTimes3 returns the row (x0, x1, x2) times the 3 x 3 block q^T (q
+// row-major), each entry summed as mulRange3 sums it.
+func rowTimes3(q *[9]float64, x0, x1, x2 float64) (float64, float64, float64) {
+	return x0*q[0] + x1*q[1] + x2*q[2], x0*q[3] + x1*q[4] + x2*q[5], x0*q[6] + x1*q[7] + x2*q[8]
 }
 
 // MulBlocksParallel is MulBlocks on up to threads goroutines (0 means
