@@ -68,9 +68,10 @@ type hessianPrecond struct {
 	// exact keeps the full coupled Hessian at r > d (tests compare the
 	// two forms); by default the split form below is used there.
 	exact bool
-	// fullAt is the rank at which the split form's S did not factor, so
-	// that the full Hessian serves the rest of that rank (see update);
-	// keepSplit turns that off (tests of the split form).
+	// fullAt is the rank at which the full Hessian serves from the next
+	// update on: the split form's S did not factor there (see update), or
+	// the level was entered by a saddle escape (see central.Optimize);
+	// keepSplit turns the first off (tests of the split form).
 	fullAt    int
 	keepSplit bool
 

@@ -372,3 +372,67 @@ func TestSmallestTrue(t *testing.T) {
 		}
 	}
 }
+
+// A step the trust region rejects on its boundary is retried at a quarter
+// of the radius from tCG's kept state (tcgQuarter) instead of a second
+// run: every point, F and the number of steps must be those of the run
+// that recomputes the retry, bit for bit, with fewer inner iterations.
+// Above rank d from a random start, the not-tight graph's first steps are
+// such rejections.
+func TestRejectedStepReplay(t *testing.T) {
+	g := notTightGraph(t)
+	d := g.D
+	q := g.Laplacian(posegraph.Poses)
+	type run struct {
+		x       *sparse.Blocks
+		recs    []Record
+		res     rtrResult
+		replays int
+	}
+	solve := func(noReplay bool) run {
+		x := sparse.NewBlocks(d+1, q.B, q.N)
+		bcm.RandomStiefel(x, d, 3)
+		m := newManifold(q, d, d+1, 1)
+		hp := newHessianPrecond(q, d, nil, 1e-12*q.MaxDiag())
+		var out run
+		rr, err := rtr(context.Background(), m, x, nil, hp, rtrOptions{GradTol: 1e-10, MaxIter: 300, noReplay: noReplay,
+			OnRecord: func(it int, rec Record) {
+				out.recs = append(out.recs, rec)
+				if it > 0 && rec.Inner == 0 {
+					out.replays++
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.x, out.res = x, rr
+		return out
+	}
+	full, replayed := solve(true), solve(false)
+	if full.replays != 0 {
+		t.Fatalf("%d steps without inner iterations when every retry is recomputed", full.replays)
+	}
+	if replayed.replays == 0 {
+		t.Fatal("no rejected step was retried from the kept state: the test exercises nothing")
+	}
+	if len(full.recs) != len(replayed.recs) || full.res.Iterations != replayed.res.Iterations || full.res.Stop != replayed.res.Stop {
+		t.Fatalf("%d records, %d steps (%s) with the replay; %d, %d (%s) without",
+			len(replayed.recs), replayed.res.Iterations, replayed.res.Stop, len(full.recs), full.res.Iterations, full.res.Stop)
+	}
+	for k, rec := range full.recs {
+		got := replayed.recs[k]
+		if math.Float64bits(got.F) != math.Float64bits(rec.F) || got.Accepted != rec.Accepted || got.Factorizations != rec.Factorizations {
+			t.Fatalf("step %d: F %v accepted %v factorizations %d with the replay, %v %v %d without",
+				k, got.F, got.Accepted, got.Factorizations, rec.F, rec.Accepted, rec.Factorizations)
+		}
+	}
+	for k, v := range full.x.Data {
+		if math.Float64bits(v) != math.Float64bits(replayed.x.Data[k]) {
+			t.Fatalf("final point differs at %d: %v with the replay, %v without", k, replayed.x.Data[k], v)
+		}
+	}
+	if replayed.res.InnerIterations >= full.res.InnerIterations {
+		t.Errorf("%d inner iterations with the replay, %d without", replayed.res.InnerIterations, full.res.InnerIterations)
+	}
+	t.Logf("%d steps, %d retries replayed; inner iterations %d, recomputed %d", replayed.res.Iterations, replayed.replays, replayed.res.InnerIterations, full.res.InnerIterations)
+}

@@ -35,6 +35,9 @@ type rtrOptions struct {
 	// Radius is the first trust-region radius (0: a default from the size
 	// of x); rtrResult.Radius is the last, which the next rank starts from.
 	Radius float64
+	// noReplay makes a rejected step's retry recompute its tCG run in
+	// full (tests of tcgQuarter).
+	noReplay bool
 }
 
 type rtrResult struct {
@@ -222,7 +225,37 @@ type trustRegion struct {
 	// point: tCG then never restarts with a new one, which would be the
 	// same factor (after a rejected step the point has not moved).
 	fresh bool
+	// quarter is tCG's state where its last run first crossed a quarter
+	// of its radius (see tcgQuarter); nil at rank d.
+	quarter *tcgQuarter
 }
+
+// tcgQuarter is truncated CG's state at the iteration where a run with a
+// quarter of its radius would have stopped on the boundary: the iterate
+// and its Hessian product before that iteration's update, the direction
+// and its product, and the scalars of the boundary step. A step the
+// trust region rejects on the boundary is retried at the same point, with
+// the same preconditioner, at a quarter of the radius (nextRadius), and
+// that run repeats the rejected one's iterations bit for bit up to that
+// iteration: from the kept state the retry takes its boundary step at
+// once. Above rank d, where a level entered by an escape starts on a
+// landscape its model fits poorly, such retries come after runs of tens
+// of iterations (M3500b's first rank-3 step); at rank d the benchmark
+// graphs reject no step. So it is kept only above rank d, and only while
+// its four vectors take at most quarterMaxBytes.
+type tcgQuarter struct {
+	ok                       bool
+	radius                   float64 // the quarter radius the state is for
+	eta, heta, delta, hdelta *sparse.Blocks
+	ePe, ePd, dPd            float64
+	iters                    int    // the iterations a retry would repeat, the boundary's included
+	precond                  string // the run's preconditioner (Record.Precond)
+}
+
+// quarterMaxBytes bounds tcgQuarter's vectors: at a million poses they
+// would add hundreds of megabytes to the trust region's peak memory for
+// tens of iterations saved.
+const quarterMaxBytes = 64 << 20
 
 // newTrustRegion makes the state of a run from x, with its buffers.
 func newTrustRegion(m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPrecond, opts rtrOptions) *trustRegion {
@@ -237,6 +270,9 @@ func newTrustRegion(m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPr
 	// "Tuning figures": rowSolver; at a million poses a vector is 96 MB).
 	t.xnew, t.nqNew = m.newBlocks(), m.newBlocks()
 	t.lam = make([]float64, m.n*m.d*m.d)
+	if m.r > m.d && 4*8*len(x.Data) <= quarterMaxBytes && !opts.noReplay {
+		t.quarter = &tcgQuarter{eta: m.newBlocks(), heta: m.newBlocks(), delta: m.newBlocks(), hdelta: m.newBlocks()}
+	}
 	t.gg = newGauge(m.r)
 	t.gg.threads = m.threads
 	if t.opts.MaxInner <= 0 {
@@ -288,6 +324,9 @@ func (t *trustRegion) setPoint() {
 	t.gg.setPoint(t.m.gaugePoint(t.x))
 	t.pending = t.hp != nil && (t.refactor || !t.useHessian)
 	t.fresh = false
+	if t.quarter != nil {
+		t.quarter.ok = false
+	}
 }
 
 // rel is the relative gradient norm at the point.
@@ -406,8 +445,14 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 	m, x, hp, opts := t.m, t.x, t.hp, t.opts
 	eta, heta, res, z, delta, hdelta := t.eta, t.heta, t.res, t.xnew, t.delta, t.hdelta
 	radius := t.radius
+	if q := t.quarter; q != nil && q.ok && q.radius == radius {
+		return t.replayQuarter()
+	}
 	inner1 := 0
 	for {
+		if t.quarter != nil {
+			t.quarter.ok = false // a new run, or a restart with a new factor
+		}
 		zeroBlocks(eta)
 		zeroBlocks(heta)
 		// The gradient is orthogonal to the gauge in exact arithmetic;
@@ -438,6 +483,9 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 			dHd := inner(delta, hdelta)
 			alpha := zr / dHd
 			ePeNew := ePe + 2*alpha*ePd + alpha*alpha*dPd
+			if q := t.quarter; q != nil && !q.ok && (dHd <= 0 || ePeNew >= (radius/4)*(radius/4)) {
+				q.keep(radius/4, eta, heta, delta, hdelta, ePe, ePd, dPd, j+1, t.step.Precond)
+			}
 			if dHd <= 0 || ePeNew >= radius*radius {
 				tau := (-ePd + math.Sqrt(ePd*ePd+dPd*(radius*radius-ePe))) / dPd
 				axpy(tau, delta, eta)
@@ -473,13 +521,54 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 	}
 	t.out.InnerIterations += inner1
 	t.step.Inner = inner1
-	t.refactor = hp == nil || t.stale.step(inner1, hp.refactorAfter())
+	t.afterTCG(inner1)
+	return ePe, hitBoundary, true
+}
+
+// afterTCG decides whether the next point refactors the Hessian, after a
+// run of tCG that took (or, replayed, stands for) iters iterations.
+func (t *trustRegion) afterTCG(iters int) {
+	hp := t.hp
+	t.refactor = hp == nil || t.stale.step(iters, hp.refactorAfter())
 	if t.useHessian {
 		if from := resumeFrom(hp.rung, hp.resumed, hp.replaced); from >= 0 {
 			t.refactor, hp.resume, hp.resumeAt = true, true, from
 		}
 	}
-	return ePe, hitBoundary, true
+}
+
+// keep stores the state of tCG at iteration iters (counted from 1) of its
+// run with radius 4 quarter: see tcgQuarter.
+func (q *tcgQuarter) keep(quarter float64, eta, heta, delta, hdelta *sparse.Blocks, ePe, ePd, dPd float64, iters int, precond string) {
+	copyBlocks(q.eta, eta)
+	copyBlocks(q.heta, heta)
+	copyBlocks(q.delta, delta)
+	copyBlocks(q.hdelta, hdelta)
+	q.ok, q.radius = true, quarter
+	q.ePe, q.ePd, q.dPd = ePe, ePd, dPd
+	q.iters, q.precond = iters, precond
+}
+
+// replayQuarter is tcg's run at the radius of the kept state (the point
+// and the preconditioner unchanged since it was kept): its boundary step,
+// computed as the run would, with no Hessian product or solve. The
+// staleness rule counts the iterations the run would have taken, so that
+// the trust region's path is the one it takes without the replay; the
+// step's record counts none.
+func (t *trustRegion) replayQuarter() (ePe float64, hitBoundary, ok bool) {
+	q := t.quarter
+	q.ok = false
+	radius := q.radius
+	ePe, ePd, dPd := q.ePe, q.ePd, q.dPd
+	copyBlocks(t.eta, q.eta)
+	copyBlocks(t.heta, q.heta)
+	tau := (-ePd + math.Sqrt(ePd*ePd+dPd*(radius*radius-ePe))) / dPd
+	axpy(tau, q.delta, t.eta)
+	axpy(tau, q.hdelta, t.heta)
+	t.step.Precond = q.precond
+	t.step.Inner = 0
+	t.afterTCG(q.iters)
+	return ePe, true, true
 }
 
 // trial makes the trial point xnew = R_x(eta), with its exactly optimal

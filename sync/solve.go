@@ -53,6 +53,8 @@ type central struct {
 	// higher level on steps the model badly mispredicted
 	// (docs/tuning.md).
 	radius float64
+	// radiusRank is the rank of the run that left radius.
+	radiusRank int
 	// iters counts the level's records so far (BCM sweeps, then
 	// trust-region steps), which number them.
 	iters int
@@ -149,9 +151,23 @@ func (c *central) Optimize(ctx context.Context, r *Run, x *sparse.Blocks, goal G
 	t0 := time.Now()
 	pre := newRowSolver(c.qFactor)
 	first := c.iters
+	radius := c.radius
+	if rank > c.radiusRank {
+		radius *= escapeRadius
+		if c.radiusRank > 0 {
+			// A level above the last is entered by a saddle escape, whose
+			// point lies beside a saddle where the certificate just found
+			// S not positive semidefinite. The split form needs S to
+			// factor unshifted at the point, a dual certificate of a
+			// point barely below that saddle: it is refused there (two
+			// factorizations wasted) and the full Hessian serves the
+			// rank, so it serves from the first step.
+			c.hp.fullAt = rank
+		}
+	}
 	rr, err := rtr(ctx, c.m, x, pre, c.hp, rtrOptions{
 		GradTol: goal.Tol, MaxIter: opts.MaxIterations, Deadline: r.deadline,
-		Translations: c.tp, Radius: c.radius,
+		Translations: c.tp, Radius: radius,
 		OnRecord: func(it int, rec Record) {
 			if it == 0 && (opts.BCMMaxSweeps > 0 || first > 0) {
 				return // the same point as the last record
@@ -163,7 +179,7 @@ func (c *central) Optimize(ctx context.Context, r *Run, x *sparse.Blocks, goal G
 	})
 	lv.RTRIterations += rr.Iterations
 	lv.RTRInner += rr.InnerIterations
-	c.radius = rr.Radius
+	c.radius, c.radiusRank = rr.Radius, rank
 	lv.RTRStop = rr.Stop
 	lv.F, lv.GradNorm, lv.RelGrad = rr.F, rr.GradNorm, rr.RelGrad
 	lv.RTRSeconds += time.Since(t0).Seconds()
@@ -179,6 +195,23 @@ func (c *central) Optimize(ctx context.Context, r *Run, x *sparse.Blocks, goal G
 	r.st.end(k)
 	return rtrOutcome(rr, true), err
 }
+
+// escapeRadius is the fraction of the last level's final radius that a
+// higher level (one entered by a saddle escape) starts from. The escape
+// lands beside a saddle of the rank-d problem, in a direction where F is
+// nearly flat and strongly curved, so the new level's quadratic model is
+// poor at the scale the last level's steps grew to: with the whole radius,
+// M3500b's first rank-3 step was a Newton step well inside it that cost
+// tens of tCG iterations and raised F where the model promised a small
+// decrease, and its retry at a quarter of it failed too. From an eighth,
+// tCG stops on the boundary sooner and the level reaches the same point
+// with fewer tCG iterations and factorizations, on M3500b and on the
+// synthetic not-tight graphs that escape; a quarter and a sixteenth did
+// about as well on the synthetic graphs, worse on M3500b (the path above
+// rank d is chaotic in the radius; docs/performance.md, the M3500b
+// section). A run at the same rank (a proof refinement) starts from the
+// radius as it was.
+const escapeRadius = 0.125
 
 // rtrOutcome is the Outcome of a trust-region run that ended as rr.
 func rtrOutcome(rr rtrResult, started bool) Outcome {

@@ -78,16 +78,18 @@ func TestMulBlocks(t *testing.T) {
 func BenchmarkMulBlocks(b *testing.B) {
 	rng := rand.New(rand.NewPCG(83, 84))
 	for _, bs := range []int{3, 4, 5} {
-		nb := 20000
-		q := randomSym(rng, nb, bs, 3)
-		x, dst := NewBlocks(3, bs, nb), NewBlocks(3, bs, nb)
-		for k := range x.Data {
-			x.Data[k] = rng.NormFloat64()
-		}
-		b.Run(fmt.Sprintf("b=%d", bs), func(b *testing.B) {
-			for b.Loop() {
-				q.MulBlocks(dst, x)
+		for _, r := range []int{2, 3} {
+			nb := 20000
+			q := randomSym(rng, nb, bs, 3)
+			x, dst := NewBlocks(r, bs, nb), NewBlocks(r, bs, nb)
+			for k := range x.Data {
+				x.Data[k] = rng.NormFloat64()
 			}
-		})
+			b.Run(fmt.Sprintf("b=%d/r=%d", bs, r), func(b *testing.B) {
+				for b.Loop() {
+					q.MulBlocks(dst, x)
+				}
+			})
+		}
 	}
 }
