@@ -333,7 +333,7 @@ func (a *agent) onCommand(data []byte) []byte {
 			return fail(fmt.Errorf("init at rank %d", m.Rank))
 		}
 		if m.Text != a.fingerprint {
-			return fail(fmt.Errorf("agent %d holds a different problem or partition than the coordinator (fingerprint %s, coordinator %s): run every process on the same file with the same partition flags", l.part, a.fingerprint, m.Text))
+			return fail(fmt.Errorf("agent %d holds a different problem, partition or overlap than the coordinator (fingerprint %s, coordinator %s): run every process on the same file with the same partition and overlap flags", l.part, a.fingerprint, m.Text))
 		}
 		// Seq continues the numbering of a previous life of this part, so
 		// that neighbours accept what it publishes next.
