@@ -46,7 +46,7 @@ type AgentOptions struct {
 	Key []byte
 	// Overlap is the number of hops of other parts' poses that each
 	// update moves with the agent's own before it keeps only its own
-	// (overlap.go; 0: DefaultOverlap, negative: none). It must be the
+	// (overlap.go; 0: the default, negative: none). It must be the
 	// coordinator's (Options.Overlap): the agent reads and publishes the
 	// poses within Overlap+1 hops of the cut.
 	Overlap int
@@ -158,7 +158,7 @@ func newAgent(bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOption
 	}
 	a := &agent{opts: opts, g: g, p: p, l: l, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
 	a.cond = stdsync.NewCond(&a.mu)
-	h := overlapOf(opts.Overlap)
+	h := overlapOf(opts.Overlap, g, p)
 	if h > maxOverlap {
 		return nil, fmt.Errorf("agent %d: overlap %d above %d", k, h, maxOverlap)
 	}

@@ -29,25 +29,61 @@ import (
 // agent's statistics, momentum, certificate and rounding are of its own
 // poses, as without overlap: only the update sees the halo.
 
-// DefaultOverlap is the overlap of Options.Overlap and
-// AgentOptions.Overlap when they are 0.
-const DefaultOverlap = 0
-
-// overlapOf maps an option's overlap to its value: 0 is DefaultOverlap,
-// negative none.
-func overlapOf(h int) int {
+// overlapOf maps an option's overlap to the hops of g's run in parts p:
+// positive is itself, negative none, and 0 the largest overlap, up to
+// maxOverlap hops, at which every part's halo holds at most haloShare of
+// as many poses as the part (autoOverlap).
+func overlapOf(h int, g *posegraph.Graph, p *Partition) int {
 	switch {
 	case h == 0:
-		return DefaultOverlap
+		return autoOverlap(g, p)
 	case h < 0:
 		return 0
 	}
 	return h
 }
 
+// haloShare bounds the halo of the default overlap against its part's
+// size: the update's work grows with it, and the rounds fall with it. With
+// 2/3 the parking garage's halo is 10 hops deep, the 10^4-pose lattice's
+// in 8 parts 2 (docs/distributed.md has the rounds against the overlap).
+const haloShare = 2.0 / 3
+
+// autoOverlap is Options.Overlap's default (overlapOf).
+func autoOverlap(g *posegraph.Graph, p *Partition) int {
+	adj := poseAdjacency(g)
+	best := maxAutoOverlap
+	for k := 0; k < p.K && best > 0; k++ {
+		own := p.Owned(k)
+		count := make([]int, best+1)
+		for _, d := range hops(adj, own, best, nil) {
+			if d > 0 {
+				count[d]++
+			}
+		}
+		halo := 0
+		for h := 1; h <= best; h++ {
+			halo += count[h]
+			if float64(halo) > haloShare*float64(len(own)) {
+				best = h - 1
+				break
+			}
+		}
+	}
+	if p.K == 1 {
+		return 0
+	}
+	return best
+}
+
 // maxOverlap bounds the overlap: past a few hops the halo is a large part
-// of the neighbours and the update's cost grows with it.
-const maxOverlap = 16
+// of the neighbours and the update's cost grows with it. maxAutoOverlap
+// bounds the default's: on the parking garage the rounds rose again past
+// 10 hops (264 at 10, 495 at 12, 571 at 16; docs/distributed.md).
+const (
+	maxOverlap     = 16
+	maxAutoOverlap = 10
+)
 
 // overlapTag is what the overlap adds to the fingerprint that an agent
 // compares with the coordinator's when it joins ("" without overlap, so

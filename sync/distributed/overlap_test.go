@@ -2,12 +2,18 @@ package distributed
 
 import (
 	"context"
+	"flag"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/bcmsync/bcmsync/datasets"
+	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
@@ -131,7 +137,23 @@ func TestOverlapSets(t *testing.T) {
 // coordinator's refuses to join, saying so.
 func TestOverlapSolve(t *testing.T) {
 	g, central, p := lattice(t, 300, 15, 11, 4)
-	for _, h := range []int{1, 2, 3} {
+	// The default: every halo within its share at it, one beyond it a
+	// hop further (or the default at its limit).
+	adj := poseAdjacency(g)
+	within := func(h int) bool {
+		for k := 0; k < p.K; k++ {
+			halo, _ := overlapSets(adj, p, k, h)
+			if float64(len(halo)) > haloShare*float64(len(p.Owned(k))) {
+				return false
+			}
+		}
+		return true
+	}
+	auto := overlapOf(0, g, p)
+	if auto < 1 || !within(auto) || auto < maxAutoOverlap && within(auto+1) {
+		t.Fatalf("the default overlap is %d hops", auto)
+	}
+	for _, h := range []int{1, 2, 3, 0} {
 		res, st, err := SolveOn(context.Background(), NewMemBus(), g, p, Options{Overlap: h}, AgentOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -151,5 +173,58 @@ func TestOverlapSolve(t *testing.T) {
 	_, _, err := Solve(ctx, bus, g, p, Options{Overlap: 1})
 	if err == nil || !strings.Contains(err.Error(), "overlap") {
 		t.Fatalf("agents at overlap 2 joined a coordinator at 1: %v", err)
+	}
+}
+
+// overlapGraphs, when set, makes TestOverlapRounds run on these benchmark
+// graphs (docs/distributed.md, "Overlapping parts"):
+//
+//	go test ./sync/distributed -run TestOverlapRounds -v -bcmsync.dist.overlap.graphs intel.g2o,sphere2500.g2o,parking-garage.g2o
+var overlapGraphs = flag.String("bcmsync.dist.overlap.graphs", "", "benchmark graphs of TestOverlapRounds (skipped without)")
+
+// overlapHops lists the overlaps TestOverlapRounds runs (0: the default,
+// -1: none).
+var overlapHops = flag.String("bcmsync.dist.overlap.hops", "-1,1,2,4,6,8,10,12,0", "comma-separated overlaps of TestOverlapRounds (0: the default, -1: none)")
+
+// TestOverlapRounds solves benchmark graphs in 4 spectral parts at each
+// overlap and logs the rounds, the traffic per round and the time (which
+// depends on the load; the rounds do not). It asserts that every run is
+// certified at the central optimum (1e-6 relative); the rest is
+// measurement.
+func TestOverlapRounds(t *testing.T) {
+	if *overlapGraphs == "" {
+		t.Skip("-bcmsync.dist.overlap.graphs not set")
+	}
+	dir := datasets.SuiteOrSkip(t)
+	for _, name := range strings.Split(*overlapGraphs, ",") {
+		g, err := g2o.ReadFile(filepath.Join(dir, name), g2o.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		central, err := bsync.Solve(context.Background(), g, bsync.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Spectral(g, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range strings.Split(*overlapHops, ",") {
+			h, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				t.Fatalf("-bcmsync.dist.overlap.hops: %q", f)
+			}
+			t0 := time.Now()
+			res, st, err := SolveOn(context.Background(), NewMemBus(), g, p, Options{Overlap: h}, AgentOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := (res.Objective - central.Objective) / central.Objective
+			if !res.Certified || math.Abs(rel) > 1e-6 {
+				t.Errorf("%s, overlap %d: %s, F %.12g, central %.12g", name, h, res.Status, res.Objective, central.Objective)
+			}
+			t.Logf("%s overlap %d (hops %d): %d rounds, %.0f bytes per round, F - F* %.2g relative, %.1f s",
+				name, h, overlapOf(h, g, p), st.Rounds, st.RoundBytes(), rel, time.Since(t0).Seconds())
+		}
 	}
 }
