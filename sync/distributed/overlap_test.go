@@ -5,15 +5,12 @@ import (
 	"flag"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/bcmsync/bcmsync/datasets"
-	"github.com/bcmsync/bcmsync/g2o"
 	"github.com/bcmsync/bcmsync/posegraph"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
@@ -195,16 +192,8 @@ func TestOverlapRounds(t *testing.T) {
 	if *overlapGraphs == "" {
 		t.Skip("-bcmsync.dist.overlap.graphs not set")
 	}
-	dir := datasets.SuiteOrSkip(t)
 	for _, name := range strings.Split(*overlapGraphs, ",") {
-		g, err := g2o.ReadFile(filepath.Join(dir, name), g2o.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		central, err := bsync.Solve(context.Background(), g, bsync.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, central := suiteGraph(t, name)
 		p, err := Spectral(g, 4)
 		if err != nil {
 			t.Fatal(err)
