@@ -44,7 +44,7 @@ func (f *partFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.split, "split", "spectral", "how to split the graph: spectral (recursive spectral bisection: cuts where the graph is weakly coupled), bfs (K bands of a breadth-first order), contiguous (K runs of pose indices, DPGO's split), robot (GTSAM Symbol id prefixes)")
 	fs.StringVar(&f.partition, "partition", "", "read the partition from `FILE` (lines \"id part\"), instead of --split")
 	fs.StringVar(&f.subject, "subject", "bcmsync", "NATS subject prefix of the run (runs sharing a server need different ones)")
-	fs.StringVar(&f.overlap, "overlap", "auto", "hops of the neighbouring parts' poses each agent's update also moves, keeping only its own: N >= 0 (0: none), or auto (the most, up to 10, at which no part's halo exceeds 2/3 of its poses)")
+	fs.StringVar(&f.overlap, "overlap", "auto", "hops of the neighbouring parts' poses each agent's update also moves, keeping only its own: N >= 0 (0: none), or auto (the most, at least 1 and up to 10, at which no part's halo exceeds 2/3 of its poses)")
 }
 
 // overlapHops is --overlap as distributed.Options.Overlap takes it: 0 for

@@ -91,9 +91,9 @@ type Options struct {
 	AgentProgress func(rank, iter int, grad []float64)
 	// Overlap is the number of hops of other parts' poses that each
 	// agent's update moves with its own before it keeps only its own
-	// (overlap.go: restricted Schwarz; 0: the largest, up to 10 hops,
-	// at which no part's halo holds more than 2/3 as many poses as the part;
-	// negative: none).
+	// (overlap.go: restricted Schwarz; 0: the largest, at least 1 and up
+	// to 10 hops, at which no part's halo holds more than 2/3 as many poses
+	// as the part; negative: none).
 	// The agents must run with the same (AgentOptions.Overlap); one that
 	// does not refuses to join.
 	Overlap int

@@ -134,8 +134,9 @@ func TestOverlapSets(t *testing.T) {
 // coordinator's refuses to join, saying so.
 func TestOverlapSolve(t *testing.T) {
 	g, central, p := lattice(t, 300, 15, 11, 4)
-	// The default: every halo within its share at it, one beyond it a
-	// hop further (or the default at its limit).
+	// The default: every halo within its share at it (or the default at
+	// its floor, 1), one beyond it a hop further (or the default at its
+	// limit).
 	adj := poseAdjacency(g)
 	within := func(h int) bool {
 		for k := 0; k < p.K; k++ {
@@ -147,7 +148,7 @@ func TestOverlapSolve(t *testing.T) {
 		return true
 	}
 	auto := overlapOf(0, g, p)
-	if auto < 1 || !within(auto) || auto < maxAutoOverlap && within(auto+1) {
+	if auto < 1 || auto > 1 && !within(auto) || auto < maxAutoOverlap && within(auto+1) {
 		t.Fatalf("the default overlap is %d hops", auto)
 	}
 	for _, h := range []int{1, 2, 3, 0} {
