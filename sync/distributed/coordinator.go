@@ -775,11 +775,11 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 			// Adaptive restart, by the gradient test: the round's motion
 			// points uphill at its end. Only a round that took a momentum
 			// step has one to undo: with overlapping parts (overlap.go) a
-			// round without momentum can point uphill at its end too (each
-			// agent moved its poses for a halo that it then let go), and
-			// restarting there held the momentum at zero (the garage at
-			// overlap 6 with 10 CG iterations: 677 rounds, 360 without). A rise of F, the other classic
-			// test, fires on F's rounding error near the optimum, where
+			// round without momentum can end uphill too (each agent moved
+			// its poses for a halo that it then let go), and restarting
+			// there could hold the momentum at zero for good
+			// (docs/distributed.md, "Overlapping parts"). A rise of F, the
+			// other classic test, fires on F's rounding error near the optimum, where
 			// F's change is below it: on intel it restarted every second
 			// or third round there and the rounds stalled
 			// (docs/distributed.md, "Why the rounds are many").
@@ -859,7 +859,8 @@ func (c *coordinator) set(ctx context.Context, x *sparse.Blocks) error {
 	return parallel(all, func(k int) error { return c.setOne(ctx, k, x) })
 }
 
-// setOne sends agent k its own poses and its neighbours' public poses of x.
+// setOne sends agent k its own poses of x and those of other parts that it
+// reads (its halo and ring, overlap.go).
 func (c *coordinator) setOne(ctx context.Context, k int, x *sparse.Blocks) error {
 	m := &message{Op: opSet, Rank: x.R, B: x.B, Needs: c.needsOf(k, nil)}
 	c.mu.Lock()

@@ -44,9 +44,8 @@ func overlapOf(h int, g *posegraph.Graph, p *Partition) int {
 }
 
 // haloShare bounds the halo of the default overlap against its part's
-// size: the update's work grows with it, and the rounds fall with it. With
-// 2/3 the parking garage's halo is 10 hops deep, the 10^4-pose lattice's
-// in 8 parts 2 (docs/distributed.md has the rounds against the overlap).
+// size: the update's work grows with it, and the rounds fall with it
+// (docs/distributed.md has the rounds against the overlap).
 const haloShare = 2.0 / 3
 
 // autoOverlap is Options.Overlap's default (overlapOf).
@@ -74,15 +73,16 @@ func autoOverlap(g *posegraph.Graph, p *Partition) int {
 		return 0
 	}
 	// One hop at least: where parts are small or cut badly a one-hop halo
-	// exceeds the share, and still saves the most rounds (intel in 4 and 8
-	// contiguous parts: 712 and 894 rounds without, 271 and 470 with one).
+	// exceeds the share, and such parts gain the most from it
+	// (docs/distributed.md).
 	return max(best, 1)
 }
 
 // maxOverlap bounds the overlap: past a few hops the halo is a large part
 // of the neighbours and the update's cost grows with it. maxAutoOverlap
-// bounds the default's: on the parking garage the rounds rose again past
-// 10 hops (264 at 10, 495 at 12, 571 at 16; docs/distributed.md).
+// bounds the default's: past it the halos reach across whole neighbouring
+// parts, and on the parking garage the rounds rose again
+// (docs/distributed.md, "Overlapping parts").
 const (
 	maxOverlap     = 16
 	maxAutoOverlap = 10
