@@ -31,6 +31,7 @@ type partFlags struct {
 	split     string
 	partition string
 	subject   string
+	overlap   string
 	solve     solveFlags
 }
 
@@ -43,11 +44,25 @@ func (f *partFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.split, "split", "spectral", "how to split the graph: spectral (recursive spectral bisection: cuts where the graph is weakly coupled), bfs (K bands of a breadth-first order), contiguous (K runs of pose indices, DPGO's split), robot (GTSAM Symbol id prefixes)")
 	fs.StringVar(&f.partition, "partition", "", "read the partition from `FILE` (lines \"id part\"), instead of --split")
 	fs.StringVar(&f.subject, "subject", "bcmsync", "NATS subject prefix of the run (runs sharing a server need different ones)")
+	fs.StringVar(&f.overlap, "overlap", "auto", "hops of the neighbouring parts' poses each agent's update also moves, keeping only its own: N >= 0 (0: none), or auto (the most, at least 1 and up to 10, at which no part's halo exceeds 2/3 of its poses)")
+}
+
+// overlapHops is --overlap as distributed.Options.Overlap takes it: 0 for
+// auto, -1 for none.
+func (f *partFlags) overlapHops() int {
+	if f.overlap == "auto" {
+		return 0
+	}
+	h, _ := strconv.Atoi(f.overlap) // check made sure it is a number
+	if h == 0 {
+		return -1
+	}
+	return h
 }
 
 // args returns the flags that make an agent process build the same problem.
 func (f *partFlags) args() []string {
-	a := []string{"--agents", strconv.Itoa(f.agents), "--split", f.split, "--subject", f.subject}
+	a := []string{"--agents", strconv.Itoa(f.agents), "--split", f.split, "--subject", f.subject, "--overlap", f.overlap}
 	if f.partition != "" {
 		a = append(a, "--partition", f.partition)
 	}
@@ -80,6 +95,9 @@ func (f *partFlags) check() error {
 	}
 	if f.subject == "" {
 		return errors.New("--subject must not be empty")
+	}
+	if h, err := strconv.Atoi(f.overlap); f.overlap != "auto" && (err != nil || h < 0 || h > 16) {
+		return fmt.Errorf("--overlap must be auto or a number of hops from 0 to 16, not %q", f.overlap)
 	}
 	if f.partition == stdio {
 		return errors.New("--partition -: every process of the run reads the partition itself: give a file")
@@ -254,6 +272,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer closeBus()
 	return distributed.RunAgent(ctx, bus, g, p, *part, distributed.AgentOptions{
 		Problem: f.problem(), Subject: f.subject, Sweeps: *sweeps, Logger: f.logger(stderr), Key: key, PeakRSS: peakRSS,
+		Overlap: f.overlapHops(),
 	})
 }
 
@@ -439,7 +458,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 	opts := distributed.Options{
 		Sync:    sopts,
 		Subject: f.subject, MaxRounds: *maxRounds, Timeout: *timeout, Key: key,
-		CheckpointRounds: *checkpointRounds, Resume: resumed, Central: *central,
+		CheckpointRounds: *checkpointRounds, Resume: resumed, Central: *central, Overlap: f.overlapHops(),
 	}
 	if *checkpoint != "" {
 		opts.Checkpoint = checkpointWriter(*checkpoint, stderr, sf.quiet)

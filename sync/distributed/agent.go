@@ -44,6 +44,12 @@ type AgentOptions struct {
 	// Key authenticates every message, as Options.Key; it must be the
 	// coordinator's.
 	Key []byte
+	// Overlap is the number of hops of other parts' poses that each
+	// update moves with the agent's own before it keeps only its own
+	// (overlap.go; 0: the default, negative: none). It must be the
+	// coordinator's (Options.Overlap): the agent reads and publishes the
+	// poses within Overlap+1 hops of the cut.
+	Overlap int
 	// PeakRSS, if set, measures the agent's peak resident set in bytes;
 	// the agent sends it with its replies to the statistics and gather
 	// commands, and the run's report lists it per agent (Stats.AgentRSS).
@@ -113,7 +119,7 @@ func RunAgent(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, k 
 		return err
 	}
 	l := a.l
-	for q := range neighbourParts(l) {
+	for q := range neighbourParts(l, p) {
 		q := q
 		unsub, err := bus.Subscribe(poseSubject(opts.Subject, q), func(data []byte) { a.onPoses(q, data) })
 		if err != nil {
@@ -152,17 +158,29 @@ func newAgent(bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOption
 	}
 	a := &agent{opts: opts, g: g, p: p, l: l, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
 	a.cond = stdsync.NewCond(&a.mu)
-	a.fingerprint = fingerprint(g, p, opts.Problem)
+	h := overlapOf(opts.Overlap, g, p)
+	if h > maxOverlap {
+		return nil, fmt.Errorf("agent %d: overlap %d above %d", k, h, maxOverlap)
+	}
+	if h > 0 {
+		if l.ov, l.shared, err = newOverlap(g, p, l, h); err != nil {
+			return nil, fmt.Errorf("agent %d: %w", k, err)
+		}
+	}
+	a.fingerprint = fingerprint(g, p, opts.Problem) + overlapTag(h)
 	if a.chordal, a.comp, a.ncomp, err = localChordal(g, l.own, opts.Problem); err != nil {
 		return nil, fmt.Errorf("agent %d: %w", k, err)
 	}
 	return a, nil
 }
 
-func neighbourParts(l *local) map[int]bool {
+func neighbourParts(l *local, p *Partition) map[int]bool {
 	s := map[int]bool{}
 	for _, q := range l.owner {
 		s[q] = true
+	}
+	if l.ov != nil {
+		l.ov.parts(p, s)
 	}
 	return s
 }
@@ -204,11 +222,15 @@ func (a *agent) onPoses(q int, data []byte) {
 	}
 	sz := m.Rank * m.B
 	for k, gi := range m.Index {
+		blk := m.Values[k*sz : (k+1)*sz]
+		if a.l.ov != nil {
+			a.l.ov.store(int(gi), blk)
+		}
 		li, ok := a.l.globalToLocal[int(gi)]
 		if !ok || li < len(a.l.own) {
 			continue // a public pose of q that this agent does not border
 		}
-		copy(a.l.x.Block(li), m.Values[k*sz:(k+1)*sz])
+		copy(a.l.x.Block(li), blk)
 	}
 	a.have[q] = m.Seq
 	a.cond.Broadcast()
@@ -311,7 +333,7 @@ func (a *agent) onCommand(data []byte) []byte {
 			return fail(fmt.Errorf("init at rank %d", m.Rank))
 		}
 		if m.Text != a.fingerprint {
-			return fail(fmt.Errorf("agent %d holds a different problem or partition than the coordinator (fingerprint %s, coordinator %s): run every process on the same file with the same partition flags", l.part, a.fingerprint, m.Text))
+			return fail(fmt.Errorf("agent %d holds a different problem, partition or overlap than the coordinator (fingerprint %s, coordinator %s): run every process on the same file with the same partition and overlap flags", l.part, a.fingerprint, m.Text))
 		}
 		// Seq continues the numbering of a previous life of this part, so
 		// that neighbours accept what it publishes next.
@@ -425,10 +447,10 @@ func (a *agent) set(m *message) error {
 	seen := 0
 	for _, gi := range m.Index {
 		li, ok := l.globalToLocal[int(gi)]
-		if !ok {
+		if !ok && (l.ov == nil || !l.ov.knows(int(gi))) {
 			return fmt.Errorf("set: pose %d unknown to part %d", gi, l.part)
 		}
-		if li < len(l.own) {
+		if ok && li < len(l.own) {
 			seen++
 		}
 	}
@@ -438,7 +460,13 @@ func (a *agent) set(m *message) error {
 	l.setRank(m.Rank)
 	sz := m.Rank * m.B
 	for k, gi := range m.Index {
-		copy(l.x.Block(l.globalToLocal[int(gi)]), m.Values[k*sz:(k+1)*sz])
+		blk := m.Values[k*sz : (k+1)*sz]
+		if l.ov != nil {
+			l.ov.store(int(gi), blk)
+		}
+		if li, ok := l.globalToLocal[int(gi)]; ok {
+			copy(l.x.Block(li), blk)
+		}
 	}
 	for _, n := range m.Needs {
 		a.have[n.Part] = max(a.have[n.Part], n.Seq)

@@ -26,6 +26,10 @@ var benchAgents = flag.String("bcmsync.dist.k", "1,2,4,8", "comma-separated numb
 // command's default) or bfs.
 var benchSplit = flag.String("bcmsync.dist.split", "spectral", "partition of BenchmarkDistributedGrid: spectral or bfs")
 
+// benchOverlap is the agents' overlap in BenchmarkDistributedGrid
+// (Options.Overlap: 0 the default, -1 none).
+var benchOverlap = flag.Int("bcmsync.dist.overlap", 0, "overlap of BenchmarkDistributedGrid in hops (0: the default, -1: none)")
+
 // benchKey authenticates BenchmarkDistributedGrid's messages (Options.Key).
 var benchKey = flag.Bool("bcmsync.dist.key", false, "authenticate the messages of BenchmarkDistributedGrid (HMAC-SHA256)")
 
@@ -78,7 +82,7 @@ func BenchmarkDistributedGrid(b *testing.B) {
 			var bus *Counter
 			for b.Loop() {
 				bus = &Counter{Bus: NewMemBus()}
-				opts := Options{Timeout: time.Minute}
+				opts := Options{Timeout: time.Minute, Overlap: *benchOverlap}
 				if *benchKey {
 					opts.Key = testKey
 				}

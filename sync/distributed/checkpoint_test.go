@@ -151,10 +151,10 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	}
 	var last *Checkpoint
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := Options{CheckpointRounds: 25}
+	opts := Options{CheckpointRounds: 10}
 	opts.Checkpoint = func(ck *Checkpoint) error {
 		last = ck
-		if ck.Rounds >= 75 {
+		if ck.Rounds >= 30 {
 			cancel() // the coordinator dies
 		}
 		return nil
@@ -164,7 +164,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	if err == nil && res.Status != bsync.Cancelled {
 		t.Fatalf("the first run was not cut short: %v %v", res.Status, err)
 	}
-	if last == nil || last.Rounds < 75 {
+	if last == nil || last.Rounds < 30 {
 		t.Fatalf("last checkpoint %+v", last)
 	}
 	// Through the file format, as --checkpoint and --resume do.

@@ -89,6 +89,14 @@ type Options struct {
 	// hold the gradient, and which stall (docs/distributed.md). It runs on
 	// the solve's goroutine; grad is reused.
 	AgentProgress func(rank, iter int, grad []float64)
+	// Overlap is the number of hops of other parts' poses that each
+	// agent's update moves with its own before it keeps only its own
+	// (overlap.go: restricted Schwarz; 0: the largest, at least 1 and up
+	// to 10 hops, at which no part's halo holds more than 2/3 as many poses
+	// as the part; negative: none).
+	// The agents must run with the same (AgentOptions.Overlap); one that
+	// does not refuses to join.
+	Overlap int
 	// Central makes the coordinator certify and round the gathered point
 	// itself, as before the certificate and the rounding by parts
 	// (prove.go, round.go), which are the default: a reference, and a
@@ -258,9 +266,15 @@ type coordinator struct {
 	trans  *bcm.Solver
 	n      *sparse.Blocks
 
-	// fingerprint identifies the problem and partition; an agent holding
-	// another refuses to join.
-	fingerprint string
+	// fingerprint identifies the problem, partition and overlap; an agent
+	// holding another refuses to join. ckPrint, of the problem and
+	// partition alone, marks the checkpoints (the overlap may change
+	// between a run and its resumption).
+	fingerprint, ckPrint string
+	// overlap is the agents' overlap (Options.Overlap), reads[k] the poses
+	// of other parts that agent k reads (nil until setOne needs them).
+	overlap int
+	reads   [][]int
 	// ctx is the solve's context, for the certificate and the rounding
 	// by parts, which the staircase calls without one.
 	ctx context.Context
@@ -329,17 +343,22 @@ func newCoordinator(bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*c
 			"solve the pose problem, or use solve --rotations, which leaves them out", g.Source)
 	}
 	bus, auth := secure(bus, opts.Key, opts.Subject, coordinatorPart, opts.Sync.Logger)
-	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.AgentGraph(g), seq: make([]uint64, p.K),
-		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D)}
-	c.fingerprint = fingerprint(g, p, kind)
+	h := overlapOf(opts.Overlap, g, p)
+	if h > maxOverlap {
+		return nil, fmt.Errorf("distributed: overlap %d above %d", h, maxOverlap)
+	}
+	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.readGraph(g, h), seq: make([]uint64, p.K),
+		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D), overlap: h}
+	c.ckPrint = fingerprint(g, p, kind)
+	c.fingerprint = c.ckPrint + overlapTag(h)
 	c.auth = auth
 	c.classes = Colors(c.nb)
 	c.stats.Agents, c.stats.Colors = p.K, len(c.classes)
 	c.stats.AgentRSS = make([]int64, p.K)
 	c.stats.BoundaryPoses, c.stats.BoundaryEdges = p.Boundary(g)
 	if ck := opts.Resume; ck != nil {
-		if ck.Fingerprint != c.fingerprint {
-			return nil, fmt.Errorf("distributed: the checkpoint is of another problem or partition (fingerprint %s, this run's %s): resume with the same file, partition and problem flags", ck.Fingerprint, c.fingerprint)
+		if ck.Fingerprint != c.ckPrint {
+			return nil, fmt.Errorf("distributed: the checkpoint is of another problem or partition (fingerprint %s, this run's %s): resume with the same file, partition and problem flags", ck.Fingerprint, c.ckPrint)
 		}
 		if ck.N != g.N() || ck.B != c.b || ck.Rank < g.D || len(ck.X) != ck.N*ck.Rank*ck.B {
 			return nil, fmt.Errorf("distributed: the checkpoint holds %d blocks of %d x %d, this run needs %d of rank >= %d x %d", ck.N, ck.Rank, ck.B, g.N(), g.D, c.b)
@@ -367,6 +386,7 @@ type methodOptions struct {
 	Timeout          float64       `json:"timeout_seconds"`
 	Try              float64       `json:"try_seconds"`
 	CheckpointRounds int           `json:"checkpoint_rounds,omitempty"`
+	Overlap          int           `json:"overlap"`
 	Authenticated    bool          `json:"authenticated"`
 	AgentOptions     []agentRecord `json:"agent_options"`
 }
@@ -392,7 +412,7 @@ func (c *coordinator) Method(r *bsync.Run) bsync.MethodInfo {
 		n++
 	}
 	c.mopts = &methodOptions{Agents: c.p.K, Colours: len(c.classes), CheckTol: o.CheckTol, DecreaseTol: o.DecreaseTol,
-		MaxRounds: o.MaxRounds, Momentum: !o.NoMomentum, Timeout: o.Timeout.Seconds(), Try: o.Try.Seconds(),
+		MaxRounds: o.MaxRounds, Momentum: !o.NoMomentum, Overlap: c.overlap, Timeout: o.Timeout.Seconds(), Try: o.Try.Seconds(),
 		Authenticated: len(o.Key) > 0, AgentOptions: make([]agentRecord, c.p.K)}
 	if o.Checkpoint != nil {
 		c.mopts.CheckpointRounds = o.CheckpointRounds
@@ -522,7 +542,7 @@ func (c *coordinator) checkpoint(x *sparse.Blocks) {
 	if c.opts.Checkpoint == nil {
 		return
 	}
-	ck := &Checkpoint{Fingerprint: c.fingerprint, Rank: x.R, B: x.B, N: x.N, Rounds: c.stats.Rounds, X: slices.Clone(x.Data)}
+	ck := &Checkpoint{Fingerprint: c.ckPrint, Rank: x.R, B: x.B, N: x.N, Rounds: c.stats.Rounds, X: slices.Clone(x.Data)}
 	if err := c.opts.Checkpoint(ck); err != nil {
 		c.opts.Sync.Logger.Warn("checkpoint not written", "err", err)
 		return
@@ -674,8 +694,9 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 		if round > c.opts.MaxRounds {
 			return round - 1, "rounds", f, rel, gnorm, nil
 		}
+		beta := 0.0
 		if !c.opts.NoMomentum {
-			beta := float64(since-1) / float64(since+2)
+			beta = float64(since-1) / float64(since+2)
 			if since < 1 {
 				beta = 0
 			}
@@ -758,10 +779,15 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 		if !complete {
 			continue
 		}
-		if sd > 0 {
+		if sd > 0 && beta > 0 {
 			// Adaptive restart, by the gradient test: the round's motion
-			// points uphill at its end. A rise of F, the other classic
-			// test, fires on F's rounding error near the optimum, where
+			// points uphill at its end. Only a round that took a momentum
+			// step has one to undo: with overlapping parts (overlap.go) a
+			// round without momentum can end uphill too (each agent moved
+			// its poses for a halo that it then let go), and restarting
+			// there could hold the momentum at zero for good
+			// (docs/distributed.md, "Overlapping parts"). A rise of F, the
+			// other classic test, fires on F's rounding error near the optimum, where
 			// F's change is below it: on intel it restarted every second
 			// or third round there and the rounds stalled
 			// (docs/distributed.md, "Why the rounds are many").
@@ -841,16 +867,24 @@ func (c *coordinator) set(ctx context.Context, x *sparse.Blocks) error {
 	return parallel(all, func(k int) error { return c.setOne(ctx, k, x) })
 }
 
-// setOne sends agent k its own poses and its neighbours' public poses of x.
+// setOne sends agent k its own poses of x and those of other parts that it
+// reads (its halo and ring, overlap.go).
 func (c *coordinator) setOne(ctx context.Context, k int, x *sparse.Blocks) error {
 	m := &message{Op: opSet, Rank: x.R, B: x.B, Needs: c.needsOf(k, nil)}
-	known := map[int]bool{}
-	for _, e := range c.g.Edges {
-		pi, pj := c.p.Part[e.I], c.p.Part[e.J]
-		if pi == k || pj == k {
-			known[e.I], known[e.J] = true, true
+	c.mu.Lock()
+	if c.reads == nil {
+		c.reads = make([][]int, c.p.K)
+		adj := poseAdjacency(c.g)
+		for q := range c.reads {
+			halo, ring := overlapSets(adj, c.p, q, c.overlap)
+			c.reads[q] = append(halo, ring...)
 		}
 	}
+	known := make(map[int]bool, len(c.reads[k]))
+	for _, i := range c.reads[k] {
+		known[i] = true
+	}
+	c.mu.Unlock()
 	for i := 0; i < c.g.N(); i++ {
 		if c.p.Part[i] == k || known[i] {
 			m.Index = append(m.Index, uint32(i))

@@ -41,16 +41,8 @@ func TestDiagnoseRounds(t *testing.T) {
 	if *diagnoseDir == "" {
 		t.Skip("-bcmsync.dist.diagnose DIR not set")
 	}
-	dir := datasets.SuiteOrSkip(t)
 	for _, name := range strings.Split(*diagnoseGraphs, ",") {
-		g, err := g2o.ReadFile(filepath.Join(dir, name), g2o.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		central, err := bsync.Solve(context.Background(), g, bsync.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, central := suiteGraph(t, name)
 		chordal, err := rounding.Chordal(g)
 		if err != nil {
 			t.Fatal(err)
@@ -71,6 +63,21 @@ func TestDiagnoseRounds(t *testing.T) {
 			diagnose(t, g, p, central, chordal, strings.TrimSuffix(name, filepath.Ext(name))+"-"+split)
 		}
 	}
+}
+
+// suiteGraph reads a benchmark graph of the suite (skipping the test
+// without the suite) and solves it centrally.
+func suiteGraph(t *testing.T, name string) (*posegraph.Graph, *bsync.Result) {
+	t.Helper()
+	g, err := g2o.ReadFile(filepath.Join(datasets.SuiteOrSkip(t), name), g2o.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	central, err := bsync.Solve(context.Background(), g, bsync.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, central
 }
 
 func diagnose(t *testing.T, g *posegraph.Graph, p *Partition, central *bsync.Result, chordal []posegraph.Pose, tag string) {

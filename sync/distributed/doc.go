@@ -28,9 +28,13 @@
 // others fixed: an exact joint translation step, a pass of exact single-pose
 // updates (docs/design.md section 4) and trust-region Newton steps
 // preconditioned by a sparse Cholesky factor of its block of Q (package
-// sync's trust region on the block: sync.BlockProblem).
+// sync's trust region on the block: sync.BlockProblem). With overlap
+// (Options.Overlap, on by default) the update moves the agent's poses
+// together with its halo, the other parts' poses within a few hops of its
+// own, and keeps only its own: the restricted Schwarz method, whose
+// overlap lets an agent see its neighbours' side of the cut (overlap.go).
 // Every round starts with a Nesterov momentum step of every block,
-// restarted whenever a round raises F, as in DC2-PGO's accelerated RBCD.
+// restarted when a round's motion ends uphill, as in DC2-PGO's accelerated RBCD.
 // After each round the agents report their shares of F, of ||grad F||^2 and
 // of ||2XQ||^2, which add up to the global values.
 //

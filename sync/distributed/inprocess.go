@@ -11,11 +11,11 @@ import (
 
 // SolveOn runs a whole distributed solve on bus from one process: K agents
 // as goroutines and the coordinator. The agents use the coordinator's
-// Problem, Subject and Key. With a MemBus nothing leaves the process; with a
+// Problem, Subject, Key and Overlap. With a MemBus nothing leaves the process; with a
 // NATS bus every message goes through the server, as between machines.
 func SolveOn(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, opts Options, aopts AgentOptions) (*bsync.Result, *Stats, error) {
 	opts.defaults()
-	aopts.Problem, aopts.Subject, aopts.Key = opts.Sync.Problem, opts.Subject, opts.Key
+	aopts.Problem, aopts.Subject, aopts.Key, aopts.Overlap = opts.Sync.Problem, opts.Subject, opts.Key, opts.Overlap
 	if err := p.Validate(g.N()); err != nil {
 		return nil, nil, err
 	}

@@ -50,26 +50,37 @@ type local struct {
 	// manifold and trust region).
 	block    *bsync.BlockProblem
 	maxInner int // CG iterations per trust-region step (0: the trust region's default)
+	// ov, if set, is the overlapping subproblem that the updates solve
+	// instead of the own block alone (overlap.go).
+	ov *overlap
 }
 
 // newLocal assembles agent k's rows of Q from the edges incident to its
 // poses, at rank r. It uses only those edges.
 func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r int) (*local, error) {
+	return newLocalOf(g, p, k, p.Owned(k), func(i int) bool { return p.Part[i] == k }, kind, r)
+}
+
+// newLocalOf is newLocal for any set of poses own (sorted; in tells its
+// members) in place of part k's: the rows of Q at them, the poses beyond
+// them that those rows touch, fixed, and their exact local steps. The
+// agents' overlapping subproblems (overlap.go) are made with it.
+func newLocalOf(g *posegraph.Graph, p *Partition, k int, own []int, in func(int) bool, kind posegraph.Problem, r int) (*local, error) {
 	d := g.D
 	b := kind.BlockSize(d)
-	l := &local{d: d, b: b, kind: kind, part: k, own: p.Owned(k), globalToLocal: map[int]int{}}
+	l := &local{d: d, b: b, kind: kind, part: k, own: own, globalToLocal: map[int]int{}}
 	for li, gi := range l.own {
 		l.globalToLocal[gi] = li
 	}
 	pubSet := map[int]bool{}
 	sharedSet := map[int]bool{}
 	for _, e := range g.Edges {
-		pi, pj := p.Part[e.I], p.Part[e.J]
+		pi, pj := in(e.I), in(e.J)
 		switch {
-		case pi == k && pj != k:
+		case pi && !pj:
 			pubSet[e.J] = true
 			sharedSet[e.I] = true
-		case pj == k && pi != k:
+		case pj && !pi:
 			pubSet[e.I] = true
 			sharedSet[e.J] = true
 		}
@@ -94,7 +105,7 @@ func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r
 	// summed in the same edge order, so the rows are Q's to the bit).
 	local := &posegraph.Graph{D: d, IDs: make([]int, nOwn+len(l.pub))}
 	for _, e := range g.Edges {
-		if p.Part[e.I] != k && p.Part[e.J] != k {
+		if !in(e.I) && !in(e.J) {
 			continue
 		}
 		e.I, e.J = l.globalToLocal[e.I], l.globalToLocal[e.J]
@@ -130,6 +141,9 @@ func (l *local) setRank(r int) {
 	l.y = make([]float64, r*l.d)
 	l.rhs = make([]float64, r*l.nFree)
 	l.block.Reset()
+	if l.ov != nil {
+		l.ov.setRank(r)
+	}
 }
 
 // factorTranslations builds and factors the own poses' tau-Laplacian.
@@ -277,8 +291,13 @@ func (l *local) updatePose(i int) {
 // update of every own pose, then a last translation step, then up to
 // newtonSteps steps of the trust region (package sync's, on the own block:
 // bsync.BlockProblem). Every step is an exact block minimization or an
-// accepted trust-region step, so F never increases.
+// accepted trust-region step, so F never increases. With an overlap the
+// steps are those of the own poses and the halo together, of which only
+// the own poses are kept (overlap.go).
 func (l *local) improve(sweeps, newtonSteps int) error {
+	if l.ov != nil {
+		return l.ov.improve(l, sweeps, newtonSteps)
+	}
 	for s := 0; s < sweeps; s++ {
 		l.solveTranslations()
 		for i := range l.own {

@@ -1,0 +1,307 @@
+package distributed
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph"
+)
+
+// Overlapping parts (issue 30, item 1, third pass). Block Gauss-Seidel
+// between parts that share only their cut edges relaxes the coupling
+// through the cut by a fixed fraction per round, however exactly each part
+// is solved (docs/distributed.md, "Where the rounds go"). With overlap h
+// an agent's update also moves its halo, the other parts' poses within h
+// hops of its own, with the ring beyond it (h+1 hops) fixed, and then keeps
+// only its own poses: the restricted Schwarz method with overlap, whose
+// rate improves with the overlap's width (Cai and Sarkis, "A restricted
+// additive Schwarz preconditioner for general sparse linear systems", SIAM
+// J. Sci. Comput. 1999; Smith, Bjørstad and Gropp, "Domain Decomposition",
+// 1996), as ROBO (arXiv 2603.03499) does for distributed pose-graph
+// optimization. The agent then sees its neighbours' side of the cut, and a
+// bending of the parts against each other is no longer invisible to it.
+//
+// The price: an agent reads the poses within h+1 hops of its own, so each
+// agent publishes its poses within h+1 hops of another part's (not only
+// those on a cut edge), and the agent graph of the colouring and of the
+// commands' needs joins the parts within h+1 hops of each other. The
+// agent's statistics, momentum, certificate and rounding are of its own
+// poses, as without overlap: only the update sees the halo.
+
+// overlapOf maps an option's overlap to the hops of g's run in parts p:
+// positive is itself, negative none, and 0 the largest overlap, at least 1
+// and up to maxAutoOverlap hops, at which every part's halo holds at most
+// haloShare of as many poses as the part (autoOverlap).
+func overlapOf(h int, g *posegraph.Graph, p *Partition) int {
+	switch {
+	case h == 0:
+		return autoOverlap(g, p)
+	case h < 0:
+		return 0
+	}
+	return h
+}
+
+// haloShare bounds the halo of the default overlap against its part's
+// size: the update's work grows with it, and the rounds fall with it
+// (docs/distributed.md has the rounds against the overlap).
+const haloShare = 2.0 / 3
+
+// autoOverlap is Options.Overlap's default (overlapOf).
+func autoOverlap(g *posegraph.Graph, p *Partition) int {
+	adj := poseAdjacency(g)
+	best := maxAutoOverlap
+	for k := 0; k < p.K && best > 0; k++ {
+		own := p.Owned(k)
+		count := make([]int, best+1)
+		for _, d := range hops(adj, own, best, nil) {
+			if d > 0 {
+				count[d]++
+			}
+		}
+		halo := 0
+		for h := 1; h <= best; h++ {
+			halo += count[h]
+			if float64(halo) > haloShare*float64(len(own)) {
+				best = h - 1
+				break
+			}
+		}
+	}
+	if p.K == 1 {
+		return 0
+	}
+	// One hop at least: where parts are small or cut badly a one-hop halo
+	// exceeds the share, and such parts gain the most from it
+	// (docs/distributed.md).
+	return max(best, 1)
+}
+
+// maxOverlap bounds the overlap: past a few hops the halo is a large part
+// of the neighbours and the update's cost grows with it. maxAutoOverlap
+// bounds the default's: past it the halos reach across whole neighbouring
+// parts, and on the parking garage the rounds rose again
+// (docs/distributed.md, "Overlapping parts").
+const (
+	maxOverlap     = 16
+	maxAutoOverlap = 10
+)
+
+// overlapTag is what the overlap adds to the fingerprint that an agent
+// compares with the coordinator's when it joins ("" without overlap, so
+// that runs without it compare as before).
+func overlapTag(h int) string {
+	if h == 0 {
+		return ""
+	}
+	return fmt.Sprintf("/overlap %d", h)
+}
+
+// hops returns the distance in adj from the poses in from (distance 0) to
+// every pose within maxd hops, -1 beyond, walking only through poses for
+// which through is true (nil: all).
+func hops(adj [][]int, from []int, maxd int, through func(int) bool) []int {
+	dist := make([]int, len(adj))
+	for i := range dist {
+		dist[i] = -1
+	}
+	queue := slices.Clone(from)
+	for _, i := range from {
+		dist[i] = 0
+	}
+	for h := 0; h < len(queue); h++ {
+		i := queue[h]
+		if dist[i] >= maxd {
+			continue
+		}
+		for _, j := range adj[i] {
+			if dist[j] < 0 && (through == nil || through(j)) {
+				dist[j] = dist[i] + 1
+				queue = append(queue, j)
+			}
+		}
+	}
+	return dist
+}
+
+// overlapSets returns part k's halo at overlap h, the other parts' poses
+// within h hops of its own, and its ring, those h+1 hops away: the poses
+// its update moves besides its own, and those it holds fixed. Both are
+// sorted; at h = 0 the halo is empty and the ring is the neighbours'
+// public poses.
+func overlapSets(adj [][]int, p *Partition, k, h int) (halo, ring []int) {
+	dist := hops(adj, p.Owned(k), h+1, nil)
+	for i, di := range dist {
+		switch {
+		case di <= 0:
+		case di <= h:
+			halo = append(halo, i)
+		default:
+			ring = append(ring, i)
+		}
+	}
+	return halo, ring
+}
+
+// publishedPoses returns part k's poses within h+1 hops of another part's
+// (sorted): those another agent reads at overlap h, which k publishes. At
+// h = 0 they are its poses on a cut edge.
+func publishedPoses(adj [][]int, p *Partition, k, h int) []int {
+	var start []int
+	for _, i := range p.Owned(k) {
+		for _, j := range adj[i] {
+			if p.Part[j] != k {
+				start = append(start, i)
+				break
+			}
+		}
+	}
+	dist := hops(adj, start, h, func(i int) bool { return p.Part[i] == k })
+	var out []int
+	for i, di := range dist {
+		if di >= 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// readGraph returns, for each part, the sorted parts whose poses its
+// agent reads at overlap h (those within h+1 hops of its own): the agent
+// graph of the commands' needs and of the colouring. At h = 0 it is
+// AgentGraph.
+func (p *Partition) readGraph(g *posegraph.Graph, h int) [][]int {
+	if h == 0 {
+		return p.AgentGraph(g)
+	}
+	adj := poseAdjacency(g)
+	nb := make([][]int, p.K)
+	for k := range nb {
+		halo, ring := overlapSets(adj, p, k, h)
+		seen := map[int]bool{}
+		for _, i := range append(halo, ring...) {
+			seen[p.Part[i]] = true
+		}
+		for q := range seen {
+			nb[k] = append(nb[k], q)
+		}
+		slices.Sort(nb[k])
+	}
+	return nb
+}
+
+// overlap is an agent's overlapping subproblem: its own poses and its halo
+// free, the ring fixed (ext, on its own numbering), and the halo's poses
+// as their owners last published them.
+type overlap struct {
+	ext     *local
+	own     []int          // ext's index of each own pose
+	halo    []int          // global index of each halo pose
+	extHalo []int          // ext's index of each halo pose
+	haloIdx map[int]int    // global index -> index in halo
+	hx      *sparse.Blocks // the halo's published blocks
+}
+
+// newOverlap builds agent k's overlapping subproblem at overlap h >= 1 and
+// the list of its own poses it publishes (local indices of l).
+func newOverlap(g *posegraph.Graph, p *Partition, l *local, h int) (*overlap, []int, error) {
+	adj := poseAdjacency(g)
+	k := l.part
+	halo, _ := overlapSets(adj, p, k, h)
+	in := make(map[int]bool, len(l.own)+len(halo))
+	for _, i := range l.own {
+		in[i] = true
+	}
+	for _, i := range halo {
+		in[i] = true
+	}
+	set := append(slices.Clone(l.own), halo...)
+	slices.Sort(set)
+	ext, err := newLocalOf(g, p, k, set, func(i int) bool { return in[i] }, l.kind, l.x.R)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := &overlap{ext: ext, halo: halo, haloIdx: make(map[int]int, len(halo)),
+		own: make([]int, len(l.own)), extHalo: make([]int, len(halo)), hx: sparse.NewBlocks(l.x.R, l.b, len(halo))}
+	for li, gi := range l.own {
+		o.own[li] = ext.globalToLocal[gi]
+	}
+	for j, gi := range halo {
+		o.extHalo[j] = ext.globalToLocal[gi]
+		o.haloIdx[gi] = j
+	}
+	var pub []int
+	for _, gi := range publishedPoses(adj, p, k, h) {
+		pub = append(pub, l.globalToLocal[gi])
+	}
+	return o, pub, nil
+}
+
+// parts adds to s the parts whose poses the overlap reads.
+func (o *overlap) parts(p *Partition, s map[int]bool) {
+	for _, gi := range o.halo {
+		s[p.Part[gi]] = true
+	}
+	for _, q := range o.ext.owner {
+		s[q] = true
+	}
+}
+
+// store copies a published or given block of pose gi into the overlap's
+// copies (halo or ring); it reports whether the pose is one of them.
+func (o *overlap) store(gi int, blk []float64) bool {
+	if j, ok := o.haloIdx[gi]; ok {
+		copy(o.hx.Block(j), blk)
+		return true
+	}
+	if ei, ok := o.ext.globalToLocal[gi]; ok && ei >= len(o.ext.own) {
+		copy(o.ext.x.Block(ei), blk)
+		return true
+	}
+	return false
+}
+
+// setRank changes the overlap's rank with the agent's.
+func (o *overlap) setRank(r int) {
+	o.ext.setRank(r)
+	if o.hx.R != r {
+		nx := sparse.NewBlocks(r, o.hx.B, o.hx.N)
+		rows := min(r, o.hx.R)
+		for i := 0; i < o.hx.N; i++ {
+			copy(nx.Block(i)[:rows*o.hx.B], o.hx.Block(i)[:rows*o.hx.B])
+		}
+		o.hx = nx
+	}
+}
+
+// improve lowers F over the own poses and the halo together, the ring
+// fixed, from the own poses in l and the halo as published, and keeps the
+// own poses' result in l (the restricted Schwarz step; the halo's moves
+// are its owners' to make).
+func (o *overlap) improve(l *local, sweeps, newtonSteps int) error {
+	e := o.ext
+	for li, ei := range o.own {
+		copy(e.x.Block(ei), l.x.Block(li))
+	}
+	for j, ei := range o.extHalo {
+		copy(e.x.Block(ei), o.hx.Block(j))
+	}
+	e.maxInner = l.maxInner
+	if err := e.improve(sweeps, newtonSteps); err != nil {
+		return err
+	}
+	for li, ei := range o.own {
+		copy(l.x.Block(li), e.x.Block(ei))
+	}
+	return nil
+}
+
+// knows reports whether pose gi is in the halo or the ring.
+func (o *overlap) knows(gi int) bool {
+	if _, ok := o.haloIdx[gi]; ok {
+		return true
+	}
+	ei, ok := o.ext.globalToLocal[gi]
+	return ok && ei >= len(o.ext.own)
+}

@@ -1,0 +1,220 @@
+package distributed
+
+import (
+	"context"
+	"flag"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
+)
+
+// allHops is the oracle of hops: every pair's distance in g's edges, by
+// relaxing until nothing changes (Bellman-Ford on unit weights), -1 for
+// pairs in different components.
+func allHops(g *posegraph.Graph) [][]int {
+	n := g.N()
+	d := make([][]int, n)
+	for i := range d {
+		d[i] = make([]int, n)
+		for j := range d[i] {
+			d[i][j] = math.MaxInt32
+		}
+		d[i][i] = 0
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, e := range g.Edges {
+			for s := 0; s < n; s++ {
+				for _, ij := range [][2]int{{e.I, e.J}, {e.J, e.I}} {
+					if v := d[s][ij[0]] + 1; v < d[s][ij[1]] {
+						d[s][ij[1]], changed = v, true
+					}
+				}
+			}
+		}
+	}
+	for i := range d {
+		for j := range d[i] {
+			if d[i][j] == math.MaxInt32 {
+				d[i][j] = -1
+			}
+		}
+	}
+	return d
+}
+
+// overlapSets, publishedPoses and readGraph against the all-pairs
+// distances: the halo is every other part's pose within h hops of the
+// part, the ring those h+1 away, what a part publishes is its poses within
+// h+1 hops of another part's (so every pose an agent reads is published
+// by its owner), and the read graph joins the parts within h+1 hops; at
+// h = 0 the ring is the agent's public neighbours and the read graph the
+// agent graph. Random partitions of the 2-D and 3-D test graphs, which
+// need not be connected parts.
+func TestOverlapSets(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		g := testGraph(t, d)
+		dist := allHops(g)
+		adj := poseAdjacency(g)
+		rng := rand.New(rand.NewPCG(uint64(d), 7))
+		for _, K := range []int{2, 3, 5} {
+			p := &Partition{K: K, Part: make([]int, g.N())}
+			for i := range p.Part {
+				p.Part[i] = rng.IntN(K)
+			}
+			for h := 0; h <= 4; h++ {
+				nb := p.readGraph(g, h)
+				for k := 0; k < K; k++ {
+					halo, ring := overlapSets(adj, p, k, h)
+					var wantHalo, wantRing, wantPub []int
+					wantNb := map[int]bool{}
+					for i := 0; i < g.N(); i++ {
+						near, nearOther := -1, -1 // distance to part k, to another part
+						for j := 0; j < g.N(); j++ {
+							if dd := dist[i][j]; dd >= 0 {
+								if p.Part[j] == k && (near < 0 || dd < near) {
+									near = dd
+								}
+								if p.Part[j] != k && (nearOther < 0 || dd < nearOther) {
+									nearOther = dd
+								}
+							}
+						}
+						switch {
+						case p.Part[i] == k:
+							if nearOther >= 0 && nearOther <= h+1 {
+								wantPub = append(wantPub, i)
+							}
+						case near >= 1 && near <= h:
+							wantHalo = append(wantHalo, i)
+							wantNb[p.Part[i]] = true
+						case near == h+1:
+							wantRing = append(wantRing, i)
+							wantNb[p.Part[i]] = true
+						}
+					}
+					if !slices.Equal(halo, wantHalo) || !slices.Equal(ring, wantRing) {
+						t.Fatalf("d=%d K=%d h=%d part %d: halo %v ring %v, want %v %v", d, K, h, k, halo, ring, wantHalo, wantRing)
+					}
+					if pub := publishedPoses(adj, p, k, h); !slices.Equal(pub, wantPub) {
+						t.Fatalf("d=%d K=%d h=%d part %d: publishes %v, want %v", d, K, h, k, pub, wantPub)
+					}
+					var want []int
+					for q := range wantNb {
+						want = append(want, q)
+					}
+					slices.Sort(want)
+					if !slices.Equal(nb[k], want) {
+						t.Fatalf("d=%d K=%d h=%d part %d: reads from %v, want %v", d, K, h, k, nb[k], want)
+					}
+					if h == 0 {
+						l, err := newLocal(g, p, k, posegraph.Poses, d)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if !slices.Equal(ring, l.pub) || !slices.Equal(nb[k], p.AgentGraph(g)[k]) {
+							t.Fatalf("d=%d K=%d part %d: the ring at overlap 0 is not the public neighbours", d, K, k)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// A solve with overlapping parts certifies the central optimum, with the
+// agents' halos of 1, 2 and 3 hops, and an agent whose overlap is not the
+// coordinator's refuses to join, saying so.
+func TestOverlapSolve(t *testing.T) {
+	g, central, p := lattice(t, 300, 15, 11, 4)
+	// The default: every halo within its share at it (or the default at
+	// its floor, 1), one beyond it a hop further (or the default at its
+	// limit).
+	adj := poseAdjacency(g)
+	within := func(h int) bool {
+		for k := 0; k < p.K; k++ {
+			halo, _ := overlapSets(adj, p, k, h)
+			if float64(len(halo)) > haloShare*float64(len(p.Owned(k))) {
+				return false
+			}
+		}
+		return true
+	}
+	auto := overlapOf(0, g, p)
+	if auto < 1 || auto > 1 && !within(auto) || auto < maxAutoOverlap && within(auto+1) {
+		t.Fatalf("the default overlap is %d hops", auto)
+	}
+	for _, h := range []int{1, 2, 3, 0} {
+		res, st, err := SolveOn(context.Background(), NewMemBus(), g, p, Options{Overlap: h}, AgentOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := math.Abs(res.Objective-central.Objective) / central.Objective
+		if res.Status != bsync.Certified || rel > 1e-7 {
+			t.Errorf("overlap %d: %s, F %.12g, central %.12g", h, res.Status, res.Objective, central.Objective)
+		}
+		t.Logf("overlap %d: %d rounds, %.0f bytes per round", h, st.Rounds, st.RoundBytes())
+	}
+	bus := NewMemBus()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for k := 0; k < p.K; k++ {
+		go RunAgent(ctx, bus, g, p, k, AgentOptions{Overlap: 2}) //nolint:errcheck // the run fails first
+	}
+	_, _, err := Solve(ctx, bus, g, p, Options{Overlap: 1})
+	if err == nil || !strings.Contains(err.Error(), "overlap") {
+		t.Fatalf("agents at overlap 2 joined a coordinator at 1: %v", err)
+	}
+}
+
+// overlapGraphs, when set, makes TestOverlapRounds run on these benchmark
+// graphs (docs/distributed.md, "Overlapping parts"):
+//
+//	go test ./sync/distributed -run TestOverlapRounds -v -bcmsync.dist.overlap.graphs intel.g2o,sphere2500.g2o,parking-garage.g2o
+var overlapGraphs = flag.String("bcmsync.dist.overlap.graphs", "", "benchmark graphs of TestOverlapRounds (skipped without)")
+
+// overlapHops lists the overlaps TestOverlapRounds runs (0: the default,
+// -1: none).
+var overlapHops = flag.String("bcmsync.dist.overlap.hops", "-1,1,2,4,6,8,10,12,0", "comma-separated overlaps of TestOverlapRounds (0: the default, -1: none)")
+
+// TestOverlapRounds solves benchmark graphs in 4 spectral parts at each
+// overlap and logs the rounds, the traffic per round and the time (which
+// depends on the load; the rounds do not). It asserts that every run is
+// certified at the central optimum (1e-6 relative); the rest is
+// measurement.
+func TestOverlapRounds(t *testing.T) {
+	if *overlapGraphs == "" {
+		t.Skip("-bcmsync.dist.overlap.graphs not set")
+	}
+	for _, name := range strings.Split(*overlapGraphs, ",") {
+		g, central := suiteGraph(t, name)
+		p, err := Spectral(g, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range strings.Split(*overlapHops, ",") {
+			h, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				t.Fatalf("-bcmsync.dist.overlap.hops: %q", f)
+			}
+			t0 := time.Now()
+			res, st, err := SolveOn(context.Background(), NewMemBus(), g, p, Options{Overlap: h}, AgentOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := (res.Objective - central.Objective) / central.Objective
+			if !res.Certified || math.Abs(rel) > 1e-6 {
+				t.Errorf("%s, overlap %d: %s, F %.12g, central %.12g", name, h, res.Status, res.Objective, central.Objective)
+			}
+			t.Logf("%s overlap %d (hops %d): %d rounds, %.0f bytes per round, F - F* %.2g relative, %.1f s",
+				name, h, overlapOf(h, g, p), st.Rounds, st.RoundBytes(), rel, time.Since(t0).Seconds())
+		}
+	}
+}
