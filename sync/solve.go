@@ -208,7 +208,7 @@ func (c *central) Optimize(ctx context.Context, r *Run, x *sparse.Blocks, goal G
 // with fewer tCG iterations and factorizations, on M3500b and on the
 // synthetic not-tight graphs that escape; a quarter and a sixteenth did
 // about as well on the synthetic graphs, worse on M3500b (the path above
-// rank d is chaotic in the radius; docs/performance.md, the M3500b
+// rank d is chaotic in the radius; docs/tuning.md, the M3500b
 // section). A run at the same rank (a proof refinement) starts from the
 // radius as it was.
 const escapeRadius = 0.125
