@@ -364,6 +364,12 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 			if done, err := c.eigenvectorByParts(&cert, pe); err != nil || done {
 				return cert, err
 			}
+			if c.pastDeadline() {
+				// The parts' inverse iteration ran out of time: the
+				// gathered point's test would start after the deadline.
+				cert.timedOut, cert.minEig = true, math.NaN()
+				return cert, nil
+			}
 		}
 	}
 	return c.certifyCentral(m, x, wantVector)

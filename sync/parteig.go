@@ -66,7 +66,12 @@ type EigSums struct {
 // and the interior right-hand side of the last reduction.
 type eigState struct {
 	v, sv, y, xb []float64
-	at           map[int]int // global pose -> block of q
+	// raw is v as EigStart or EigBack left it, before any scaling:
+	// EigReduce and EigScale set v to a multiple of it rather than
+	// scaling v in place, so that a command a coordinator resends (its
+	// reply lost or late) leaves the vector as one would.
+	raw []float64
+	at  map[int]int // global pose -> block of q
 }
 
 // eigAlloc makes the vectors, once.
@@ -75,7 +80,7 @@ func (p *PartCertifier) eigAlloc() {
 		return
 	}
 	b := p.b
-	e := &eigState{v: make([]float64, p.q.N*b), sv: make([]float64, p.nOwn*b), y: make([]float64, p.nI*b),
+	e := &eigState{v: make([]float64, p.q.N*b), raw: make([]float64, p.q.N*b), sv: make([]float64, p.nOwn*b), y: make([]float64, p.nI*b),
 		xb: make([]float64, (p.nOwn-p.nI)*b), at: make(map[int]int, len(p.ids))}
 	for x, i := range p.ids {
 		e.at[i] = x
@@ -96,9 +101,11 @@ func (p *PartCertifier) EigStart() {
 			p.eig.v[i*b+a] = 1 + math.Sin(float64(k)*1.618033988749895)
 		}
 	}
+	copy(p.eig.raw, p.eig.v)
 }
 
-// EigReduce scales the own piece of the vector by s and returns its
+// EigReduce sets the own piece of the vector to s times what EigStart or
+// EigBack left (so a repeated call is harmless) and returns its
 // solve's right-hand side reduced to the boundary poses (the order of
 // Boundary), in the scaled coordinates of the last Factor, which must
 // have been made with a positive Tau: y_B - A_BI A_II^-1 y_I with
@@ -110,7 +117,7 @@ func (p *PartCertifier) EigReduce(s float64) ([]float64, error) {
 	p.eigAlloc()
 	b, e := p.b, p.eig
 	for k := range e.v[:p.nOwn*b] {
-		e.v[k] *= s
+		e.v[k] = s * e.raw[k]
 	}
 	out := make([]float64, (p.nOwn-p.nI)*b)
 	for x, i := range p.order {
@@ -177,15 +184,17 @@ func (p *PartCertifier) EigBack(ids []int, vals []float64) (EigSums, error) {
 			e.v[i*b+a] = xi[x*b+a] * p.scale[i*b+a]
 		}
 	}
+	copy(e.raw, e.v)
 	return p.eigSums(), nil
 }
 
-// EigScale scales the part's piece of the vector (own and bordering
-// values) by s and returns its shares there.
+// EigScale sets the part's piece of the vector (own and bordering
+// values) to s times what EigStart or EigBack left (so a repeated call is
+// harmless) and returns its shares there.
 func (p *PartCertifier) EigScale(s float64) EigSums {
 	p.eigAlloc()
 	for k := range p.eig.v {
-		p.eig.v[k] *= s
+		p.eig.v[k] = s * p.eig.raw[k]
 	}
 	return p.eigSums()
 }
@@ -437,10 +446,11 @@ func escapeByParts(pe PartsEigen, n int) (*sparse.Blocks, float64, error) {
 
 // checkEscaped tests the point the parts escaped to while the driver
 // holds it, as certifyByParts tests their tr(Lambda): of the next rank
-// and x's shape, finite, its Stiefel parts on the manifold to 1e-9, and
-// F lower than at x. It returns F's decrease computed here, which the
-// level records (the parts' sum differs from it by rounding).
-func (r *Run) checkEscaped(x, xn *sparse.Blocks) (float64, error) {
+// and x's shape, finite, its Stiefel parts on the manifold to 1e-9, and,
+// when lower, F lower than at x. It returns F's decrease computed here,
+// which the level records (the parts' sum differs from it by rounding),
+// or 0 when not lower.
+func (r *Run) checkEscaped(x, xn *sparse.Blocks, lower bool) (float64, error) {
 	if xn == nil || xn.R != x.R+1 || xn.N != x.N || xn.B != x.B {
 		return 0, errors.New("the parts returned a point of another shape")
 	}
@@ -467,6 +477,9 @@ func (r *Run) checkEscaped(x, xn *sparse.Blocks) (float64, error) {
 			}
 		}
 	}
+	if !lower {
+		return 0, nil
+	}
 	f0 := posegraph.TraceCost(r.q, x, sparse.NewBlocks(x.R, x.B, x.N))
 	f := posegraph.TraceCost(r.q, xn, sparse.NewBlocks(xn.R, xn.B, xn.N))
 	if !(f < f0) {
@@ -484,10 +497,13 @@ func (r *Run) escape(x *sparse.Blocks, c certificate, rank int) (*sparse.Blocks,
 	v := c.vector
 	if c.partsVector {
 		if pe, ok := r.cert.prover.(PartsEigen); ok {
-			xn, _, err := escapeByParts(pe, x.N)
+			xn, pdec, err := escapeByParts(pe, x.N)
 			if err == nil {
+				// No decrease along the eigenvector (the parts hold x
+				// embedded): the central escape would find none either,
+				// so the point at the next rank is taken as it is.
 				var dec float64
-				if dec, err = r.checkEscaped(x, xn); err == nil {
+				if dec, err = r.checkEscaped(x, xn, pdec > 0); err == nil {
 					return xn, dec
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/g2o"
@@ -338,5 +339,46 @@ func TestEscapeByPartsFallsBack(t *testing.T) {
 	r.cert = c
 	if xn, dec = r.escape(x, got, x.R); xn.R != x.R+1 || dec != decC {
 		t.Errorf("escape to a corrupted point: rank %d, decrease %.12g, central %.12g", xn.R, dec, decC)
+	}
+}
+
+// lateEig is localParts whose inverse iteration outlasts the deadline: at
+// its first shifted factorization the certifier's deadline moves to the
+// past, as if that factorization had taken the time left.
+type lateEig struct {
+	*localParts
+	c *certifier
+}
+
+func (l *lateEig) ProveFactor(sh ProofShift) (bool, error) {
+	if sh.Tau > 0 {
+		l.c.deadline = time.Now().Add(-time.Second)
+	}
+	return l.localParts.ProveFactor(sh)
+}
+
+// TestEscapeByPartsStopsAtDeadline: when the deadline passes while the
+// parts search for the saddle's eigenvector, the check ends timed out
+// without a central factorization (which would start after the deadline).
+func TestEscapeByPartsStopsAtDeadline(t *testing.T) {
+	sp := newIntelSaddle(t, 1)
+	x, d, opts, q, m := sp.x, sp.g.D, sp.opts, sp.q, sp.m
+	part := runsPartition(q.N, 4)
+	ref, want := sp.centralCheck(t, part)
+	if want.psd {
+		t.Skip("not a saddle")
+	}
+	lp := newLocalParts(t, q, part, ref.anchor)
+	lp.x = x
+	c := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
+	c.usePartsProver(&lateEig{localParts: lp, c: c})
+	c.deadline = time.Now().Add(time.Hour)
+	got, err := c.check(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.psd || !got.timedOut || got.vector != nil || got.partsVector || c.dd != nil || c.chol != nil {
+		t.Errorf("psd %v, timed out %v, vector %v, by parts %v, factored centrally %v",
+			got.psd, got.timedOut, got.vector != nil, got.partsVector, c.dd != nil || c.chol != nil)
 	}
 }

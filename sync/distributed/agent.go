@@ -104,6 +104,7 @@ type agent struct {
 	stopped     chan struct{}
 	fingerprint string
 	proof       *bsync.PartCertifier // the certificate by parts (prove.go), made on first use
+	lifted      *message             // the reply to the last committed escape (escape.go), for a resent commit
 	round       roundState           // the rounding by parts (round.go)
 }
 

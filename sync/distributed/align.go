@@ -22,8 +22,12 @@ func localChordal(g *posegraph.Graph, own []int, kind posegraph.Problem) ([]pose
 	out := make([]posegraph.Pose, len(own))
 	compOf := make([]int, len(own))
 	comps := sub.Components()
+	cgs := []*posegraph.Graph{sub}
+	if len(comps) > 1 {
+		cgs = sub.Subgraphs(comps) // one pass over the edges, not one per component
+	}
 	for ci, comp := range comps {
-		cg := sub.Subgraph(comp)
+		cg := cgs[ci]
 		var poses []posegraph.Pose
 		var err error
 		switch {

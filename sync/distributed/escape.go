@@ -58,6 +58,7 @@ func (a *agent) eigCmd(m, rep *message) error {
 	case opEigReduce:
 		if m.Norm2 == 1 {
 			pc.EigStart()
+			a.lifted = nil // a new escape: no commit of the last to answer again
 		}
 		out, err := pc.EigReduce(m.F)
 		if err != nil {
@@ -77,6 +78,12 @@ func (a *agent) eigCmd(m, rep *message) error {
 	case opEigScale:
 		sums(pc.EigScale(m.F))
 	case opEigLift:
+		if m.Norm2 == 1 && l.x.R == m.Rank+1 && a.lifted != nil && a.lifted.Rank == l.x.R {
+			// A resent commit (its reply lost or late): the step is
+			// taken already, so answer as the first time.
+			rep.F, rep.Rank, rep.B, rep.Index, rep.Values = a.lifted.F, a.lifted.Rank, a.lifted.B, a.lifted.Index, a.lifted.Values
+			return nil
+		}
 		if m.Rank != l.x.R || l.x.R+1 > maxRank {
 			return fmt.Errorf("escape at rank %d, agent at %d", m.Rank, l.x.R)
 		}
@@ -91,6 +98,7 @@ func (a *agent) eigCmd(m, rep *message) error {
 				rep.Index[li] = uint32(gi)
 			}
 			rep.Values = append([]float64(nil), l.x.Data[:len(l.own)*l.x.R*l.b]...)
+			a.lifted = &message{F: rep.F, Rank: rep.Rank, B: rep.B, Index: rep.Index, Values: rep.Values}
 		}
 	}
 	return nil

@@ -65,3 +65,59 @@ func TestEscapeByParts(t *testing.T) {
 		}
 	}
 }
+
+// twiceBus delivers every request to one subject (every subject when
+// empty) twice and returns the second reply, as when a coordinator resends
+// a command whose reply was lost: that agent has run it once already, the
+// others once.
+type twiceBus struct {
+	Bus
+	subject string
+}
+
+func (b twiceBus) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
+	if b.subject != "" && subject != b.subject {
+		return b.Bus.Request(ctx, subject, data)
+	}
+	if _, err := b.Bus.Request(ctx, subject, data); err != nil {
+		return nil, err
+	}
+	return b.Bus.Request(ctx, subject, data)
+}
+
+// TestEscapeByPartsResent: every command to one agent, or to all, of a
+// run by parts resent after the agents ran it leaves the run as it was:
+// the escape's scalings set a multiple of the iteration's vector instead
+// of scaling it again, a resent commit answers with the step it took, and
+// the rounding's reduce finishes the projected poses afresh. Before, a
+// second scaling on one agent made the parts' vector no vector at all (a
+// wrong eigenvalue), a second commit failed ("escape at rank 2, agent at
+// 3") and fell back to the gathered point, and a second reduce reflected
+// the poses back (the rounding then ended 3 times above the optimum).
+func TestEscapeByPartsResent(t *testing.T) {
+	g := climbingGraph(t)
+	p, _ := BFS(g, 2)
+	opts := Options{Sync: bsync.Options{Problem: posegraph.Rotations}, Timeout: 20 * time.Second}
+	want, wst, err := SolveOn(context.Background(), NewMemBus(), g, p, opts, AgentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subject := range []string{agentSubject("bcmsync", 0), ""} {
+		got, st, err := SolveOn(context.Background(), twiceBus{NewMemBus(), subject}, g, p, opts, AgentOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Certified || got.Rank != want.Rank || math.Abs(got.Objective-want.Objective) > 1e-9*want.Objective {
+			t.Fatalf("resent to %q: %s rank %d F %.12g; once: %s rank %d F %.12g", subject, got.Status, got.Rank, got.Objective, want.Status, want.Rank, want.Objective)
+		}
+		if st.Escapes != wst.Escapes || st.Escapes != len(got.Levels)-1 {
+			t.Fatalf("resent to %q: %d escapes by parts over %d levels; once: %d", subject, st.Escapes, len(got.Levels), wst.Escapes)
+		}
+		for l := range got.Levels[:len(got.Levels)-1] {
+			lg, lw := got.Levels[l], want.Levels[l]
+			if lg.EigMethod != bsync.MethodEigParts || math.Abs(lg.MinEigenvalue-lw.MinEigenvalue) > 1e-6*math.Abs(lw.MinEigenvalue) {
+				t.Errorf("resent to %q, level %d: %s min eig %.12g, once %s %.12g", subject, l, lg.EigMethod, lg.MinEigenvalue, lw.EigMethod, lw.MinEigenvalue)
+			}
+		}
+	}
+}

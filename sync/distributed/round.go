@@ -27,8 +27,11 @@ import (
 
 // roundState is an agent's rounding in progress.
 type roundState struct {
-	ud    []float64
-	own   []posegraph.Pose // the own poses, projected, then finished
+	ud   []float64
+	proj []posegraph.Pose // the own poses, projected
+	// own is proj finished: made afresh from proj by each reduce, so that
+	// a resent reduce (its reply lost or late) does not reflect twice.
+	own   []posegraph.Pose
 	rot   map[int][9]float64
 	trans *rounding.PartTranslations
 }
@@ -97,14 +100,16 @@ func (a *agent) roundCmd(m, rep *message) error {
 		}
 		a.round.ud = m.Extra
 		var pos, voters int
-		a.round.own, pos, voters = rounding.Project(l.ownBlocks(), d, m.Extra, nil)
+		a.round.proj, pos, voters = rounding.Project(l.ownBlocks(), d, m.Extra, nil)
+		a.round.own = nil
 		rep.F, rep.Grad2 = float64(pos), float64(voters)
 	case opRoundReduce:
-		if a.round.own == nil || len(m.Ints) != 1 {
+		if a.round.proj == nil || len(m.Ints) != 1 {
 			return errors.New("rounding: reduce before project, or no anchor")
 		}
 		flip := m.Norm2 == 1
 		x := l.ownBlocks()
+		a.round.own = append(a.round.own[:0], a.round.proj...)
 		rounding.Finish(a.round.own, x, d, a.round.ud, nil, flip, false)
 		// The public poses' rotations, for the right-hand sides of the
 		// shared edges: the same projection and finish as their owners'.
@@ -132,7 +137,7 @@ func (a *agent) roundCmd(m, rep *message) error {
 		}
 		rep.Extra = append(append(make([]float64, 0, len(schur)+len(z)), schur...), z...)
 	case opRoundBack:
-		if a.round.rot == nil {
+		if a.round.rot == nil || a.round.own == nil {
 			return errors.New("rounding: back before reduce")
 		}
 		if l.b > d {
