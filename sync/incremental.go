@@ -74,6 +74,11 @@ type Incremental struct {
 	placed []bool
 	// solves counts the Solve calls that ran the staircase.
 	solves int
+	// order is the fill-reducing order kept across Solve's steps, and
+	// orderEdges the edges (a prefix of edges) of the graph it was made
+	// for.
+	order      stepOrder
+	orderEdges int
 }
 
 // ErrNoEdges is the error (wrapped) of an incremental Solve before any
@@ -191,6 +196,7 @@ func (inc *Incremental) NumEdges() int { return len(inc.edges) }
 // On an error the solver is as it was before the call.
 func (inc *Incremental) Solve(ctx context.Context) (*Result, error) {
 	return inc.solve(func(g *posegraph.Graph, opts Options) (*Result, error) {
+		opts.order = &inc.order
 		return SolveWith(ctx, g, opts, nil)
 	})
 }
@@ -250,7 +256,11 @@ func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, er
 			opts.InitialPoses[k] = start[v]
 		}
 	}
+	inc.markTouched(solved)
 	res, err := solve(g, opts)
+	if inc.order.kept {
+		inc.orderEdges = len(inc.edges)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +271,37 @@ func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, er
 		}
 	}
 	return res, nil
+}
+
+// markTouched prepares the kept order (stepOrder) for a solve of the
+// vertices solved (arrival indices, in the graph's order): the vertices
+// that an edge the kept order's graph lacked reaches (an edge added
+// since, or one to a vertex it did not hold).
+func (inc *Incremental) markTouched(solved []int) {
+	o := &inc.order
+	o.kept = false
+	at := make([]int, len(inc.ids))
+	for k := range at {
+		at[k] = -1
+	}
+	for k, v := range solved {
+		at[v] = k
+	}
+	had := make([]bool, len(inc.ids))
+	for _, v := range o.prev {
+		had[v] = true
+	}
+	o.solved = solved
+	o.touched = make([]bool, len(solved))
+	for k, e := range inc.edges {
+		i, j := at[e.I], at[e.J]
+		if i < 0 || j < 0 {
+			continue
+		}
+		if k >= inc.orderEdges || !had[e.I] || !had[e.J] {
+			o.touched[i], o.touched[j] = true, true
+		}
+	}
 }
 
 // warmBCMSweeps is the BCM sweeps of a warm step (unless
