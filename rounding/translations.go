@@ -2,6 +2,7 @@ package rounding
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/sparse"
@@ -37,11 +38,30 @@ func RecoverTranslationsOrdered(g *posegraph.Graph, poses []posegraph.Pose, orde
 	if order == nil {
 		return recoverTranslations(g, poses, nil)
 	}
-	red, err := translationOrder(g, order)
-	if err != nil {
+	return recoverOrdered(g, poses, order, nil)
+}
+
+// recoverOrdered is RecoverTranslationsOrdered with order given: the
+// grounded system (newGroundedSystem) in that order, analysed from sym
+// when there is one.
+func recoverOrdered(g *posegraph.Graph, poses []posegraph.Pose, order []int, sym *sparse.BlockSymbolic) error {
+	if err := checkPoses(g, poses); err != nil {
+		return err
+	}
+	if err := checkGraph(g); err != nil {
+		return err
+	}
+	if g.N() == 1 {
+		return nil
+	}
+	if _, err := reducedOrder(order, g.N(), g.Anchor()); err != nil {
 		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
 	}
-	return recoverTranslations(g, poses, red)
+	ts, err := newGroundedSystem(g, blockPerm(order, 1), sym)
+	if err != nil {
+		return err
+	}
+	return ts.recover(g, poses)
 }
 
 // translationOrder is the elimination order of the translation system
@@ -95,6 +115,11 @@ func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int
 type translationSystem struct {
 	chol   *sparse.Cholesky
 	anchor int
+	// grounded: the system of all n poses with the anchor's unknown
+	// decoupled (newGroundedSystem), whose solves pass through xb and
+	// rb; otherwise the n-1 unknowns without the anchor.
+	grounded bool
+	xb, rb   []float64
 }
 
 // newTranslationSystem factors the translation system of g (connected,
@@ -114,6 +139,71 @@ func newTranslationSystem(g *posegraph.Graph, order []int) (*translationSystem, 
 		return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
 	}
 	return &translationSystem{chol: c, anchor: anchor}, nil
+}
+
+// newGroundedSystem factors the translation system of g (connected, more
+// than one pose) in order, an elimination order of all its poses, as the
+// tau-weighted Laplacian of all n poses with the anchor's row and column
+// replaced by a diagonal entry alone: its unknown is decoupled, and the
+// others' factor is the anchored system's (the anchor's row of L is
+// exactly zero, so its entries add exact zeros). Its block pattern, one
+// scalar per pose, is Q's, so sym (if not nil, the block analysis of Q's
+// pattern in order) serves it as it serves every other factorization of
+// a solve, where the anchored system needed a scalar analysis of its own,
+// as costly as all the solve's other analyses together.
+func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic) (*translationSystem, error) {
+	n, anchor := g.N(), g.Anchor()
+	bb := sparse.NewBlockBuilder(n, 1)
+	bb.Grow(len(g.Edges))
+	var one, zero [1]float64
+	for _, e := range g.Edges {
+		// A self-loop adds nothing: t_i - t_i does not depend on t.
+		if e.I == e.J {
+			continue
+		}
+		// Every edge's block is stored (Q has it), the anchor's as zeros.
+		one[0] = -e.Tau
+		if e.I == anchor || e.J == anchor {
+			bb.AddOff(e.I, e.J, zero[:])
+		} else {
+			bb.AddOff(e.I, e.J, one[:])
+		}
+		for _, v := range [2]int{e.I, e.J} {
+			if v != anchor {
+				one[0] = e.Tau
+				bb.AddDiag(v, one[:])
+			}
+		}
+	}
+	lap := bb.Build()
+	// The anchor's diagonal: the largest of the others, so that the
+	// pivot tolerance, relative to the largest diagonal entry, is the
+	// anchored system's.
+	big := 0.0
+	for i := 0; i < n; i++ {
+		if i != anchor {
+			big = max(big, lap.Val[lap.RowPtr[i]+slices.Index(lap.ColIdx[lap.RowPtr[i]:lap.RowPtr[i+1]], i)])
+		}
+	}
+	if big == 0 {
+		big = 1
+	}
+	lap.Val[lap.RowPtr[anchor]+slices.Index(lap.ColIdx[lap.RowPtr[anchor]:lap.RowPtr[anchor+1]], anchor)] = big
+	var c *sparse.Cholesky
+	var err error
+	if sym != nil {
+		c, err = sym.Analyze(lap)
+	}
+	if sym == nil || err != nil {
+		c, err = sparse.AnalyzeBlocks(lap, order)
+	}
+	if err == nil {
+		err = c.FactorizeBlocks(lap, 0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
+	}
+	return &translationSystem{chol: c, anchor: anchor, grounded: true}, nil
 }
 
 // recover sets the translations of poses (rotations given) to the exact
@@ -152,12 +242,17 @@ func (ts *translationSystem) recover(g *posegraph.Graph, poses []posegraph.Pose)
 			rhs[a*n+other] += e.Tau * ta[a]
 		}
 	}
-	m := n - 1
+	// The unknowns: all n poses, the anchor's decoupled with a zero
+	// right-hand side (grounded), or the n-1 others.
+	m, at := n-1, func(i int) int { return reduced(i, anchor) }
+	if ts.grounded {
+		m, at = n, func(i int) int { return i }
+	}
 	b := make([]float64, m*d)
 	for a := 0; a < d; a++ {
 		for i := 0; i < n; i++ {
 			if i != anchor {
-				b[a*m+reduced(i, anchor)] = rhs[a*n+i]
+				b[a*m+at(i)] = rhs[a*n+i]
 			}
 		}
 	}
@@ -167,12 +262,32 @@ func (ts *translationSystem) recover(g *posegraph.Graph, poses []posegraph.Pose)
 		if i == anchor {
 			continue
 		}
-		k := reduced(i, anchor)
+		k := at(i)
 		for a := 0; a < d; a++ {
 			poses[i].T[a] = x[a*m+k]
 		}
 	}
 	return nil
+}
+
+// solve solves the anchored system L x = rhs for the n-1 poses other
+// than the anchor, in pose order (pose i at i, or at i-1 after the
+// anchor).
+func (ts *translationSystem) solve(x, rhs []float64) {
+	if !ts.grounded {
+		ts.chol.Solve(x, rhs)
+		return
+	}
+	n, anchor := len(rhs)+1, ts.anchor
+	if len(ts.rb) != n {
+		ts.rb, ts.xb = make([]float64, n), make([]float64, n)
+	}
+	copy(ts.rb, rhs[:anchor])
+	ts.rb[anchor] = 0
+	copy(ts.rb[anchor+1:], rhs[anchor:])
+	ts.chol.Solve(ts.xb, ts.rb)
+	copy(x[:anchor], ts.xb[:anchor])
+	copy(x[anchor:], ts.xb[anchor+1:])
 }
 
 // reduced is the index of pose i in the system with pose drop removed.
