@@ -23,16 +23,21 @@ import (
 // (InitGiven), the warm start SolveRobust's solves use, so each step runs
 // the one staircase unchanged, with its records and its checks.
 //
-// The fill-reducing order and the symbolic analyses are made afresh at
-// each step: the pattern of Q changes with every new vertex, and keeping
-// the last order with the new vertices appended makes the factorizations
-// costlier by far more than the ordering saves (docs/online.md has the
-// measurements). What is kept is the factors' storage: every solve gives
-// its factors back when it ends (Run.release), and the next step's, a
-// little larger, are made in that storage instead of new. A warm step
-// also skips what its start makes redundant: it runs one BCM sweep, not
-// five (warmBCMSweeps), and its certificate's inverse iteration starts
-// from the point itself (certifier.nullStart).
+// The fill-reducing order is kept from step to step where the graph did
+// not change (stepOrder): the vertices the new edges reach and their
+// ancestors in the last step's elimination tree are reordered with the
+// new vertices, iSAM2's way, and a fresh order is made only when the
+// graph has grown by a quarter and is kept only if it is cheaper. (The
+// last order with the new vertices merely appended made the
+// factorizations costlier by far more than the ordering saves:
+// docs/online.md.) The symbolic analyses are made afresh from that order,
+// one block analysis a step shared by all its factorizations, the
+// translation system's included. The factors' storage is kept too: every
+// solve gives its factors back when it ends (Run.release), and the next
+// step's, a little larger, are made in that storage instead of new. A
+// warm step also skips what its start makes redundant: it runs one BCM
+// sweep, not five (warmBCMSweeps), and its certificate's inverse
+// iteration starts from the point itself (certifier.nullStart).
 //
 // Each step's certificate is its own: a factorization of that step's S,
 // no estimate is called certified because an earlier one was.
