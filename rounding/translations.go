@@ -153,7 +153,49 @@ func newTranslationSystem(g *posegraph.Graph, order []int) (*translationSystem, 
 // as costly as all the solve's other analyses together.
 func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic) (*translationSystem, error) {
 	n, anchor := g.N(), g.Anchor()
-	bb := sparse.NewBlockBuilder(n, 1)
+	var lap *sparse.BlockSym
+	if sym != nil {
+		lap = groundedOn(g, sym)
+	}
+	if lap == nil {
+		lap = groundedBuilt(g)
+	}
+	// The anchor's diagonal: the largest of the others, so that the
+	// pivot tolerance, relative to the largest diagonal entry, is the
+	// anchored system's.
+	diag := func(i int) *float64 { return &lap.Val[lap.Diag[i]] }
+	big := 0.0
+	for i := 0; i < n; i++ {
+		if i != anchor {
+			big = max(big, *diag(i))
+		}
+	}
+	if big == 0 {
+		big = 1
+	}
+	*diag(anchor) = big
+	var c *sparse.Cholesky
+	var err error
+	if sym != nil {
+		c, err = sym.Analyze(lap)
+	}
+	if sym == nil || err != nil {
+		c, err = sparse.AnalyzeBlocks(lap, order)
+	}
+	if err == nil {
+		err = c.FactorizeBlocks(lap, 0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
+	}
+	return &translationSystem{chol: c, anchor: anchor, grounded: true}, nil
+}
+
+// groundedBuilt is the grounded Laplacian of g (newGroundedSystem, the
+// anchor's diagonal still zero) built block by block.
+func groundedBuilt(g *posegraph.Graph) *sparse.BlockSym {
+	anchor := g.Anchor()
+	bb := sparse.NewBlockBuilder(g.N(), 1)
 	bb.Grow(len(g.Edges))
 	var one, zero [1]float64
 	for _, e := range g.Edges {
@@ -175,35 +217,53 @@ func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymboli
 			}
 		}
 	}
-	lap := bb.Build()
-	// The anchor's diagonal: the largest of the others, so that the
-	// pivot tolerance, relative to the largest diagonal entry, is the
-	// anchored system's.
-	big := 0.0
-	for i := 0; i < n; i++ {
-		if i != anchor {
-			big = max(big, lap.Val[lap.RowPtr[i]+slices.Index(lap.ColIdx[lap.RowPtr[i]:lap.RowPtr[i+1]], i)])
+	return bb.Build()
+}
+
+// groundedOn is groundedBuilt on the pattern sym analysed (Q's, whose
+// blocks are g's vertices and edges), sharing its slices, or nil if g's
+// edges do not fit it. Each value is summed in the order of g's edges,
+// as the builder sums them.
+func groundedOn(g *posegraph.Graph, sym *sparse.BlockSymbolic) *sparse.BlockSym {
+	n, anchor := g.N(), g.Anchor()
+	rowPtr, colIdx := sym.Pattern()
+	if len(rowPtr) != n+1 {
+		return nil
+	}
+	lap := &sparse.BlockSym{N: n, B: 1, RowPtr: rowPtr, ColIdx: colIdx, Val: make([]float64, rowPtr[n])}
+	at := func(i, j int) int {
+		row := colIdx[rowPtr[i]:rowPtr[i+1]]
+		k, ok := slices.BinarySearch(row, j)
+		if !ok {
+			return -1
+		}
+		return rowPtr[i] + k
+	}
+	lap.Diag = make([]int, n)
+	for i := range lap.Diag {
+		if lap.Diag[i] = at(i, i); lap.Diag[i] < 0 {
+			return nil
 		}
 	}
-	if big == 0 {
-		big = 1
+	for _, e := range g.Edges {
+		if e.I == e.J {
+			continue
+		}
+		ij, ji := at(e.I, e.J), at(e.J, e.I)
+		if ij < 0 || ji < 0 {
+			return nil
+		}
+		if e.I != anchor && e.J != anchor {
+			lap.Val[ij] -= e.Tau
+			lap.Val[ji] -= e.Tau
+		}
+		for _, v := range [2]int{e.I, e.J} {
+			if v != anchor {
+				lap.Val[lap.Diag[v]] += e.Tau
+			}
+		}
 	}
-	lap.Val[lap.RowPtr[anchor]+slices.Index(lap.ColIdx[lap.RowPtr[anchor]:lap.RowPtr[anchor+1]], anchor)] = big
-	var c *sparse.Cholesky
-	var err error
-	if sym != nil {
-		c, err = sym.Analyze(lap)
-	}
-	if sym == nil || err != nil {
-		c, err = sparse.AnalyzeBlocks(lap, order)
-	}
-	if err == nil {
-		err = c.FactorizeBlocks(lap, 0)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
-	}
-	return &translationSystem{chol: c, anchor: anchor, grounded: true}, nil
+	return lap
 }
 
 // recover sets the translations of poses (rotations given) to the exact

@@ -185,3 +185,8 @@ func ReorderBlocks(q *BlockSym, prev, prevParent []int, touched []bool) (perm []
 // the position of order[k]'s parent, -1 for a root): ReorderBlocks' prev
 // and prevParent after the graph grows. The slices are s's own.
 func (s *BlockSymbolic) Tree() (order, parent []int) { return s.order, s.parent }
+
+// Pattern returns the block pattern s analysed (row pointers and column
+// indices, s's own slices): a matrix built on these very slices is
+// recognized as s's pattern without comparing them (Analyze).
+func (s *BlockSymbolic) Pattern() (rowPtr, colIdx []int) { return s.rowPtr, s.colIdx }
