@@ -30,10 +30,11 @@ import (
 // iSAM2 also constrains the touched variables to be eliminated last, so
 // that the next change, which usually touches them again, affects a short
 // top of the tree. On pose graphs whose new poses close loops all over
-// the map (city10000) that constraint made the factor 2.6 to 4.4 times
-// costlier than a fresh order's, against 1.03 to 1.16 times without it
-// (BenchmarkReorder in sparsebench), so the reordered blocks are
-// ordered by minimum degree alone.
+// the map (city10000) that constraint made the factor 2.7 to 2.9 times
+// costlier than a fresh order's at the median step (4.4 to 5.1 at
+// worst), against 1.03 (1.16) without it (BenchmarkReorder in
+// sparsebench), so the reordered blocks are ordered by minimum degree
+// alone.
 //
 // reordered is the number of blocks ordered afresh. The kept order can
 // grow costlier than a fresh one (BlockOrder) as the graph grows;
