@@ -45,29 +45,12 @@ func RecoverTranslationsOrdered(g *posegraph.Graph, poses []posegraph.Pose, orde
 // grounded system (newGroundedSystem) in that order, analysed from sym
 // when there is one.
 func recoverOrdered(g *posegraph.Graph, poses []posegraph.Pose, order []int, sym *sparse.BlockSymbolic) error {
-	if err := checkPoses(g, poses); err != nil {
-		return err
-	}
-	if err := checkGraph(g); err != nil {
-		return err
-	}
-	if g.N() == 1 {
-		return nil
-	}
 	if _, err := reducedOrder(order, g.N(), g.Anchor()); err != nil {
 		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
 	}
-	ts, err := newGroundedSystem(g, blockPerm(order, 1), sym)
-	if err != nil {
-		return err
-	}
-	return ts.recover(g, poses)
-}
-
-// translationOrder is the elimination order of the translation system
-// (laplacianCSC(g, g.Anchor())) that an order of all poses gives.
-func translationOrder(g *posegraph.Graph, order []int) ([]int, error) {
-	return reducedOrder(order, g.N(), g.Anchor())
+	return recoverWith(g, poses, func() (*translationSystem, error) {
+		return newGroundedSystem(g, blockPerm(order, 1), sym)
+	})
 }
 
 // reducedOrder turns an elimination order of the n poses into one of the
@@ -94,6 +77,14 @@ func reducedOrder(order []int, n, drop int) ([]int, error) {
 // recoverTranslations is RecoverTranslations with an optional elimination
 // order for the reduced Laplacian (nil: the factorization's own AMD).
 func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int) error {
+	return recoverWith(g, poses, func() (*translationSystem, error) {
+		return newTranslationSystem(g, order)
+	})
+}
+
+// recoverWith checks poses and g, and recovers the translations with the
+// translation system factor makes.
+func recoverWith(g *posegraph.Graph, poses []posegraph.Pose, factor func() (*translationSystem, error)) error {
 	if err := checkPoses(g, poses); err != nil {
 		return err
 	}
@@ -103,7 +94,7 @@ func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int
 	if g.N() == 1 {
 		return nil
 	}
-	ts, err := newTranslationSystem(g, order)
+	ts, err := factor()
 	if err != nil {
 		return err
 	}
