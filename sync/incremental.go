@@ -27,7 +27,7 @@ import (
 // not change (stepOrder): the vertices the new edges reach and their
 // ancestors in the last step's elimination tree are reordered with the
 // new vertices, iSAM2's way, and a fresh order is made only when the
-// graph has grown by a quarter and is kept only if it is cheaper. (The
+// graph has grown by half and is kept only if it is cheaper. (The
 // last order with the new vertices merely appended made the
 // factorizations costlier by far more than the ordering saves:
 // docs/online.md.) The symbolic analyses are made afresh from that order,

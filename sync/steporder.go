@@ -7,7 +7,7 @@ import "github.com/bcmsync/bcmsync/internal/sparse"
 // step's new edges reach and their ancestors in the last step's
 // elimination tree are ordered afresh, with the new vertices; every
 // other block keeps its place and its column of L. A fresh order
-// (sparse.BlockOrder) is made only when the graph has grown by a quarter
+// (sparse.BlockOrder) is made only when the graph has grown by half
 // since the last one (freshGrowth), and the cheaper of the two by
 // sparse.BlockFactorCost is kept; between those checks the kept order
 // drifts little (on city10000, 50 steps: its factor cost 1.03 times a
@@ -34,8 +34,10 @@ type stepOrder struct {
 }
 
 // freshGrowth is the growth of the graph since the last fresh order
-// after which perm computes a fresh order again and compares.
-const freshGrowth = 1.25
+// after which perm computes a fresh order again and compares. A 50-step
+// replay's instructions (docs/online.md): city10000 36.39G at 1.25,
+// 36.37G at 1.5, 36.66G with no checks; intel 4.102G, 4.058G, 4.056G.
+const freshGrowth = 1.5
 
 // perm returns the order of q, the Laplacian of the graph solved (its
 // blocks the vertices of solved).
