@@ -60,12 +60,13 @@ func ChordalOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose, error) {
 // end with it.
 func placeTranslations(g *posegraph.Graph, poses []posegraph.Pose, order, red []int) ([]posegraph.Pose, error) {
 	if order != nil {
-		var err error
-		if red, err = translationOrder(g, order); err != nil {
+		if _, err := reducedOrder(order, g.N(), g.Anchor()); err != nil {
 			return nil, fmt.Errorf("%s: chordal initialization: %w", source(g), err)
 		}
-	}
-	if err := recoverTranslations(g, poses, red); err != nil {
+		if err := recoverOrdered(g, poses, order, nil); err != nil {
+			return nil, err
+		}
+	} else if err := recoverTranslations(g, poses, red); err != nil {
 		return nil, err
 	}
 	ToGauge(g, poses)

@@ -411,7 +411,7 @@ func TestGivenOrderIsUsed(t *testing.T) {
 		for _, anchor := range []int{0, pi[n/2]} {
 			g.Fixed = []int{anchor}
 			lap := laplacianCSC(g, g.Anchor())
-			red, err := translationOrder(g, pi)
+			red, err := reducedOrder(pi, g.N(), g.Anchor())
 			if err != nil {
 				t.Fatal(err)
 			}

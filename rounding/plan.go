@@ -97,14 +97,17 @@ func (p *Plan) translations() (*translationSystem, error) {
 		}
 		p.checked = true
 	}
-	var red []int
+	var ts *translationSystem
+	var err error
 	if p.order != nil {
-		var err error
-		if red, err = translationOrder(g, p.order); err != nil {
+		// The grounded system shares the plan's analysis of Q's pattern.
+		if _, err := reducedOrder(p.order, g.N(), g.Anchor()); err != nil {
 			return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
 		}
+		ts, err = newGroundedSystem(g, blockPerm(p.order, 1), p.sym)
+	} else {
+		ts, err = newTranslationSystem(g, nil)
 	}
-	ts, err := newTranslationSystem(g, red)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +141,6 @@ func (p *Plan) SolveTranslations(x, rhs []float64) error {
 	if err != nil {
 		return err
 	}
-	ts.chol.Solve(x, rhs)
+	ts.solve(x, rhs)
 	return nil
 }

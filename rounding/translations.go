@@ -2,6 +2,7 @@ package rounding
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/sparse"
@@ -37,17 +38,19 @@ func RecoverTranslationsOrdered(g *posegraph.Graph, poses []posegraph.Pose, orde
 	if order == nil {
 		return recoverTranslations(g, poses, nil)
 	}
-	red, err := translationOrder(g, order)
-	if err != nil {
-		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
-	}
-	return recoverTranslations(g, poses, red)
+	return recoverOrdered(g, poses, order, nil)
 }
 
-// translationOrder is the elimination order of the translation system
-// (laplacianCSC(g, g.Anchor())) that an order of all poses gives.
-func translationOrder(g *posegraph.Graph, order []int) ([]int, error) {
-	return reducedOrder(order, g.N(), g.Anchor())
+// recoverOrdered is RecoverTranslationsOrdered with order given: the
+// grounded system (newGroundedSystem) in that order, analysed from sym
+// when there is one.
+func recoverOrdered(g *posegraph.Graph, poses []posegraph.Pose, order []int, sym *sparse.BlockSymbolic) error {
+	if _, err := reducedOrder(order, g.N(), g.Anchor()); err != nil {
+		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
+	}
+	return recoverWith(g, poses, func() (*translationSystem, error) {
+		return newGroundedSystem(g, blockPerm(order, 1), sym)
+	})
 }
 
 // reducedOrder turns an elimination order of the n poses into one of the
@@ -74,6 +77,14 @@ func reducedOrder(order []int, n, drop int) ([]int, error) {
 // recoverTranslations is RecoverTranslations with an optional elimination
 // order for the reduced Laplacian (nil: the factorization's own AMD).
 func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int) error {
+	return recoverWith(g, poses, func() (*translationSystem, error) {
+		return newTranslationSystem(g, order)
+	})
+}
+
+// recoverWith checks poses and g, and recovers the translations with the
+// translation system factor makes.
+func recoverWith(g *posegraph.Graph, poses []posegraph.Pose, factor func() (*translationSystem, error)) error {
 	if err := checkPoses(g, poses); err != nil {
 		return err
 	}
@@ -83,7 +94,7 @@ func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int
 	if g.N() == 1 {
 		return nil
 	}
-	ts, err := newTranslationSystem(g, order)
+	ts, err := factor()
 	if err != nil {
 		return err
 	}
@@ -95,6 +106,11 @@ func recoverTranslations(g *posegraph.Graph, poses []posegraph.Pose, order []int
 type translationSystem struct {
 	chol   *sparse.Cholesky
 	anchor int
+	// grounded: the system of all n poses with the anchor's unknown
+	// decoupled (newGroundedSystem), whose solves pass through xb and
+	// rb; otherwise the n-1 unknowns without the anchor.
+	grounded bool
+	xb, rb   []float64
 }
 
 // newTranslationSystem factors the translation system of g (connected,
@@ -114,6 +130,131 @@ func newTranslationSystem(g *posegraph.Graph, order []int) (*translationSystem, 
 		return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
 	}
 	return &translationSystem{chol: c, anchor: anchor}, nil
+}
+
+// newGroundedSystem factors the translation system of g (connected, more
+// than one pose) in order, an elimination order of all its poses, as the
+// tau-weighted Laplacian of all n poses with the anchor's row and column
+// replaced by a diagonal entry alone: its unknown is decoupled, and the
+// others' factor is the anchored system's (the anchor's row of L is
+// exactly zero, so its entries add exact zeros). Its block pattern, one
+// scalar per pose, is Q's, so sym (if not nil, the block analysis of Q's
+// pattern in order) serves it as it serves every other factorization of
+// a solve, where the anchored system needed a scalar analysis of its own,
+// as costly as all the solve's other analyses together.
+func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic) (*translationSystem, error) {
+	n, anchor := g.N(), g.Anchor()
+	var lap *sparse.BlockSym
+	if sym != nil {
+		lap = groundedOn(g, sym)
+	}
+	if lap == nil {
+		lap = groundedBuilt(g)
+	}
+	// The anchor's diagonal: the largest of the others, so that the
+	// pivot tolerance, relative to the largest diagonal entry, is the
+	// anchored system's.
+	diag := func(i int) *float64 { return &lap.Val[lap.Diag[i]] }
+	big := 0.0
+	for i := 0; i < n; i++ {
+		if i != anchor {
+			big = max(big, *diag(i))
+		}
+	}
+	if big == 0 {
+		big = 1
+	}
+	*diag(anchor) = big
+	var c *sparse.Cholesky
+	var err error
+	if sym != nil {
+		c, err = sym.Analyze(lap)
+	}
+	if sym == nil || err != nil {
+		c, err = sparse.AnalyzeBlocks(lap, order)
+	}
+	if err == nil {
+		err = c.FactorizeBlocks(lap, 0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
+	}
+	return &translationSystem{chol: c, anchor: anchor, grounded: true}, nil
+}
+
+// groundedBuilt is the grounded Laplacian of g (newGroundedSystem, the
+// anchor's diagonal still zero) built block by block.
+func groundedBuilt(g *posegraph.Graph) *sparse.BlockSym {
+	anchor := g.Anchor()
+	bb := sparse.NewBlockBuilder(g.N(), 1)
+	bb.Grow(len(g.Edges))
+	var one, zero [1]float64
+	for _, e := range g.Edges {
+		// A self-loop adds nothing: t_i - t_i does not depend on t.
+		if e.I == e.J {
+			continue
+		}
+		// Every edge's block is stored (Q has it), the anchor's as zeros.
+		one[0] = -e.Tau
+		if e.I == anchor || e.J == anchor {
+			bb.AddOff(e.I, e.J, zero[:])
+		} else {
+			bb.AddOff(e.I, e.J, one[:])
+		}
+		for _, v := range [2]int{e.I, e.J} {
+			if v != anchor {
+				one[0] = e.Tau
+				bb.AddDiag(v, one[:])
+			}
+		}
+	}
+	return bb.Build()
+}
+
+// groundedOn is groundedBuilt on the pattern sym analysed (Q's, whose
+// blocks are g's vertices and edges), sharing its slices, or nil if g's
+// edges do not fit it. Each value is summed in the order of g's edges,
+// as the builder sums them.
+func groundedOn(g *posegraph.Graph, sym *sparse.BlockSymbolic) *sparse.BlockSym {
+	n, anchor := g.N(), g.Anchor()
+	rowPtr, colIdx := sym.Pattern()
+	if len(rowPtr) != n+1 {
+		return nil
+	}
+	lap := &sparse.BlockSym{N: n, B: 1, RowPtr: rowPtr, ColIdx: colIdx, Val: make([]float64, rowPtr[n])}
+	at := func(i, j int) int {
+		row := colIdx[rowPtr[i]:rowPtr[i+1]]
+		k, ok := slices.BinarySearch(row, j)
+		if !ok {
+			return -1
+		}
+		return rowPtr[i] + k
+	}
+	lap.Diag = make([]int, n)
+	for i := range lap.Diag {
+		if lap.Diag[i] = at(i, i); lap.Diag[i] < 0 {
+			return nil
+		}
+	}
+	for _, e := range g.Edges {
+		if e.I == e.J {
+			continue
+		}
+		ij, ji := at(e.I, e.J), at(e.J, e.I)
+		if ij < 0 || ji < 0 {
+			return nil
+		}
+		if e.I != anchor && e.J != anchor {
+			lap.Val[ij] -= e.Tau
+			lap.Val[ji] -= e.Tau
+		}
+		for _, v := range [2]int{e.I, e.J} {
+			if v != anchor {
+				lap.Val[lap.Diag[v]] += e.Tau
+			}
+		}
+	}
+	return lap
 }
 
 // recover sets the translations of poses (rotations given) to the exact
@@ -152,12 +293,17 @@ func (ts *translationSystem) recover(g *posegraph.Graph, poses []posegraph.Pose)
 			rhs[a*n+other] += e.Tau * ta[a]
 		}
 	}
-	m := n - 1
+	// The unknowns: all n poses, the anchor's decoupled with a zero
+	// right-hand side (grounded), or the n-1 others.
+	m, at := n-1, func(i int) int { return reduced(i, anchor) }
+	if ts.grounded {
+		m, at = n, func(i int) int { return i }
+	}
 	b := make([]float64, m*d)
 	for a := 0; a < d; a++ {
 		for i := 0; i < n; i++ {
 			if i != anchor {
-				b[a*m+reduced(i, anchor)] = rhs[a*n+i]
+				b[a*m+at(i)] = rhs[a*n+i]
 			}
 		}
 	}
@@ -167,12 +313,32 @@ func (ts *translationSystem) recover(g *posegraph.Graph, poses []posegraph.Pose)
 		if i == anchor {
 			continue
 		}
-		k := reduced(i, anchor)
+		k := at(i)
 		for a := 0; a < d; a++ {
 			poses[i].T[a] = x[a*m+k]
 		}
 	}
 	return nil
+}
+
+// solve solves the anchored system L x = rhs for the n-1 poses other
+// than the anchor, in pose order (pose i at i, or at i-1 after the
+// anchor).
+func (ts *translationSystem) solve(x, rhs []float64) {
+	if !ts.grounded {
+		ts.chol.Solve(x, rhs)
+		return
+	}
+	n, anchor := len(rhs)+1, ts.anchor
+	if len(ts.rb) != n {
+		ts.rb, ts.xb = make([]float64, n), make([]float64, n)
+	}
+	copy(ts.rb, rhs[:anchor])
+	ts.rb[anchor] = 0
+	copy(ts.rb[anchor+1:], rhs[anchor:])
+	ts.chol.Solve(ts.xb, ts.rb)
+	copy(x[:anchor], ts.xb[:anchor])
+	copy(x[anchor:], ts.xb[anchor+1:])
 }
 
 // reduced is the index of pose i in the system with pose drop removed.

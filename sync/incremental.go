@@ -23,16 +23,21 @@ import (
 // (InitGiven), the warm start SolveRobust's solves use, so each step runs
 // the one staircase unchanged, with its records and its checks.
 //
-// The fill-reducing order and the symbolic analyses are made afresh at
-// each step: the pattern of Q changes with every new vertex, and keeping
-// the last order with the new vertices appended makes the factorizations
-// costlier by far more than the ordering saves (docs/online.md has the
-// measurements). What is kept is the factors' storage: every solve gives
-// its factors back when it ends (Run.release), and the next step's, a
-// little larger, are made in that storage instead of new. A warm step
-// also skips what its start makes redundant: it runs one BCM sweep, not
-// five (warmBCMSweeps), and its certificate's inverse iteration starts
-// from the point itself (certifier.nullStart).
+// The fill-reducing order is kept from step to step where the graph did
+// not change (stepOrder): the vertices the new edges reach and their
+// ancestors in the last step's elimination tree are reordered with the
+// new vertices, iSAM2's way, and a fresh order is made only when the
+// graph has grown by half and is kept only if it is cheaper. (The
+// last order with the new vertices merely appended made the
+// factorizations costlier by far more than the ordering saves:
+// docs/online.md.) The symbolic analyses are made afresh from that order,
+// one block analysis a step shared by all its factorizations, the
+// translation system's included. The factors' storage is kept too: every
+// solve gives its factors back when it ends (Run.release), and the next
+// step's, a little larger, are made in that storage instead of new. A
+// warm step also skips what its start makes redundant: it runs one BCM
+// sweep, not five (warmBCMSweeps), and its certificate's inverse
+// iteration starts from the point itself (certifier.nullStart).
 //
 // Each step's certificate is its own: a factorization of that step's S,
 // no estimate is called certified because an earlier one was.
@@ -74,6 +79,11 @@ type Incremental struct {
 	placed []bool
 	// solves counts the Solve calls that ran the staircase.
 	solves int
+	// order is the fill-reducing order kept across Solve's steps, and
+	// orderEdges the edges (a prefix of edges) of the graph it was made
+	// for.
+	order      stepOrder
+	orderEdges int
 }
 
 // ErrNoEdges is the error (wrapped) of an incremental Solve before any
@@ -191,6 +201,7 @@ func (inc *Incremental) NumEdges() int { return len(inc.edges) }
 // On an error the solver is as it was before the call.
 func (inc *Incremental) Solve(ctx context.Context) (*Result, error) {
 	return inc.solve(func(g *posegraph.Graph, opts Options) (*Result, error) {
+		opts.order = &inc.order
 		return SolveWith(ctx, g, opts, nil)
 	})
 }
@@ -250,7 +261,11 @@ func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, er
 			opts.InitialPoses[k] = start[v]
 		}
 	}
+	inc.markTouched(solved)
 	res, err := solve(g, opts)
+	if inc.order.kept {
+		inc.orderEdges = len(inc.edges)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +276,37 @@ func (inc *Incremental) solve(solve func(*posegraph.Graph, Options) (*Result, er
 		}
 	}
 	return res, nil
+}
+
+// markTouched prepares the kept order (stepOrder) for a solve of the
+// vertices solved (arrival indices, in the graph's order): the vertices
+// that an edge the kept order's graph lacked reaches (an edge added
+// since, or one to a vertex it did not hold).
+func (inc *Incremental) markTouched(solved []int) {
+	o := &inc.order
+	o.kept = false
+	at := make([]int, len(inc.ids))
+	for k := range at {
+		at[k] = -1
+	}
+	for k, v := range solved {
+		at[v] = k
+	}
+	had := make([]bool, len(inc.ids))
+	for _, v := range o.prev {
+		had[v] = true
+	}
+	o.solved = solved
+	o.touched = make([]bool, len(solved))
+	for k, e := range inc.edges {
+		i, j := at[e.I], at[e.J]
+		if i < 0 || j < 0 {
+			continue
+		}
+		if k >= inc.orderEdges || !had[e.I] || !had[e.J] {
+			o.touched[i], o.touched[j] = true, true
+		}
+	}
 }
 
 // warmBCMSweeps is the BCM sweeps of a warm step (unless

@@ -150,6 +150,10 @@ type Options struct {
 	// certified estimate: the certificate's inverse iteration starts from
 	// the point itself (certifier.nullStart).
 	warmStep bool
+	// order, when not nil, gives the solve its fill-reducing order
+	// (Incremental's kept order: stepOrder) instead of a fresh BlockOrder
+	// and is told the analysis made with it.
+	order *stepOrder
 }
 
 // DefaultOptions returns the options a zero field stands for: every

@@ -251,12 +251,19 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	t0 := time.Now()
 	q := g.Laplacian(opts.Problem)
 	r.q = q
-	r.perm = sparse.BlockOrder(q, 0)
+	if opts.order != nil {
+		r.perm = opts.order.perm(q)
+	} else {
+		r.perm = sparse.BlockOrder(q, 0)
+	}
 	r.poseOrder = make([]int, q.N)
 	for k := range r.poseOrder {
 		r.poseOrder[k] = r.perm[k*q.B] / q.B
 	}
 	r.sym, _ = sparse.AnalyzeBlockPattern(q, r.perm)
+	if opts.order != nil {
+		opts.order.keep(r.sym)
+	}
 	r.plan = rounding.NewPlan(g, r.poseOrder, r.sym)
 	init, name, err := m.Init(ctx, r)
 	if err != nil {

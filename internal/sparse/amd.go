@@ -263,20 +263,30 @@ func expandBlockOrder(order []int, b int) []int {
 // graph adj[xadj[i]:xadj[i+1]] (no self loops) whose node i stands for w[i]
 // scalar variables. Degrees are weighted.
 func minDegree(n int, xadj, adj []int, w []int) []int {
+	return minDegreeElements(n, xadj, adj, w, nil)
+}
+
+// minDegreeElements is minDegree on a quotient graph that starts with
+// elements: elems[e] lists the nodes of a clique that eliminations made
+// before this ordering began (ReorderBlocks' kept subtrees), so a clique
+// costs its members' lists, not the square of its size. With elems nil it
+// is minDegree, order for order.
+func minDegreeElements(n int, xadj, adj []int, w []int, elems [][]int) []int {
 	const (
 		variable = iota
 		element
 		absorbed
 	)
-	vadj := make([][]int, n) // adjacent variables
-	eadj := make([][]int, n) // adjacent elements
-	le := make([][]int, n)   // variables of element e
-	lenW := make([]int, n)   // weight of le[e]
-	state := make([]uint8, n)
-	deg := make([]int, n)
-	mark := make([]int, n)
-	wE := make([]int, n)
-	wStamp := make([]int, n)
+	nn := n + len(elems)
+	vadj := make([][]int, nn) // adjacent variables
+	eadj := make([][]int, nn) // adjacent elements
+	le := make([][]int, nn)   // variables of element e
+	lenW := make([]int, nn)   // weight of le[e]
+	state := make([]uint8, nn)
+	deg := make([]int, nn)
+	mark := make([]int, nn)
+	wE := make([]int, nn)
+	wStamp := make([]int, nn)
 	// Dense nodes (AMD's rule: more than max(16, 10 sqrt(n)) neighbours)
 	// stay out of the elimination and are ordered last. A hub's neighbour
 	// list would otherwise be rescanned each time one of its neighbours is
@@ -309,6 +319,28 @@ func minDegree(n int, xadj, adj []int, w []int) []int {
 		}
 		vadj[i] = back[start:len(back):len(back)]
 		total += w[i]
+	}
+	// The given elements: each member's degree gains the rest of the
+	// clique (an upper bound, as the degrees are, where cliques overlap).
+	for k, members := range elems {
+		e := n + k
+		state[e] = element
+		for _, v := range members {
+			if isDense[v] {
+				continue
+			}
+			le[e] = append(le[e], v)
+			lenW[e] += w[v]
+			eadj[v] = append(eadj[v], e)
+		}
+		for _, v := range le[e] {
+			deg[v] += lenW[e] - w[v]
+		}
+	}
+	if len(elems) > 0 {
+		for i := 0; i < n; i++ {
+			deg[i] = min(deg[i], total-w[i])
+		}
 	}
 	// Degree buckets: doubly linked lists, so a degree update is O(1).
 	head := make([]int, total+1)
