@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/bcmsync/bcmsync/internal/smalldense"
 	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
@@ -251,21 +250,7 @@ func (p *PartCertifier) EigVector(dst []float64) {
 func (p *PartCertifier) EigLift(xn, x *blockmat.Blocks, alpha float64) float64 {
 	p.eigAlloc()
 	r, b, d := x.R, p.b, p.d
-	h, y := make([]float64, (r+1)*d), make([]float64, (r+1)*d)
-	for i := 0; i < p.q.N; i++ {
-		src, dst := x.Block(i), xn.Block(i)
-		copy(dst[:r*b], src)
-		for c := 0; c < b; c++ {
-			dst[r*b+c] = alpha * p.eig.v[i*b+c]
-		}
-		for k := 0; k <= r; k++ {
-			copy(h[k*d:(k+1)*d], dst[k*b:k*b+d])
-		}
-		smalldense.Polar(y, h, r+1, d)
-		for k := 0; k <= r; k++ {
-			copy(dst[k*b:k*b+d], y[k*d:(k+1)*d])
-		}
-	}
+	liftBlocks(xn, x, p.eig.v, alpha, d, p.q.N, make([]float64, (r+1)*d), make([]float64, (r+1)*d))
 	nq := make([]float64, (r+1)*b)
 	f := 0.0
 	for i := 0; i < p.nOwn; i++ {
@@ -421,27 +406,15 @@ const MethodEigParts = "inverse-iteration-parts"
 // the parts' shares. It returns the lifted point, which the parts then
 // hold, and F's decrease (0: none, and the point is x embedded).
 func escapeByParts(pe PartsEigen, n int) (*sparse.Blocks, float64, error) {
-	f0, _, err := pe.EigLift(0, false)
+	alpha, dec, err := escapeSearch(n, func(alpha float64) (float64, error) {
+		f, _, err := pe.EigLift(alpha, false)
+		return f, err
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	alpha := math.Sqrt(float64(n))
-	for k := 0; k < 60; k++ {
-		f, _, err := pe.EigLift(alpha, false)
-		if err != nil {
-			return nil, 0, err
-		}
-		if f < f0-1e-12*math.Abs(f0) {
-			f, xn, err := pe.EigLift(alpha, true)
-			if err != nil {
-				return nil, 0, err
-			}
-			return xn, f0 - f, nil
-		}
-		alpha /= 2
-	}
-	_, xn, err := pe.EigLift(0, true)
-	return xn, 0, err
+	_, xn, err := pe.EigLift(alpha, true) // alpha 0 when there is no decrease
+	return xn, dec, err
 }
 
 // checkEscaped tests the point the parts escaped to while the driver

@@ -548,48 +548,65 @@ const releaseCollect = 256 << 20
 // its polar factor, alpha halved until F decreases. Along that curve F
 // changes by alpha^2 v^T S v < 0 to second order (docs/design.md section 5).
 func escape(m *manifold, x *sparse.Blocks, v []float64) (*sparse.Blocks, float64) {
-	r, b, d := x.R, x.B, m.d
-	xn := sparse.NewBlocks(r+1, b, x.N)
+	xn := sparse.NewBlocks(x.R+1, x.B, x.N)
 	nq := m.newBlocks()
-	f0 := -1.0
-	// F at X itself (embedded with a zero row).
-	embed := func(alpha float64) {
-		for i := 0; i < x.N; i++ {
-			src, dst := x.Block(i), xn.Block(i)
-			copy(dst[:r*b], src)
-			for c := 0; c < b; c++ {
-				dst[r*b+c] = alpha * v[i*b+c]
-			}
-			// Retract the Stiefel part.
-			h := m.h
-			for k := 0; k <= r; k++ {
-				for c := 0; c < d; c++ {
-					h[k*d+c] = dst[k*b+c]
-				}
-			}
-			smalldense.Polar(m.y, h, r+1, d)
-			for k := 0; k <= r; k++ {
-				copy(dst[k*b:k*b+d], m.y[k*d:(k+1)*d])
-			}
-		}
-	}
-	embed(0)
-	m.mulQ(nq, xn)
-	f0 = inner(xn, nq)
-	alpha := math.Sqrt(float64(x.N))
-	for k := 0; k < 60; k++ {
-		embed(alpha)
+	_, dec, _ := escapeSearch(x.N, func(alpha float64) (float64, error) {
+		liftBlocks(xn, x, v, alpha, m.d, x.N, m.h, m.y)
 		m.mulQ(nq, xn)
-		f := inner(xn, nq)
-		if f < f0-1e-12*math.Abs(f0) {
-			return xn, f0 - f
+		return inner(xn, nq), nil
+	})
+	if dec == 0 {
+		// No decrease found (v was not a descent direction to working
+		// precision): continue from X embedded at the higher rank.
+		liftBlocks(xn, x, v, 0, m.d, x.N, m.h, m.y)
+	}
+	// Otherwise xn is the lift at alpha, the search's last.
+	return xn, dec
+}
+
+// escapeSearch is the escape's line search along the lift by alpha of
+// f(alpha), F at the point lifted with alpha times the eigenvector: from
+// alpha = sqrt(n), halved until F falls below F(0) by more than its
+// rounding, at most 60 times. It returns that alpha and F's decrease (0:
+// none found).
+func escapeSearch(n int, f func(alpha float64) (float64, error)) (alpha, dec float64, err error) {
+	f0, err := f(0)
+	if err != nil {
+		return 0, 0, err
+	}
+	alpha = math.Sqrt(float64(n))
+	for k := 0; k < 60; k++ {
+		fa, err := f(alpha)
+		if err != nil {
+			return 0, 0, err
+		}
+		if fa < f0-1e-12*math.Abs(f0) {
+			return alpha, f0 - fa, nil
 		}
 		alpha /= 2
 	}
-	// No decrease found (v was not a descent direction to working
-	// precision): continue from X embedded at the higher rank.
-	embed(0)
-	return xn, 0
+	return 0, 0, nil
+}
+
+// liftBlocks sets the first n blocks of xn (rank x.R+1) to x's with a new
+// row alpha times v's block, each Stiefel part retracted by the polar
+// factor; h and y are scratch of (x.R+1)*d values.
+func liftBlocks(xn, x *sparse.Blocks, v []float64, alpha float64, d, n int, h, y []float64) {
+	r, b := x.R, x.B
+	for i := 0; i < n; i++ {
+		src, dst := x.Block(i), xn.Block(i)
+		copy(dst[:r*b], src)
+		for c := 0; c < b; c++ {
+			dst[r*b+c] = alpha * v[i*b+c]
+		}
+		for k := 0; k <= r; k++ {
+			copy(h[k*d:(k+1)*d], dst[k*b:k*b+d])
+		}
+		smalldense.Polar(y, h, r+1, d)
+		for k := 0; k <= r; k++ {
+			copy(dst[k*b:k*b+d], y[k*d:(k+1)*d])
+		}
+	}
 }
 
 // centered returns the poses shifted so their translations average zero. F
