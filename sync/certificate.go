@@ -382,8 +382,7 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 // point.
 func (c *certifier) eigenvectorByParts(cert *certificate, pe PartsEigen) (done bool, err error) {
 	d := c.d
-	slack := gapAllowed(cert.trLambda, c.fUnit(), c.gapTol, c.gapAbs) / 2
-	sigma := math.Max(slack/c.weightAll, c.eigTol)
+	_, sigma := c.shifts(cert.trLambda)
 	normS := c.q.MaxDiag()
 	tau0 := math.Max(1000*sigma*c.weightAll/float64(d*c.nposes), 1e-12*normS)
 	val, ok, err := c.eigByParts(pe, tau0, normS)
@@ -396,6 +395,15 @@ func (c *certifier) eigenvectorByParts(cert *certificate, pe PartsEigen) (done b
 		return err == nil && ok
 	})
 	return true, nil
+}
+
+// shifts returns the certificate's shifts for a point whose tr(Lambda) is
+// trLambda: each spends half the allowance, on the anchor's block alone
+// (sigmaA) or on every pose's (sigma), and none is below the rounding
+// floor.
+func (c *certifier) shifts(trLambda float64) (sigmaA, sigma float64) {
+	slack := gapAllowed(trLambda, c.fUnit(), c.gapTol, c.gapAbs) / 2
+	return math.Max(slack/c.weightAnchor, 10*c.eigTol), math.Max(slack/c.weightAll, c.eigTol)
 }
 
 // certifyCentral is certify on the point itself: S built and factored
@@ -413,9 +421,7 @@ func (c *certifier) certifyCentral(m *manifold, x *sparse.Blocks, wantVector boo
 			return cert, err
 		}
 	}
-	slack := gapAllowed(cert.trLambda, c.fUnit(), c.gapTol, c.gapAbs) / 2
-	sigmaA := math.Max(slack/c.weightAnchor, 10*c.eigTol)
-	sigma := math.Max(slack/c.weightAll, c.eigTol)
+	sigmaA, sigma := c.shifts(cert.trLambda)
 	cert.floorCost = c.floor
 	for k, t := range c.tries(sigmaA, sigma) {
 		if k > 0 && c.pastDeadline() {
@@ -976,9 +982,7 @@ func (c *certifier) certifyByParts(m *manifold, x *sparse.Blocks) (cert certific
 		tr = own
 	}
 	cert = certificate{trLambda: tr, minEig: math.NaN(), floorCost: c.floor}
-	slack := gapAllowed(tr, c.fUnit(), c.gapTol, c.gapAbs) / 2
-	sigmaA := math.Max(slack/c.weightAnchor, 10*c.eigTol)
-	sigma := math.Max(slack/c.weightAll, c.eigTol)
+	sigmaA, sigma := c.shifts(tr)
 	for k, t := range c.tries(sigmaA, sigma) {
 		if k > 0 && c.pastDeadline() {
 			return cert, false, nil
