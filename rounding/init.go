@@ -31,8 +31,9 @@ func Chordal(g *posegraph.Graph) ([]posegraph.Pose, error) {
 // pose graph (order[k] = the pose eliminated k-th, a permutation of
 // 0..n-1), for a caller that has one already: sync.Solve orders the
 // connection Laplacian, whose block graph is the pose graph, and ordering a
-// million-pose 3-D graph by nested dissection takes seconds. Both systems
-// use it without their anchored pose. nil computes one, as Chordal does.
+// million-pose 3-D graph by nested dissection takes seconds. The chordal
+// system is grounded at pose 0 and the translation system at the anchor;
+// both keep every pose in the order. nil computes one, as Chordal does.
 func ChordalOrdered(g *posegraph.Graph, order []int) ([]posegraph.Pose, error) {
 	if x, ok, err := aroundWorld(g, order, false, ChordalOrdered); ok {
 		return x, err // priors.go

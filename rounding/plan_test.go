@@ -132,6 +132,9 @@ func TestGroundedSystem(t *testing.T) {
 					a[i].T[2] = 0
 				}
 			}
+			if groundedOn(g, sym) == nil {
+				t.Fatalf("d=%d anchor %d: the translation system does not take Q's analysis", d, anchor)
+			}
 			b := slices.Clone(a)
 			if err := RecoverTranslations(g, a); err != nil {
 				t.Fatal(err)

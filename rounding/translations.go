@@ -140,8 +140,8 @@ func newTranslationSystem(g *posegraph.Graph, order []int) (*translationSystem, 
 // exactly zero, so its entries add exact zeros). Its block pattern, one
 // scalar per pose, is Q's, so sym (if not nil, the block analysis of Q's
 // pattern in order) serves it as it serves every other factorization of
-// a solve, where the anchored system needed a scalar analysis of its own,
-// as costly as all the solve's other analyses together.
+// a solve, where the anchored system needed a scalar analysis of its own
+// (0.69G of a 37G city10000 replay's instructions; 0.17G now, docs/online.md).
 func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic) (*translationSystem, error) {
 	n, anchor := g.N(), g.Anchor()
 	var lap *sparse.BlockSym

@@ -206,6 +206,10 @@ func SolveWith(ctx context.Context, g *posegraph.Graph, opts Options, m LevelOpt
 		r.deadline = start.Add(opts.TimeLimit)
 	}
 	r.res = &Result{Problem: opts.Problem, Graph: g, Options: opts}
+	// The Incremental's own state is not an option the caller gave: a
+	// solve with the result's Options must neither share the kept order
+	// (it would overwrite it) nor take the warm step's shortcuts.
+	r.res.Options.order, r.res.Options.warmStep = nil, false
 	r.res.ExpectedObjective, r.res.ExpectedObjectiveSD = expectedObjective(g, opts.Problem)
 	r.res.WeightSpread = weightSpread(g, opts.Problem)
 	r.st = &stages{res: r.res, start: start, deadline: r.deadline}

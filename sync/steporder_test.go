@@ -49,6 +49,9 @@ func TestIncrementalKeepsOrder(t *testing.T) {
 				if !res.Certified {
 					t.Fatalf("step %d: %s", k, res.Status)
 				}
+				if res.Options.order != nil || res.Options.warmStep {
+					t.Fatalf("step %d: the result's Options carry the Incremental's state (a solve with them would share its order)", k)
+				}
 				o := &inc.order
 				if k == 0 && !o.fresh {
 					t.Fatalf("step 0: no fresh order")

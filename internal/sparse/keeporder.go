@@ -33,8 +33,9 @@ import (
 // the map (city10000) that constraint made the factor 2.7 to 2.9 times
 // costlier than a fresh order's at the median step (4.4 to 5.1 at
 // worst), against 1.03 (1.16) without it (BenchmarkReorder in
-// sparsebench), so the reordered blocks are ordered by minimum degree
-// alone.
+// sparsebench; the constrained figures came from a variant of this
+// function that ordered the touched blocks last, which is not kept), so
+// the reordered blocks are ordered by minimum degree alone.
 //
 // reordered is the number of blocks ordered afresh. The kept order can
 // grow costlier than a fresh one (BlockOrder) as the graph grows;
