@@ -296,7 +296,7 @@ func (inc *Incremental) markTouched(solved []int) {
 	for _, v := range o.prev {
 		had[v] = true
 	}
-	o.solved = solved
+	o.solved, o.at = solved, at
 	o.touched = make([]bool, len(solved))
 	for k, e := range inc.edges {
 		i, j := at[e.I], at[e.J]

@@ -21,6 +21,9 @@ type stepOrder struct {
 	// since the kept order reach (new vertices need no mark).
 	solved  []int
 	touched []bool
+	// at is solved's inverse: the index in the graph solved of each
+	// arrival index, -1 for none.
+	at []int
 	// The kept order: arrival indices in elimination order (postorder)
 	// and the elimination tree by position, from the last solve's
 	// analysis; freshAt is the number of blocks at the last fresh order.
@@ -48,17 +51,12 @@ func (o *stepOrder) perm(q *sparse.BlockSym) []int {
 	}
 	// The kept order in q's numbering; a vertex it holds that the graph
 	// lacks (never, as the graph only grows) makes it useless.
-	at := make(map[int]int, len(o.solved))
-	for k, v := range o.solved {
-		at[v] = k
-	}
 	prev := make([]int, len(o.prev))
 	for k, v := range o.prev {
-		i, ok := at[v]
-		if !ok {
+		if v >= len(o.at) || o.at[v] < 0 {
 			return o.freshOrder(q)
 		}
-		prev[k] = i
+		prev[k] = o.at[v]
 	}
 	kept, reordered, err := sparse.ReorderBlocks(q, prev, o.parent, o.touched)
 	if err != nil {
