@@ -159,12 +159,13 @@ func newAgent(bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOption
 	}
 	a := &agent{opts: opts, g: g, p: p, l: l, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
 	a.cond = stdsync.NewCond(&a.mu)
-	h := overlapOf(opts.Overlap, g, p)
+	adj := poseAdjacency(g)
+	h := overlapOf(opts.Overlap, adj, p)
 	if h > maxOverlap {
 		return nil, fmt.Errorf("agent %d: overlap %d above %d", k, h, maxOverlap)
 	}
 	if h > 0 {
-		if l.ov, l.shared, err = newOverlap(g, p, l, h); err != nil {
+		if l.ov, l.shared, err = newOverlap(g, adj, p, l, h); err != nil {
 			return nil, fmt.Errorf("agent %d: %w", k, err)
 		}
 	}

@@ -272,7 +272,7 @@ type coordinator struct {
 	// between a run and its resumption).
 	fingerprint, ckPrint string
 	// overlap is the agents' overlap (Options.Overlap), reads[k] the poses
-	// of other parts that agent k reads (nil until setOne needs them).
+	// of other parts that agent k reads (overlapReads).
 	overlap int
 	reads   [][]int
 	// ctx is the solve's context, for the certificate and the rounding
@@ -343,11 +343,13 @@ func newCoordinator(bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*c
 			"solve the pose problem, or use solve --rotations, which leaves them out", g.Source)
 	}
 	bus, auth := secure(bus, opts.Key, opts.Subject, coordinatorPart, opts.Sync.Logger)
-	h := overlapOf(opts.Overlap, g, p)
+	adj := poseAdjacency(g)
+	h := overlapOf(opts.Overlap, adj, p)
 	if h > maxOverlap {
 		return nil, fmt.Errorf("distributed: overlap %d above %d", h, maxOverlap)
 	}
-	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.readGraph(g, h), seq: make([]uint64, p.K),
+	reads := overlapReads(adj, p, h)
+	c := &coordinator{opts: opts, bus: bus, g: g, p: p, nb: p.readGraph(g, h, reads), reads: reads, seq: make([]uint64, p.K),
 		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D), overlap: h}
 	c.ckPrint = fingerprint(g, p, kind)
 	c.fingerprint = c.ckPrint + overlapTag(h)
@@ -871,20 +873,10 @@ func (c *coordinator) set(ctx context.Context, x *sparse.Blocks) error {
 // reads (its halo and ring, overlap.go).
 func (c *coordinator) setOne(ctx context.Context, k int, x *sparse.Blocks) error {
 	m := &message{Op: opSet, Rank: x.R, B: x.B, Needs: c.needsOf(k, nil)}
-	c.mu.Lock()
-	if c.reads == nil {
-		c.reads = make([][]int, c.p.K)
-		adj := poseAdjacency(c.g)
-		for q := range c.reads {
-			halo, ring := overlapSets(adj, c.p, q, c.overlap)
-			c.reads[q] = append(halo, ring...)
-		}
-	}
 	known := make(map[int]bool, len(c.reads[k]))
 	for _, i := range c.reads[k] {
 		known[i] = true
 	}
-	c.mu.Unlock()
 	for i := 0; i < c.g.N(); i++ {
 		if c.p.Part[i] == k || known[i] {
 			m.Index = append(m.Index, uint32(i))

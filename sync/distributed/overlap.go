@@ -29,14 +29,15 @@ import (
 // agent's statistics, momentum, certificate and rounding are of its own
 // poses, as without overlap: only the update sees the halo.
 
-// overlapOf maps an option's overlap to the hops of g's run in parts p:
+// overlapOf maps an option's overlap to the hops of a run in parts p of
+// the graph whose pose adjacency is adj (poseAdjacency):
 // positive is itself, negative none, and 0 the largest overlap, at least 1
 // and up to maxAutoOverlap hops, at which every part's halo holds at most
 // haloShare of as many poses as the part (autoOverlap).
-func overlapOf(h int, g *posegraph.Graph, p *Partition) int {
+func overlapOf(h int, adj [][]int, p *Partition) int {
 	switch {
 	case h == 0:
-		return autoOverlap(g, p)
+		return autoOverlap(adj, p)
 	case h < 0:
 		return 0
 	}
@@ -49,8 +50,7 @@ func overlapOf(h int, g *posegraph.Graph, p *Partition) int {
 const haloShare = 2.0 / 3
 
 // autoOverlap is Options.Overlap's default (overlapOf).
-func autoOverlap(g *posegraph.Graph, p *Partition) int {
-	adj := poseAdjacency(g)
+func autoOverlap(adj [][]int, p *Partition) int {
 	best := maxAutoOverlap
 	for k := 0; k < p.K && best > 0; k++ {
 		own := p.Owned(k)
@@ -167,20 +167,28 @@ func publishedPoses(adj [][]int, p *Partition, k, h int) []int {
 	return out
 }
 
+// overlapReads returns, for each part, the other parts' poses its agent
+// reads at overlap h (its halo and ring, overlapSets).
+func overlapReads(adj [][]int, p *Partition, h int) [][]int {
+	reads := make([][]int, p.K)
+	for k := range reads {
+		halo, ring := overlapSets(adj, p, k, h)
+		reads[k] = append(halo, ring...)
+	}
+	return reads
+}
+
 // readGraph returns, for each part, the sorted parts whose poses its
-// agent reads at overlap h (those within h+1 hops of its own): the agent
-// graph of the commands' needs and of the colouring. At h = 0 it is
-// AgentGraph.
-func (p *Partition) readGraph(g *posegraph.Graph, h int) [][]int {
+// agent reads at overlap h (reads, overlapReads): the agent graph of the
+// commands' needs and of the colouring. At h = 0 it is AgentGraph.
+func (p *Partition) readGraph(g *posegraph.Graph, h int, reads [][]int) [][]int {
 	if h == 0 {
 		return p.AgentGraph(g)
 	}
-	adj := poseAdjacency(g)
 	nb := make([][]int, p.K)
 	for k := range nb {
-		halo, ring := overlapSets(adj, p, k, h)
 		seen := map[int]bool{}
-		for _, i := range append(halo, ring...) {
+		for _, i := range reads[k] {
 			seen[p.Part[i]] = true
 		}
 		for q := range seen {
@@ -205,8 +213,7 @@ type overlap struct {
 
 // newOverlap builds agent k's overlapping subproblem at overlap h >= 1 and
 // the list of its own poses it publishes (local indices of l).
-func newOverlap(g *posegraph.Graph, p *Partition, l *local, h int) (*overlap, []int, error) {
-	adj := poseAdjacency(g)
+func newOverlap(g *posegraph.Graph, adj [][]int, p *Partition, l *local, h int) (*overlap, []int, error) {
 	k := l.part
 	halo, _ := overlapSets(adj, p, k, h)
 	in := make(map[int]bool, len(l.own)+len(halo))

@@ -70,7 +70,7 @@ func TestOverlapSets(t *testing.T) {
 				p.Part[i] = rng.IntN(K)
 			}
 			for h := 0; h <= 4; h++ {
-				nb := p.readGraph(g, h)
+				nb := p.readGraph(g, h, overlapReads(poseAdjacency(g), p, h))
 				for k := 0; k < K; k++ {
 					halo, ring := overlapSets(adj, p, k, h)
 					var wantHalo, wantRing, wantPub []int
@@ -147,7 +147,7 @@ func TestOverlapSolve(t *testing.T) {
 		}
 		return true
 	}
-	auto := overlapOf(0, g, p)
+	auto := overlapOf(0, poseAdjacency(g), p)
 	if auto < 1 || auto > 1 && !within(auto) || auto < maxAutoOverlap && within(auto+1) {
 		t.Fatalf("the default overlap is %d hops", auto)
 	}
@@ -214,7 +214,7 @@ func TestOverlapRounds(t *testing.T) {
 				t.Errorf("%s, overlap %d: %s, F %.12g, central %.12g", name, h, res.Status, res.Objective, central.Objective)
 			}
 			t.Logf("%s overlap %d (hops %d): %d rounds, %.0f bytes per round, F - F* %.2g relative, %.1f s",
-				name, h, overlapOf(h, g, p), st.Rounds, st.RoundBytes(), rel, time.Since(t0).Seconds())
+				name, h, overlapOf(h, poseAdjacency(g), p), st.Rounds, st.RoundBytes(), rel, time.Since(t0).Seconds())
 		}
 	}
 }
