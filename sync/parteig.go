@@ -40,10 +40,10 @@ import (
 // and, for EigStep's solve, the factor of the last ProveFactor, which
 // must have been made with a positive Tau.
 type PartsEigen interface {
-	// EigStep has every part scale its piece of the vector by s (the
-	// first call, with start set, starts from the fixed start vector
-	// instead), then, if solve, replace it by (S + tau I)^-1 times it by
-	// parts. It returns the sums over the parts of ||v||^2, v^T S v and
+	// EigStep has every part set its piece of the vector to s times the
+	// last one the parts computed (the first call, with start set, to s
+	// times the fixed start vector), so that a step resent is harmless,
+	// then, if solve, replace it by (S + tau I)^-1 times it by parts. It returns the sums over the parts of ||v||^2, v^T S v and
 	// ||S v||^2 at the new vector.
 	EigStep(s float64, start, solve bool) (EigSums, error)
 	// EigLift has every part lift its blocks (own and bordering) to rank
@@ -203,21 +203,10 @@ func (p *PartCertifier) EigScale(s float64) EigSums {
 func (p *PartCertifier) eigSums() EigSums {
 	b, d, e := p.b, p.d, p.eig
 	var s EigSums
+	v := &blockmat.Blocks{R: 1, B: b, N: p.q.N, Data: e.v} // v as a rank-1 point: (v Q)_i is (Q v)_i
 	for i := 0; i < p.nOwn; i++ {
 		out := e.sv[i*b : (i+1)*b]
-		clear(out)
-		for k := p.q.RowPtr[i]; k < p.q.RowPtr[i+1]; k++ {
-			j := p.q.ColIdx[k]
-			blk := p.q.Block(k)
-			vj := e.v[j*b : (j+1)*b]
-			for r := 0; r < b; r++ {
-				t := 0.0
-				for f := 0; f < b; f++ {
-					t += blk[r*b+f] * vj[f]
-				}
-				out[r] += t
-			}
-		}
+		p.q.MulBlockRow(out, v, i)
 		l := p.lam[i*d*d : (i+1)*d*d]
 		vi := e.v[i*b : (i+1)*b]
 		for r := 0; r < d; r++ {
