@@ -1,0 +1,114 @@
+//go:build linux
+
+package hugeheap
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"unsafe"
+)
+
+const (
+	thpDir = "/sys/kernel/mm/transparent_hugepage/"
+	// defaultHugePage is the PMD size on amd64 and arm64 with 4 KB pages,
+	// for a kernel that does not say (hpage_pmd_size appeared in 4.18).
+	defaultHugePage = 2 << 20
+)
+
+// Reserve grows the heap by about n bytes of fresh memory marked for huge
+// pages and frees it, and returns the marked range [start, end) (empty when
+// it did nothing). Call it at most once, early in the process and before the
+// large allocations: only memory the heap has not yet used is fresh, and a
+// region the heap already used would be cleared (touched) by the
+// allocation.
+//
+// It does nothing when the environment turns it off (Off), when THP is
+// "never" (the mark is ignored) or "always" (every aligned region gets huge
+// pages already), or when n is below one huge page. n is capped at half the
+// machine's memory, so that a generous estimate never makes the runtime's
+// mapping fail under the kernel's overcommit heuristic; and with strict
+// overcommit (vm.overcommit_memory 2), where the untouched region would
+// still count against the commit limit, it does nothing.
+func Reserve(n int) (start, end uintptr) {
+	if Off() || !madviseMode() || strictOvercommit() {
+		return 0, 0
+	}
+	hp := hugePageSize()
+	if half := memTotal() / 2; half > 0 && n > half {
+		n = half
+	}
+	if n < hp {
+		return 0, 0
+	}
+	// One more huge page so that the aligned interior covers n.
+	b := make([]byte, n+hp)
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start = (lo + uintptr(hp) - 1) &^ (uintptr(hp) - 1)
+	end = start + uintptr(n)&^(uintptr(hp)-1)
+	off := int(start - lo)
+	if syscall.Madvise(b[off:off+int(end-start)], syscall.MADV_HUGEPAGE) != nil {
+		start, end = 0, 0
+	}
+	b = nil
+	// The block is dead; a collection now frees its pages for the next
+	// allocations. Without it the runtime would collect anyway at its next
+	// allocation (the block is far above the heap goal), but concurrently,
+	// and the allocations made meanwhile would grow the heap past the
+	// marked region.
+	runtime.GC()
+	return start, end
+}
+
+// madviseMode reports whether THP is in "madvise" mode, the one in which
+// marking memory changes what the kernel does.
+func madviseMode() bool {
+	b, err := os.ReadFile(thpDir + "enabled")
+	return err == nil && bytes.Contains(b, []byte("[madvise]"))
+}
+
+// hugePageSize is the size of a transparent huge page.
+func hugePageSize() int {
+	if v := readInt(thpDir + "hpage_pmd_size"); v > 0 {
+		return v
+	}
+	return defaultHugePage
+}
+
+// strictOvercommit reports whether the kernel refuses to overcommit memory.
+func strictOvercommit() bool {
+	return readInt("/proc/sys/vm/overcommit_memory") == 2
+}
+
+// memTotal is the machine's memory in bytes, or 0 if unknown.
+func memTotal() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	rest, ok := bytes.CutPrefix(line, []byte("MemTotal:"))
+	if !ok {
+		return 0
+	}
+	kb, err := strconv.Atoi(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte("kB")))))
+	if err != nil {
+		return 0
+	}
+	return kb << 10
+}
+
+// readInt reads a file holding one decimal integer; 0 if it cannot.
+func readInt(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+	if err != nil {
+		return 0
+	}
+	return v
+}
