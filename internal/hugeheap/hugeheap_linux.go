@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -43,7 +44,11 @@ func Reserve(n int) (start, end uintptr) {
 	if n < hp {
 		return 0, 0
 	}
-	// One more huge page so that the aligned interior covers n.
+	// One more huge page so that the aligned interior covers n. The
+	// collector is off meanwhile: the block is far above the heap goal, so
+	// allocating it would start a collection, with the block still live,
+	// before the one below that frees it.
+	gcPercent := debug.SetGCPercent(-1)
 	b := make([]byte, n+hp)
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	start = (lo + uintptr(hp) - 1) &^ (uintptr(hp) - 1)
@@ -53,6 +58,7 @@ func Reserve(n int) (start, end uintptr) {
 		start, end = 0, 0
 	}
 	b = nil
+	debug.SetGCPercent(gcPercent)
 	// The block is dead; a collection now frees its pages for the next
 	// allocations. Without it the runtime would collect anyway at its next
 	// allocation (the block is far above the heap goal), but concurrently,
