@@ -36,5 +36,7 @@ func reserveHeap(file string) {
 	if n < minReserve || n != int64(int(n)) {
 		return
 	}
-	hugeheap.Reserve(int(n))
+	if start, end := hugeheap.Reserve(int(n)); end > start {
+		heapReserved(int64(end - start))
+	}
 }
