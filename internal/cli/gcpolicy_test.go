@@ -33,14 +33,21 @@ func TestGCPolicy(t *testing.T) {
 		t.Fatalf("GC percent %d with %d bytes live, want %d", p, len(small), smallHeapGCPercent)
 	}
 	runtime.KeepAlive(small)
-	live := make([]byte, largeHeap+1<<20)
+	collectUntil(t, largeHeap+1<<20, largeHeapGCPercent)
+}
+
+// collectUntil keeps n bytes live (written, so resident) and collects until
+// the checks after the collections (checkHeap) set the percentage to want.
+func collectUntil(t *testing.T, n, want int) {
+	t.Helper()
+	live := make([]byte, n)
 	for i := range live {
 		live[i] = byte(i)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for gcPercent() != largeHeapGCPercent {
+	for gcPercent() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("GC percent still %d with %d bytes live, want %d", gcPercent(), len(live), largeHeapGCPercent)
+			t.Fatalf("GC percent still %d with %d bytes live, want %d", gcPercent(), len(live), want)
 		}
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
@@ -100,17 +107,5 @@ func TestGCPolicyReserved(t *testing.T) {
 		t.Fatalf("GC percent %d after a %d-byte reservation, want %d", p, maxRaisedReserve, reservedHeapGCPercent)
 	}
 	// Live memory whose goal passes the reservation but not largeHeap.
-	live := make([]byte, maxRaisedReserve/4)
-	for i := range live {
-		live[i] = byte(i)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for gcPercent() != smallHeapGCPercent {
-		if time.Now().After(deadline) {
-			t.Fatalf("GC percent still %d with %d bytes live, want %d", gcPercent(), len(live), smallHeapGCPercent)
-		}
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	runtime.KeepAlive(live)
+	collectUntil(t, maxRaisedReserve/4, smallHeapGCPercent)
 }

@@ -32,9 +32,11 @@ const (
 // machine's memory, so that a generous estimate never makes the runtime's
 // mapping fail under the kernel's overcommit heuristic; and with strict
 // overcommit (vm.overcommit_memory 2), where the untouched region would
-// still count against the commit limit, it does nothing.
+// still count against the commit limit, or under a limit on the address
+// space (ulimit -v or -d), it does nothing: a heap growth the kernel
+// refuses is a fatal error in the Go runtime, not an error to return.
 func Reserve(n int) (start, end uintptr) {
-	if Off() || !madviseMode() || strictOvercommit() {
+	if Off() || !madviseMode() || strictOvercommit() || addressLimited() {
 		return 0, 0
 	}
 	hp := hugePageSize()
@@ -86,6 +88,18 @@ func hugePageSize() int {
 // strictOvercommit reports whether the kernel refuses to overcommit memory.
 func strictOvercommit() bool {
 	return readInt("/proc/sys/vm/overcommit_memory") == 2
+}
+
+// addressLimited reports whether the process's address space or data
+// segment is limited (RLIMIT_AS, RLIMIT_DATA).
+func addressLimited() bool {
+	for _, r := range []int{syscall.RLIMIT_AS, syscall.RLIMIT_DATA} {
+		var lim syscall.Rlimit
+		if syscall.Getrlimit(r, &lim) != nil || lim.Cur != ^uint64(0) {
+			return true
+		}
+	}
+	return false
 }
 
 // memTotal is the machine's memory in bytes, or 0 if unknown.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 )
@@ -121,5 +122,33 @@ func TestReserveSmall(t *testing.T) {
 	t.Setenv(Env, "")
 	if start, end := Reserve(4096); start != 0 || end != 0 {
 		t.Errorf("Reserve(4096) = [%#x, %#x), want nothing", start, end)
+	}
+}
+
+// Under a limit on the address space Reserve does nothing: a heap growth
+// past the limit would end the process.
+func TestReserveAddressLimit(t *testing.T) {
+	if thpMode() != "madvise" || strictOvercommit() {
+		t.Skip("Reserve does nothing here anyway")
+	}
+	t.Setenv(Env, "")
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &old); err != nil {
+		t.Skip(err)
+	}
+	if old.Cur != ^uint64(0) {
+		t.Skip("the address space is limited already")
+	}
+	lim := old
+	lim.Cur = 1 << 46
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+		t.Skip(err)
+	}
+	start, end := Reserve(16 << 20)
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &old); err != nil {
+		t.Fatal(err)
+	}
+	if start != 0 || end != 0 {
+		t.Errorf("Reserve under RLIMIT_AS = [%#x, %#x), want nothing", start, end)
 	}
 }
