@@ -29,12 +29,13 @@ const (
 // It does nothing when the environment turns it off (Off), when THP is
 // "never" (the mark is ignored) or "always" (every aligned region gets huge
 // pages already), or when n is below one huge page. n is capped at half the
-// machine's memory, so that a generous estimate never makes the runtime's
-// mapping fail under the kernel's overcommit heuristic; and with strict
-// overcommit (vm.overcommit_memory 2), where the untouched region would
-// still count against the commit limit, or under a limit on the address
-// space (ulimit -v or -d), it does nothing: a heap growth the kernel
-// refuses is a fatal error in the Go runtime, not an error to return.
+// runtime's memory limit (GOMEMLIMIT) and at half the machine's memory, so
+// that a generous estimate never makes the runtime's mapping fail under the
+// kernel's overcommit heuristic. With strict overcommit
+// (vm.overcommit_memory 2), where the untouched region would still count
+// against the commit limit, or under a limit on the address space (ulimit
+// -v or -d), it does nothing: a heap growth the kernel refuses is a fatal
+// error in the Go runtime, not an error to return.
 func Reserve(n int) (start, end uintptr) {
 	if Off() || !madviseMode() || strictOvercommit() || addressLimited() {
 		return 0, 0
@@ -42,6 +43,13 @@ func Reserve(n int) (start, end uintptr) {
 	hp := hugePageSize()
 	if half := memTotal() / 2; half > 0 && n > half {
 		n = half
+	}
+	// The freed region counts as the process's memory for the runtime's
+	// memory limit (GOMEMLIMIT) until the scavenger returns it, so it
+	// must not come near the limit: the collector and the scavenger would
+	// work to bring the process under it.
+	if limit := debug.SetMemoryLimit(-1); int64(n) > limit/2 {
+		n = int(limit / 2)
 	}
 	if n < hp {
 		return 0, 0

@@ -5,6 +5,7 @@ package hugeheap
 import (
 	"bufio"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,5 +151,20 @@ func TestReserveAddressLimit(t *testing.T) {
 	}
 	if start != 0 || end != 0 {
 		t.Errorf("Reserve under RLIMIT_AS = [%#x, %#x), want nothing", start, end)
+	}
+}
+
+// Under a memory limit the reservation is at most half of it.
+func TestReserveMemoryLimit(t *testing.T) {
+	if thpMode() != "madvise" || strictOvercommit() || addressLimited() {
+		t.Skip("Reserve does nothing here anyway")
+	}
+	t.Setenv(Env, "")
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	const limit = 64 << 20
+	debug.SetMemoryLimit(limit)
+	start, end := Reserve(4 << 30)
+	if end-start > limit/2 {
+		t.Errorf("Reserve under a %d-byte memory limit marked %d bytes, want at most half", limit, end-start)
 	}
 }
