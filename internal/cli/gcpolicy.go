@@ -28,11 +28,11 @@ const (
 // the heap goal stays within the reservation. There fresh memory costs a
 // page fault per 2 MB instead of per 4 KB, so the collections the default
 // percentage runs to keep the heap small cost more than the memory they
-// save: smallGrid3D, MIT, CSAIL, FR079 and intel run 1 or 2 collections
-// fewer and 1.4 to 3.8% fewer instructions (docs/tuning.md). Beyond the reservation new memory would fault in
-// 4 KB pages again, and peak memory would grow with no bound but the
-// percentage, so once a collection sets a goal past it the percentage
-// falls back to smallHeapGCPercent.
+// save: smallGrid3D, MIT, CSAIL, FR079 and intel run up to 3 collections
+// fewer and 1.4 to 3.8% fewer instructions (docs/tuning.md). Beyond the
+// reservation new memory would fault in 4 KB pages again, and peak memory
+// would grow with no bound but the percentage, so once a collection sets a
+// goal past it the percentage falls back to smallHeapGCPercent.
 const (
 	reservedHeapGCPercent = 400
 	// maxRaisedReserve bounds the reservations that raise the
@@ -115,13 +115,12 @@ func armHeapWatch() {
 //
 // The live heap is read from the heap goal the collection set, which at
 // a percentage p is (1 + p/100) times the live heap plus the roots (stacks
-// and globals, well under a megabyte here). Under a raised percentage
-// (heapReserved), a goal past the reservation restores
-// smallHeapGCPercent. runtime/metrics reads the
-// live heap itself, but importing it costs every process 0.49M
-// instructions of package initialization (building its table of
-// descriptions), a fifth of `bcmsync --version`; ReadMemStats stops the
-// world for microseconds, once per collection while the heap is small.
+// and globals, well under a megabyte here). runtime/metrics reads the live
+// heap itself, but importing it costs every process 0.49M instructions of
+// package initialization (building its table of descriptions), a fifth of
+// `bcmsync --version`; ReadMemStats stops the world for microseconds, once
+// per collection while the heap is small. Under a raised percentage
+// (heapReserved), a goal past the reservation restores smallHeapGCPercent.
 func checkHeap(*heapSentinel) {
 	if !policyOn.Load() {
 		return

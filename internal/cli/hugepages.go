@@ -16,8 +16,9 @@ const heapPerInputByte = 64
 // minReserve is the smallest reservation worth its collection: the
 // runtime's minimum heap goal. A solve whose heap stays below it may never
 // collect, and there the forced collection's own first-time costs (some
-// 200 page faults of collector metadata and worker stacks) exceed what
-// huge pages save; above it the solve collects anyway.
+// 250 page faults, most of them the first blocks of the runtime's span
+// sets, written by the first sweep) exceed what huge pages save; above it
+// the solve collects anyway.
 const minReserve = 4 << 20
 
 // reserveHeap asks for huge pages (internal/hugeheap) on the heap a solve

@@ -37,7 +37,8 @@ const (
 // -v or -d), it does nothing: a heap growth the kernel refuses is a fatal
 // error in the Go runtime, not an error to return.
 func Reserve(n int) (start, end uintptr) {
-	if Off() || !madviseMode() || strictOvercommit() || addressLimited() {
+	// A 32-bit address space has no room to spare for a reservation.
+	if strconv.IntSize < 64 || Off() || !madviseMode() || strictOvercommit() || addressLimited() {
 		return 0, 0
 	}
 	hp := hugePageSize()

@@ -163,7 +163,7 @@ func TestReserveMemoryLimit(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	const limit = 64 << 20
 	debug.SetMemoryLimit(limit)
-	start, end := Reserve(4 << 30)
+	start, end := Reserve(limit * 4)
 	if end-start > limit/2 {
 		t.Errorf("Reserve under a %d-byte memory limit marked %d bytes, want at most half", limit, end-start)
 	}
