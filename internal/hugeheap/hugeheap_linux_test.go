@@ -73,8 +73,8 @@ func TestReserveMarksHeap(t *testing.T) {
 	if mode := thpMode(); mode != "madvise" {
 		t.Skipf("THP mode %q: Reserve does nothing unless it is madvise", mode)
 	}
-	if strictOvercommit() {
-		t.Skip("strict overcommit: Reserve does nothing")
+	if strictOvercommit() || addressLimited() || strconv.IntSize < 64 {
+		t.Skip("strict overcommit, a limited or 32-bit address space: Reserve does nothing")
 	}
 	t.Setenv(Env, "")
 	const n = 16 << 20
