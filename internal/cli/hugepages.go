@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"sync/atomic"
 
 	"github.com/bcmsync/bcmsync/internal/hugeheap"
 )
@@ -21,12 +22,20 @@ const heapPerInputByte = 64
 // the solve collects anyway.
 const minReserve = 4 << 20
 
+// reservedOnce is set by the process's first reserveHeap.
+var reservedOnce atomic.Bool
+
 // reserveHeap asks for huge pages (internal/hugeheap) on the heap a solve
 // of file will use, sized from the file's size; it does nothing for
 // standard input or a small file. Call it before reading the file, so that
 // the graph's own allocations get them too.
 func reserveHeap(file string) {
 	if file == stdio {
+		return
+	}
+	// Once per process: a second reservation would find the first's
+	// pages free, and the allocation would clear (touch) them all.
+	if !reservedOnce.CompareAndSwap(false, true) {
 		return
 	}
 	st, err := os.Stat(file)
