@@ -18,7 +18,7 @@ func gcPercent() int {
 // switches to largeHeapGCPercent after a collection that finds more than
 // largeHeap bytes live.
 func TestGCPolicy(t *testing.T) {
-	defer debug.SetGCPercent(gcPercent())
+	defer resetGCPolicy(gcPercent())
 	setGCPolicy("solve")
 	if p := gcPercent(); p != smallHeapGCPercent {
 		t.Fatalf("GC percent %d at the start, want %d", p, smallHeapGCPercent)
@@ -33,14 +33,21 @@ func TestGCPolicy(t *testing.T) {
 		t.Fatalf("GC percent %d with %d bytes live, want %d", p, len(small), smallHeapGCPercent)
 	}
 	runtime.KeepAlive(small)
-	live := make([]byte, largeHeap+1<<20)
+	collectUntil(t, largeHeap+1<<20, largeHeapGCPercent)
+}
+
+// collectUntil keeps n bytes live (written, so resident) and collects until
+// the checks after the collections (checkHeap) set the percentage to want.
+func collectUntil(t *testing.T, n, want int) {
+	t.Helper()
+	live := make([]byte, n)
 	for i := range live {
 		live[i] = byte(i)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for gcPercent() != largeHeapGCPercent {
+	for gcPercent() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("GC percent still %d with %d bytes live, want %d", gcPercent(), len(live), largeHeapGCPercent)
+			t.Fatalf("GC percent still %d with %d bytes live, want %d", gcPercent(), len(live), want)
 		}
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
@@ -51,7 +58,7 @@ func TestGCPolicy(t *testing.T) {
 // replay keeps smallHeapGCPercent whatever its heap: its allocation is
 // churn, freed step by step (watchesHeap).
 func TestGCPolicyReplay(t *testing.T) {
-	defer debug.SetGCPercent(gcPercent())
+	defer resetGCPolicy(gcPercent())
 	debug.SetGCPercent(20)
 	setGCPolicy("replay")
 	if p := gcPercent(); p != smallHeapGCPercent {
@@ -62,4 +69,43 @@ func TestGCPolicyReplay(t *testing.T) {
 			t.Errorf("watchesHeap(%q) = %v, want %v", cmd, got, want)
 		}
 	}
+}
+
+// resetGCPolicy undoes setGCPolicy in the test process and restores the
+// percentage p.
+func resetGCPolicy(p int) {
+	policyOn.Store(false)
+	reserved.Store(0)
+	smallPercent.Store(smallHeapGCPercent)
+	debug.SetGCPercent(p)
+	// A watch the test armed ends at the next collection.
+	runtime.GC()
+}
+
+// A heap reserved in huge pages raises the percentage to the one whose
+// minimum heap is the reservation, at most reservedHeapGCPercent, only for
+// a small reservation and under the policy; a collection whose goal passes
+// the reservation restores smallHeapGCPercent.
+func TestGCPolicyReserved(t *testing.T) {
+	defer resetGCPolicy(gcPercent())
+	debug.SetGCPercent(smallHeapGCPercent)
+	heapReserved(8 << 20)
+	if p := gcPercent(); p != smallHeapGCPercent {
+		t.Fatalf("GC percent %d after a reservation without the policy, want %d", p, smallHeapGCPercent)
+	}
+	setGCPolicy("solve")
+	heapReserved(maxRaisedReserve + 2<<20)
+	if p := gcPercent(); p != smallHeapGCPercent {
+		t.Fatalf("GC percent %d after a large reservation, want %d", p, smallHeapGCPercent)
+	}
+	heapReserved(64 << 20 / 8)
+	if p := gcPercent(); p != 200 {
+		t.Fatalf("GC percent %d after an 8 MB reservation, want 200", p)
+	}
+	heapReserved(maxRaisedReserve)
+	if p := gcPercent(); p != reservedHeapGCPercent {
+		t.Fatalf("GC percent %d after a %d-byte reservation, want %d", p, maxRaisedReserve, reservedHeapGCPercent)
+	}
+	// Live memory whose goal passes the reservation but not largeHeap.
+	collectUntil(t, maxRaisedReserve/4, smallHeapGCPercent)
 }

@@ -27,6 +27,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/bcmsync/bcmsync/internal/hugeheap"
 )
 
 // A command is one subcommand. Each lives in its own file and registers
@@ -211,6 +213,9 @@ func writeUsage(w io.Writer) {
 	b.WriteString("files: no output may name an input or another output (refused, exit 2), every output\n" +
 		"is written whole or not at all, an output file's folder must exist, and - names\n" +
 		"standard input or output where one file is read or written.\n\n")
+	fmt.Fprintf(&b, "memory: on Linux, a solve of a file of %d KB or more asks for transparent huge pages\n"+
+		"for its heap (fewer page faults); %s=0 turns that off. GOGC, if set,\n"+
+		"replaces the collector's own setting.\n\n", minReserve/heapPerInputByte>>10, hugeheap.Env)
 	exitStatusHelp(&b)
 	io.WriteString(w, b.String())
 }

@@ -1,0 +1,143 @@
+//go:build linux
+
+package hugeheap
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+	"unsafe"
+)
+
+const (
+	thpDir = "/sys/kernel/mm/transparent_hugepage/"
+	// defaultHugePage is the PMD size on amd64 and arm64 with 4 KB pages,
+	// for a kernel that does not say (hpage_pmd_size appeared in 4.18).
+	defaultHugePage = 2 << 20
+)
+
+// Reserve grows the heap by about n bytes of fresh memory marked for huge
+// pages and frees it, and returns the marked range [start, end) (empty when
+// it did nothing). Call it at most once, early in the process and before the
+// large allocations: only memory the heap has not yet used is fresh, and a
+// region the heap already used would be cleared (touched) by the
+// allocation.
+//
+// It does nothing when the environment turns it off (Off), when THP is
+// "never" (the mark is ignored) or "always" (every aligned region gets huge
+// pages already), or when n is below one huge page. n is capped at half the
+// runtime's memory limit (GOMEMLIMIT) and at half the machine's memory, so
+// that a generous estimate never makes the runtime's mapping fail under the
+// kernel's overcommit heuristic. With strict overcommit
+// (vm.overcommit_memory 2), where the untouched region would still count
+// against the commit limit, or under a limit on the address space (ulimit
+// -v or -d), it does nothing: a heap growth the kernel refuses is a fatal
+// error in the Go runtime, not an error to return.
+func Reserve(n int) (start, end uintptr) {
+	// A 32-bit address space has no room to spare for a reservation.
+	if strconv.IntSize < 64 || Off() || !madviseMode() || strictOvercommit() || addressLimited() {
+		return 0, 0
+	}
+	hp := hugePageSize()
+	if half := memTotal() / 2; half > 0 && n > half {
+		n = half
+	}
+	// The freed region counts as the process's memory for the runtime's
+	// memory limit (GOMEMLIMIT) until the scavenger returns it, so it
+	// must not come near the limit: the collector and the scavenger would
+	// work to bring the process under it.
+	if limit := debug.SetMemoryLimit(-1); int64(n) > limit/2 {
+		n = int(limit / 2)
+	}
+	if n < hp {
+		return 0, 0
+	}
+	// One more huge page so that the aligned interior covers n. The
+	// collector is off meanwhile: the block is far above the heap goal, so
+	// allocating it would start a collection, with the block still live,
+	// before the one below that frees it.
+	gcPercent := debug.SetGCPercent(-1)
+	b := make([]byte, n+hp)
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start = (lo + uintptr(hp) - 1) &^ (uintptr(hp) - 1)
+	end = start + uintptr(n)&^(uintptr(hp)-1)
+	off := int(start - lo)
+	if syscall.Madvise(b[off:off+int(end-start)], syscall.MADV_HUGEPAGE) != nil {
+		start, end = 0, 0
+	}
+	b = nil
+	debug.SetGCPercent(gcPercent)
+	// The block is dead; a collection now frees its pages for the next
+	// allocations. Without it the runtime would collect anyway at its next
+	// allocation (the block is far above the heap goal), but concurrently,
+	// and the allocations made meanwhile would grow the heap past the
+	// marked region.
+	runtime.GC()
+	return start, end
+}
+
+// madviseMode reports whether THP is in "madvise" mode, the one in which
+// marking memory changes what the kernel does.
+func madviseMode() bool {
+	b, err := os.ReadFile(thpDir + "enabled")
+	return err == nil && bytes.Contains(b, []byte("[madvise]"))
+}
+
+// hugePageSize is the size of a transparent huge page.
+func hugePageSize() int {
+	if v := readInt(thpDir + "hpage_pmd_size"); v > 0 {
+		return v
+	}
+	return defaultHugePage
+}
+
+// strictOvercommit reports whether the kernel refuses to overcommit memory.
+func strictOvercommit() bool {
+	return readInt("/proc/sys/vm/overcommit_memory") == 2
+}
+
+// addressLimited reports whether the process's address space or data
+// segment is limited (RLIMIT_AS, RLIMIT_DATA).
+func addressLimited() bool {
+	for _, r := range []int{syscall.RLIMIT_AS, syscall.RLIMIT_DATA} {
+		var lim syscall.Rlimit
+		if syscall.Getrlimit(r, &lim) != nil || lim.Cur != ^uint64(0) {
+			return true
+		}
+	}
+	return false
+}
+
+// memTotal is the machine's memory in bytes, or 0 if unknown.
+func memTotal() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	rest, ok := bytes.CutPrefix(line, []byte("MemTotal:"))
+	if !ok {
+		return 0
+	}
+	kb, err := strconv.Atoi(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte("kB")))))
+	if err != nil {
+		return 0
+	}
+	return kb << 10
+}
+
+// readInt reads a file holding one decimal integer; 0 if it cannot.
+func readInt(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+	if err != nil {
+		return 0
+	}
+	return v
+}
