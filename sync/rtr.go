@@ -269,10 +269,15 @@ const quarterMaxBytes = 64 << 20
 // X Q, which tCG does not read after its start; restore makes those two
 // again from the point once tCG is done. Both are functions of the point
 // alone (X Q the same product the trial point's was made by, the gradient
-// its projection), so they come out bit for bit as they were, for one
-// product with Q per tCG run: two vectors fewer through the whole trust
-// region, 192 MB at a million poses. Smaller solves keep them, where the
-// product is a larger share of a step.
+// its projection), so they come out bit for bit as they were. The step's
+// Hessian product, which only the model's value needs, is not summed
+// along tCG either but made from the step after it, in the residual's
+// storage: the same vector to rounding, so the same steps are accepted
+// and the radius follows the same rule. For two products with Q per tCG
+// run, three vectors fewer through the whole trust region, 288 MB at a
+// million poses. Smaller solves keep them, where the products are a
+// larger share of a step; there tcgQuarter may also keep tCG's state,
+// whose replay needs the summed product.
 const shareMinBytes = 16 << 20
 
 // newTrustRegion makes the state of a run from x, with its buffers.
@@ -280,10 +285,13 @@ func newTrustRegion(m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPr
 	t := &trustRegion{m: m, opts: opts, pre: pre, hp: hp, x: x, refactor: true}
 	t.nq = m.newBlocks()
 	t.grad = m.newBlocks()
-	t.eta, t.heta = m.newBlocks(), m.newBlocks()
+	t.eta = m.newBlocks()
 	t.res = m.newBlocks()
 	t.share = opts.share || 8*len(x.Data) >= shareMinBytes
-	if !t.share {
+	if t.share {
+		t.heta = t.res // made after tCG, from eta (restore)
+	} else {
+		t.heta = m.newBlocks()
 		t.delta, t.hdelta = m.newBlocks(), m.newBlocks()
 	}
 	// xnew and nqNew hold nothing while tCG runs (the trial point is made
@@ -292,7 +300,7 @@ func newTrustRegion(m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPr
 	// "Tuning figures": rowSolver; at a million poses a vector is 96 MB).
 	t.xnew, t.nqNew = m.newBlocks(), m.newBlocks()
 	t.lam = make([]float64, m.n*m.d*m.d)
-	if m.r > m.d && 4*8*len(x.Data) <= quarterMaxBytes && !opts.noReplay {
+	if m.r > m.d && 4*8*len(x.Data) <= quarterMaxBytes && !opts.noReplay && !t.share {
 		t.quarter = &tcgQuarter{eta: m.newBlocks(), heta: m.newBlocks(), delta: m.newBlocks(), hdelta: m.newBlocks()}
 	}
 	t.gg = newGauge(m.r)
@@ -471,7 +479,7 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 		return t.replayQuarter()
 	}
 	if t.share {
-		delta, hdelta = t.grad, t.nq
+		delta, hdelta, heta = t.grad, t.nq, nil
 		defer t.restore()
 	}
 	inner1 := 0
@@ -483,7 +491,9 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 			t.restore() // the last pass's direction took their storage
 		}
 		zeroBlocks(eta)
-		zeroBlocks(heta)
+		if heta != nil {
+			zeroBlocks(heta)
+		}
 		// The gradient is orthogonal to the gauge in exact arithmetic;
 		// its rounding-level gauge part would sit in the residual forever.
 		copyBlocks(res, t.grad)
@@ -518,13 +528,17 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 			if dHd <= 0 || ePeNew >= radius*radius {
 				tau := (-ePd + math.Sqrt(ePd*ePd+dPd*(radius*radius-ePe))) / dPd
 				axpy(tau, delta, eta)
-				axpy(tau, hdelta, heta)
+				if heta != nil {
+					axpy(tau, hdelta, heta)
+				}
 				hitBoundary, finished = true, true
 				break
 			}
 			ePe = ePeNew
 			axpy(alpha, delta, eta)
-			axpy(alpha, hdelta, heta)
+			if heta != nil {
+				axpy(alpha, hdelta, heta)
+			}
 			axpy(alpha, hdelta, res)
 			m.proj(res, x, res)
 			if tcgConverged(math.Sqrt(inner(res, res)), r0, t.enorm, opts.GradTol) {
@@ -555,10 +569,12 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 }
 
 // restore makes the point's X Q and gradient again after tCG used their
-// storage (share).
+// storage (share), and the step's Hessian product in the residual's.
 func (t *trustRegion) restore() {
 	t.m.mulQ(t.nq, t.x)
 	t.m.gradient(t.grad, t.x, t.nq)
+	t.m.hess(t.heta, t.x, t.eta, t.lam, t.nqNew)
+	t.horizontal(t.heta)
 }
 
 // afterTCG decides whether the next point refactors the Hessian, after a

@@ -11,11 +11,12 @@ import (
 )
 
 // Large trust regions keep tCG's direction and its Hessian product in the
-// storage of the point's gradient and X Q, and make those again after
-// tCG (shareMinBytes). Every step must be the one the separate vectors
-// give, bit for bit: F, acceptance, inner iterations, factorizations and
-// the final point, at rank d and above it (where steps are rejected and
-// retried, and tCG restarts with a new factor), from a random start.
+// storage of the point's gradient and X Q, make those again after tCG, and
+// the step's Hessian product from the step (shareMinBytes). Every step
+// must be the one the separate vectors give, bit for bit: F, acceptance,
+// inner iterations, factorizations and the final point, at rank d and
+// above it (where steps are rejected and retried), from a random start.
+// (Shared storage keeps no tcgQuarter, so neither run replays.)
 func TestSharedDirectionStorage(t *testing.T) {
 	g := notTightGraph(t)
 	d := g.D
@@ -31,7 +32,7 @@ func TestSharedDirectionStorage(t *testing.T) {
 		m := newManifold(q, d, rank, 1)
 		hp := newHessianPrecond(q, d, nil, 1e-12*q.MaxDiag())
 		var out run
-		rr, err := rtr(context.Background(), m, x, nil, hp, rtrOptions{GradTol: 1e-10, MaxIter: 300, share: share,
+		rr, err := rtr(context.Background(), m, x, nil, hp, rtrOptions{GradTol: 1e-10, MaxIter: 300, share: share, noReplay: true,
 			OnRecord: func(it int, rec Record) { out.recs = append(out.recs, rec) }})
 		if err != nil {
 			t.Fatal(err)
