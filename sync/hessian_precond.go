@@ -2,6 +2,7 @@ package sync
 
 import (
 	"math"
+	"runtime/debug"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -195,6 +196,13 @@ func newHessianPrecond(q *sparse.BlockSym, d int, perm []int, mu float64) *hessi
 // reads it again instead of computing it again, and each mirrored block
 // is copied instead of computed twice.
 const lazyHessianBytes = 64 << 20
+
+// freeBeforeFactor is the size of the Hessian's factor (bytes) from which
+// its first factorization returns the heap's free memory to the system
+// before it allocates the factor: one collection, next to a factorization
+// of seconds, for the memory the collector would otherwise keep at the
+// solve's peak.
+const freeBeforeFactor = 1 << 30
 
 // setRank builds the basis, the pattern of H and its ordering for rank r.
 // The symbolic factorization follows in update, on the first assembly.
@@ -393,6 +401,14 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	first := p.chol == nil
 	if first && !p.analyze() {
 		return false
+	}
+	if first && 8*int64(p.chol.StoredNNZ()) >= freeBeforeFactor {
+		// The factor is about to become most of the heap: what earlier
+		// stages freed (the initialization's factor, the orderings'
+		// work) is given back to the system first, or the process holds
+		// it beside the factor through the whole trust region, its
+		// peak.
+		debug.FreeOSMemory()
 	}
 	from := 0
 	if p.resume {
