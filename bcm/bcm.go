@@ -205,6 +205,26 @@ func (s *Solver) scratchN(x *sparse.Blocks) *sparse.Blocks {
 	return s.nq
 }
 
+// keepScratchMax is the size from which Solve lets its X Q go when it
+// returns, instead of keeping it for the next call: at a million poses
+// and rank 3 it is 96 MB, held through the trust region and the
+// certificate that follow BCM in a staircase level, while making it again
+// costs one pass over memory that the next call's solve dwarfs.
+const keepScratchMax = 8 << 20
+
+// dropScratch lets go, at the end of Solve, of what the next call would
+// make again or can cheaply: a large X Q (keepScratchMax), and a
+// translation solver on the caller's factor (Options.Translations), which
+// every call that passes one builds again anyway.
+func (s *Solver) dropScratch() {
+	if s.nq != nil && 8*len(s.nq.Data) >= keepScratchMax {
+		s.nq = nil
+	}
+	if s.trans != nil && s.trans.ext != nil {
+		s.trans = nil
+	}
+}
+
 // Cost returns F(X) = tr(X Q X^T).
 func (s *Solver) Cost(x *blockmat.Blocks) float64 {
 	return posegraph.TraceCost(s.q, x, s.scratchN(x))
@@ -371,6 +391,7 @@ func (s *Solver) Solve(ctx context.Context, x *blockmat.Blocks, opts Options) (R
 		res.Sweeps, res.Updates = last.Sweep, last.Updates
 		res.Status = st
 		res.Elapsed = time.Since(start)
+		s.dropScratch()
 		return res, nil
 	}
 	var updates int64

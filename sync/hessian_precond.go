@@ -2,6 +2,7 @@ package sync
 
 import (
 	"math"
+	"runtime/debug"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -95,7 +96,7 @@ type hessianPrecond struct {
 	chol    *sparse.Cholesky
 	perm    []int     // Q's ordering expanded to k scalars per block
 	w       []float64 // W_i, r x r row-major, at w[i*r*r:]
-	c, z    []float64 // coordinates (n k): right-hand side and solution
+	c       []float64 // coordinates (n k): right-hand side, then solution (Solve works in place)
 
 	// The per-pose loops (completion, assembly, coordinates) run on up to
 	// poseChunks(n, threads) goroutines, each with its own scratch (chunks).
@@ -196,6 +197,13 @@ func newHessianPrecond(q *sparse.BlockSym, d int, perm []int, mu float64) *hessi
 // is copied instead of computed twice.
 const lazyHessianBytes = 64 << 20
 
+// freeBeforeFactor is the size of the Hessian's factor (bytes) from which
+// its first factorization returns the heap's free memory to the system
+// before it allocates the factor: one collection, next to a factorization
+// of seconds, for the memory the collector would otherwise keep at the
+// solve's peak.
+const freeBeforeFactor = 1 << 30
+
 // setRank builds the basis, the pattern of H and its ordering for rank r.
 // The symbolic factorization follows in update, on the first assembly.
 func (p *hessianPrecond) setRank(r int) {
@@ -282,7 +290,6 @@ func (p *hessianPrecond) setRank(r int) {
 	p.works = p.works[:0]
 	p.chunks()
 	p.c = make([]float64, q.N*k)
-	p.z = make([]float64, q.N*k)
 	p.schol, p.srung = nil, 0
 	if p.split {
 		if p.s == nil {
@@ -394,6 +401,14 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 	first := p.chol == nil
 	if first && !p.analyze() {
 		return false
+	}
+	if first && 8*int64(p.chol.StoredNNZ()) >= freeBeforeFactor {
+		// The factor is about to become most of the heap: what earlier
+		// stages freed (the initialization's factor, the orderings'
+		// work) is given back to the system first, or the process holds
+		// it beside the factor through the whole trust region, its
+		// peak.
+		debug.FreeOSMemory()
 	}
 	from := 0
 	if p.resume {
@@ -532,7 +547,7 @@ func (p *hessianPrecond) release() int64 {
 	}
 	p.basis, p.h, p.chol, p.schol = nil, nil, nil, nil
 	p.rows, p.hdiag, p.lam = nil, nil, nil
-	p.w, p.c, p.z, p.sc, p.sz = nil, nil, nil, nil, nil
+	p.w, p.c, p.sc, p.sz = nil, nil, nil, nil
 	p.works, p.x = nil, nil
 	return freed
 }
@@ -1031,11 +1046,14 @@ func (p *hessianPrecond) vectorRange(u []float64, dst *sparse.Blocks, z, sz []fl
 // dst may be v.
 func (p *hessianPrecond) apply(dst, v *sparse.Blocks) {
 	p.coords(p.c, p.sc, v)
-	p.chol.Solve(p.z, p.c)
+	// In place: Solve reads all of its right-hand side before it writes
+	// the solution, and a second vector of n k coordinates is 48 MB at a
+	// million poses, live through the trust region.
+	p.chol.Solve(p.c, p.c)
 	if p.split {
 		p.schol.SolveMany(p.sz, p.sc, p.r-p.d)
 	}
-	p.vector(dst, p.z, p.sz)
+	p.vector(dst, p.c, p.sz)
 }
 
 // restartAfter is the number of inner iterations after which a factor kept

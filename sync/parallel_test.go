@@ -115,7 +115,7 @@ func TestPerPoseLoopsDoNotAllocate(t *testing.T) {
 		"remove":  func() { gg.remove(v) },
 		"shift":   func() { m.removeShift(v) },
 		"coords":  func() { hp.coords(hp.c, hp.sc, v) },
-		"vector":  func() { hp.vector(dst, hp.z, hp.sz) },
+		"vector":  func() { hp.vector(dst, hp.c, hp.sz) },
 	} {
 		if a := testing.AllocsPerRun(20, f); a != 0 {
 			t.Errorf("%s: %v allocations per call", name, a)

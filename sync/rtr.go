@@ -38,6 +38,9 @@ type rtrOptions struct {
 	// noReplay makes a rejected step's retry recompute its tCG run in
 	// full (tests of tcgQuarter).
 	noReplay bool
+	// share makes tCG's direction use the point's gradient and X Q
+	// storage at any size (tests of shareMinBytes).
+	share bool
 }
 
 type rtrResult struct {
@@ -228,6 +231,10 @@ type trustRegion struct {
 	// quarter is tCG's state where its last run first crossed a quarter
 	// of its radius (see tcgQuarter); nil at rank d.
 	quarter *tcgQuarter
+	// share: tCG's direction and its Hessian product live in grad's and
+	// nq's storage (delta and hdelta are nil), and restore makes those
+	// again after tCG (see shareMinBytes).
+	share bool
 }
 
 // tcgQuarter is truncated CG's state at the iteration where a run with a
@@ -257,20 +264,43 @@ type tcgQuarter struct {
 // tens of iterations saved.
 const quarterMaxBytes = 64 << 20
 
+// shareMinBytes is the size of a vector from which tCG's direction and its
+// Hessian product are kept in the storage of the point's gradient and of
+// X Q, which tCG does not read after its start; restore makes those two
+// again from the point once tCG is done. Both are functions of the point
+// alone (X Q the same product the trial point's was made by, the gradient
+// its projection), so they come out bit for bit as they were. The step's
+// Hessian product, which only the model's value needs, is not summed
+// along tCG either but made from the step after it, in the residual's
+// storage: the same vector to rounding, so the same steps are accepted
+// and the radius follows the same rule. For two products with Q per tCG
+// run, three vectors fewer through the whole trust region, 288 MB at a
+// million poses. Smaller solves keep them, where the products are a
+// larger share of a step; there tcgQuarter may also keep tCG's state,
+// whose replay needs the summed product.
+const shareMinBytes = 16 << 20
+
 // newTrustRegion makes the state of a run from x, with its buffers.
 func newTrustRegion(m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPrecond, opts rtrOptions) *trustRegion {
 	t := &trustRegion{m: m, opts: opts, pre: pre, hp: hp, x: x, refactor: true}
 	t.nq = m.newBlocks()
 	t.grad = m.newBlocks()
-	t.eta, t.heta = m.newBlocks(), m.newBlocks()
-	t.res, t.delta, t.hdelta = m.newBlocks(), m.newBlocks(), m.newBlocks()
+	t.eta = m.newBlocks()
+	t.res = m.newBlocks()
+	t.share = opts.share || 8*len(x.Data) >= shareMinBytes
+	if t.share {
+		t.heta = t.res // made after tCG, from eta (restore)
+	} else {
+		t.heta = m.newBlocks()
+		t.delta, t.hdelta = m.newBlocks(), m.newBlocks()
+	}
 	// xnew and nqNew hold nothing while tCG runs (the trial point is made
 	// after it): they are the preconditioned residual and the Hessian
 	// product's scratch there, two vectors less (docs/tuning.md,
 	// "Tuning figures": rowSolver; at a million poses a vector is 96 MB).
 	t.xnew, t.nqNew = m.newBlocks(), m.newBlocks()
 	t.lam = make([]float64, m.n*m.d*m.d)
-	if m.r > m.d && 4*8*len(x.Data) <= quarterMaxBytes && !opts.noReplay {
+	if m.r > m.d && 4*8*len(x.Data) <= quarterMaxBytes && !opts.noReplay && !t.share {
 		t.quarter = &tcgQuarter{eta: m.newBlocks(), heta: m.newBlocks(), delta: m.newBlocks(), hdelta: m.newBlocks()}
 	}
 	t.gg = newGauge(m.r)
@@ -448,13 +478,22 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 	if q := t.quarter; q != nil && q.ok && q.radius == radius {
 		return t.replayQuarter()
 	}
+	if t.share {
+		delta, hdelta, heta = t.grad, t.nq, nil
+		defer t.restore()
+	}
 	inner1 := 0
-	for {
+	for pass := 0; ; pass++ {
 		if t.quarter != nil {
 			t.quarter.ok = false // a new run, or a restart with a new factor
 		}
+		if t.share && pass > 0 {
+			t.restore() // the last pass's direction took their storage
+		}
 		zeroBlocks(eta)
-		zeroBlocks(heta)
+		if heta != nil {
+			zeroBlocks(heta)
+		}
 		// The gradient is orthogonal to the gauge in exact arithmetic;
 		// its rounding-level gauge part would sit in the residual forever.
 		copyBlocks(res, t.grad)
@@ -489,13 +528,17 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 			if dHd <= 0 || ePeNew >= radius*radius {
 				tau := (-ePd + math.Sqrt(ePd*ePd+dPd*(radius*radius-ePe))) / dPd
 				axpy(tau, delta, eta)
-				axpy(tau, hdelta, heta)
+				if heta != nil {
+					axpy(tau, hdelta, heta)
+				}
 				hitBoundary, finished = true, true
 				break
 			}
 			ePe = ePeNew
 			axpy(alpha, delta, eta)
-			axpy(alpha, hdelta, heta)
+			if heta != nil {
+				axpy(alpha, hdelta, heta)
+			}
 			axpy(alpha, hdelta, res)
 			m.proj(res, x, res)
 			if tcgConverged(math.Sqrt(inner(res, res)), r0, t.enorm, opts.GradTol) {
@@ -523,6 +566,15 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 	t.step.Inner = inner1
 	t.afterTCG(inner1)
 	return ePe, hitBoundary, true
+}
+
+// restore makes the point's X Q and gradient again after tCG used their
+// storage (share), and the step's Hessian product in the residual's.
+func (t *trustRegion) restore() {
+	t.m.mulQ(t.nq, t.x)
+	t.m.gradient(t.grad, t.x, t.nq)
+	t.m.hess(t.heta, t.x, t.eta, t.lam, t.nqNew)
+	t.horizontal(t.heta)
 }
 
 // afterTCG decides whether the next point refactors the Hessian, after a

@@ -72,24 +72,14 @@ func relaxOK(nc int, zfrac float64) bool {
 // column j+1 joins the current supernode f..j when it is the parent of j
 // (then the structure of every column of the merged supernode is inside
 // {f..j+1} plus the structure of column j+1) and relaxOK allows it.
+//
+// A factor whose relaxed supernodes would take relaxedMaxVals values or
+// more is partitioned again with strictOK instead.
 func partitionSupernodes(c *Cholesky) *supernodes {
 	n := c.n
 	sn := &supernodes{super: make([]int, n)}
-	sn.first = append(sn.first, 0)
-	f, real := 0, 0
-	for j := 0; j < n; j++ {
-		real += c.colCnt[j]
-		if j+1 < n && c.parent[j] == j+1 {
-			nc := j + 2 - f
-			below := c.colCnt[j+1] - 1
-			stored := nc*(nc+1)/2 + nc*below
-			r := real + c.colCnt[j+1]
-			if relaxOK(nc, float64(stored-r)/float64(stored)) {
-				continue
-			}
-		}
-		sn.first = append(sn.first, j+1)
-		f, real = j+1, 0
+	if partitionWith(c, sn, relaxOK) >= relaxedMaxVals {
+		partitionWith(c, sn, strictOK)
 	}
 	ns := len(sn.first) - 1
 	for s := 0; s < ns; s++ {
@@ -98,6 +88,50 @@ func partitionSupernodes(c *Cholesky) *supernodes {
 		}
 	}
 	return sn
+}
+
+// relaxedMaxVals is the size of a factor's storage (values, the dense
+// nr x nc block of every supernode) from which its supernodes are not
+// relaxed (strictOK). The explicit zeros that relaxOK admits, with the
+// unused upper triangles of the wider diagonal blocks it makes, are about
+// a quarter of such a factor: on the lattices of a few hundred thousand
+// poses and more, where the Hessian's factor is the solve's peak memory,
+// strict supernodes store that much less, and the factorization and its
+// solves, which compute and read fewer zeros, take no more time for
+// their smaller dense products (docs/tuning.md, "Scale"). Smaller factors
+// keep CHOLMOD's relaxation, and their results bit for bit.
+var relaxedMaxVals = 1 << 25 // a variable for tests
+
+// strictOK merges a column into its child's supernode only when that adds
+// no explicit zero, or while the supernode has at most 4 columns (a pose
+// block's columns always share a structure: they merge either way).
+func strictOK(nc int, zfrac float64) bool {
+	return zfrac == 0 || nc <= 4
+}
+
+// partitionWith sets sn.first to the supernodes that ok admits (see
+// partitionSupernodes) and returns their storage in values.
+func partitionWith(c *Cholesky, sn *supernodes, ok func(nc int, zfrac float64) bool) int {
+	n := c.n
+	sn.first = append(sn.first[:0], 0)
+	f, real, vals := 0, 0, 0
+	for j := 0; j < n; j++ {
+		real += c.colCnt[j]
+		if j+1 < n && c.parent[j] == j+1 {
+			nc := j + 2 - f
+			below := c.colCnt[j+1] - 1
+			stored := nc*(nc+1)/2 + nc*below
+			r := real + c.colCnt[j+1]
+			if ok(nc, float64(stored-r)/float64(stored)) {
+				continue
+			}
+		}
+		nc := j + 1 - f
+		vals += nc * (nc + c.colCnt[j] - 1)
+		sn.first = append(sn.first, j+1)
+		f, real = j+1, 0
+	}
+	return vals
 }
 
 // supernodeTree returns the supernodal elimination tree: sparent[s] (-1
