@@ -271,6 +271,9 @@ type coordinator struct {
 	// partition alone, marks the checkpoints (the overlap may change
 	// between a run and its resumption).
 	fingerprint, ckPrint string
+	// partInts is the partition as opInit sends it to every agent, which
+	// computes none itself (partitionInts).
+	partInts []uint32
 	// overlap is the agents' overlap (Options.Overlap), reads[k] the poses
 	// of other parts that agent k reads (overlapReads).
 	overlap int
@@ -353,6 +356,7 @@ func newCoordinator(bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*c
 		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D), overlap: h}
 	c.ckPrint = fingerprint(g, p, kind)
 	c.fingerprint = c.ckPrint + overlapTag(h)
+	c.partInts = partitionInts(p)
 	c.auth = auth
 	c.classes = Colors(c.nb)
 	c.stats.Agents, c.stats.Colors = p.K, len(c.classes)
@@ -666,7 +670,7 @@ func (c *coordinator) join(ctx context.Context) error {
 		all[k] = k
 	}
 	err := parallel(all, func(k int) error {
-		rep, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Text: c.fingerprint})
+		rep, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Text: c.fingerprint, Ints: c.partInts})
 		if err == nil {
 			c.joined(k, rep)
 		}
