@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	stdsync "sync"
 	"time"
 
@@ -83,8 +84,12 @@ func (o *AgentOptions) defaults() {
 // agent serves one part. Its mutex guards the local state, which the
 // pose subscriptions (one goroutine each) and the command server share.
 type agent struct {
-	opts    AgentOptions
+	opts AgentOptions
+	// g is the graph as read, until build has taken what the part needs;
+	// edges are those at the own poses, in g's order, without the
+	// records as read (align, the rounding's translation system).
 	g       *posegraph.Graph
+	edges   []posegraph.Edge
 	k       int        // the part served
 	p       *Partition // nil until the coordinator's first opInit brings it
 	l       *local     // nil until built (build)
@@ -190,8 +195,19 @@ func (a *agent) build(p *Partition) error {
 	if err != nil {
 		return fmt.Errorf("agent %d: %w", k, err)
 	}
-	a.p, a.l, a.fingerprint = p, l, fp
+	var edges []posegraph.Edge
+	for _, e := range g.Edges {
+		if p.Part[e.I] == k || p.Part[e.J] == k {
+			e.Meas, e.Info = nil, nil
+			edges = append(edges, e)
+		}
+	}
+	a.p, a.l, a.fingerprint, a.edges = p, l, fp, slices.Clip(edges)
 	a.chordal, a.comp, a.ncomp = chordal, comp, ncomp
+	// The whole graph is not needed any more: an agent holds its part's
+	// rows, not the file (at 10^5 poses the graph is a third of an
+	// agent's live heap).
+	a.g = nil
 	for q := range neighbourParts(l, p) {
 		unsub, err := a.bus.Subscribe(poseSubject(opts.Subject, q), func(data []byte) { a.onPoses(q, data) })
 		if err != nil {

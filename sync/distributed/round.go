@@ -43,13 +43,7 @@ func (a *agent) partTranslations(anchor int) (*rounding.PartTranslations, error)
 		return a.round.trans, nil
 	}
 	l := a.l
-	var edges []posegraph.Edge
-	for _, e := range a.g.Edges {
-		if a.p.Part[e.I] == l.part || a.p.Part[e.J] == l.part {
-			edges = append(edges, e)
-		}
-	}
-	pt, err := rounding.NewPartTranslations(l.own, edges, anchor, l.d)
+	pt, err := rounding.NewPartTranslations(l.own, a.edges, anchor, l.d)
 	if err != nil {
 		return nil, err
 	}
