@@ -254,7 +254,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := notStdio("FILE", files[0], "every process of the run reads FILE itself: give a file"); err != nil {
 		return err
 	}
-	set := f.files(files[0])
+	set := &fileSet{} // not f.files: an agent does not read --partition
+	set.input("FILE", files[0])
 	sec.inputs(set)
 	if err := set.check(); err != nil {
 		return err
@@ -311,8 +312,8 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 			"random token that only the agents it starts get); without --no-spawn it starts the K\n"+
 			"agents as processes of this program (bcmsync agent), with its credential flags.\n"+
 			"With --nats and --no-spawn it only coordinates: start the agents on other machines\n"+
-			"with bcmsync agent --nats URL --part k and the same FILE, partition and problem flags\n"+
-			"and --key. --key FILE authenticates every message (HMAC-SHA256); the --creds, --nkey,\n"+
+			"with bcmsync agent --nats URL --part k, the same FILE and problem flags and --key\n"+
+			"(the partition is sent to them). --key FILE authenticates every message (HMAC-SHA256); the --creds, --nkey,\n"+
 			"--user, --token-file and --tls-* flags sign in to a secured server (docs/distributed.md).\n"+
 			"Writes the same outputs, summary and report as solve, and exits with the same statuses\n"+
 			"(bcmsync help).\n\n"+distributedNotTaken.help("distributed"), stderr)

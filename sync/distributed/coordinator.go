@@ -838,7 +838,7 @@ func (c *coordinator) gather(ctx context.Context) (*sparse.Blocks, error) {
 	}
 	sz := c.rank * c.b
 	c.stats.Gathers++
-	err := parallel(all, func(k int) error {
+	err := oneByOne(all, func(k int) error {
 		rep, err := c.request(ctx, k, &message{Op: opGather, Rank: c.rank})
 		if errors.Is(err, errRestarted) {
 			// Its blocks are gone: rejoin it and take its fresh estimate.
@@ -870,7 +870,20 @@ func (c *coordinator) set(ctx context.Context, x *sparse.Blocks) error {
 		all[k] = k
 	}
 	c.stats.Sets++
-	return parallel(all, func(k int) error { return c.setOne(ctx, k, x) })
+	return oneByOne(all, func(k int) error { return c.setOne(ctx, k, x) })
+}
+
+// oneByOne calls f for each part in turn, joining the errors: the
+// transfers of whole blocks (gather, set) go one agent at a time, so that
+// the coordinator's process (with the embedded NATS server) holds one
+// agent's message and its copies at a time, not all K at once. A
+// transfer is bandwidth-bound, so this costs the run little time.
+func oneByOne(ks []int, f func(k int) error) error {
+	var errs []error
+	for _, k := range ks {
+		errs = append(errs, f(k))
+	}
+	return errors.Join(errs...)
 }
 
 // setOne sends agent k its own poses of x and those of other parts that it
@@ -881,6 +894,13 @@ func (c *coordinator) setOne(ctx context.Context, k int, x *sparse.Blocks) error
 	for _, i := range c.reads[k] {
 		known[i] = true
 	}
+	n := 0
+	for i := 0; i < c.g.N(); i++ {
+		if c.p.Part[i] == k || known[i] {
+			n++
+		}
+	}
+	m.Index, m.Values = make([]uint32, 0, n), make([]float64, 0, n*x.R*x.B)
 	for i := 0; i < c.g.N(); i++ {
 		if c.p.Part[i] == k || known[i] {
 			m.Index = append(m.Index, uint32(i))

@@ -156,10 +156,8 @@ func BFS(g *posegraph.Graph, k int) (*Partition, error) {
 // Pothen, Simon and Liou 1990): where the parts are weakly coupled, which
 // is what the rounds need (docs/distributed.md, "Where the rounds go").
 // It is computed by LOBPCG preconditioned by a sparse Cholesky factor of
-// the shifted Laplacian. Every process of a run computes the partition
-// itself, so the run's fingerprint check refuses a process whose
-// floating-point arithmetic split otherwise (another architecture, say):
-// give such a run the partition as a file (ReadPartition).
+// the shifted Laplacian. The coordinator sends its partition to the agents
+// (RunAgent with no partition), so only one process computes it.
 func Spectral(g *posegraph.Graph, k int) (*Partition, error) {
 	n := g.N()
 	if k < 1 || k > n {
