@@ -233,7 +233,7 @@ func (pp *partsProver) EigLift(alpha float64, commit bool) (float64, *blockmat.B
 	}
 	if commit {
 		c.rank = x.R
-		c.held = &sparse.Blocks{R: x.R, B: x.B, N: x.N, Data: slices.Clone(x.Data)}
+		c.held = markOf(x)
 		c.stats.Escapes++
 	}
 	return f, x, nil

@@ -3,10 +3,8 @@ package distributed
 import (
 	"errors"
 	"fmt"
-	"slices"
 	stdsync "sync"
 
-	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 	"github.com/bcmsync/bcmsync/rounding"
@@ -170,12 +168,12 @@ func (c *coordinator) PartsRounder(*bsync.Run) bsync.PartsRounder {
 func (c *coordinator) RoundByParts(x *blockmat.Blocks) ([]posegraph.Pose, error) {
 	ctx := c.context()
 	d, K := c.g.D, c.p.K
-	if c.held == nil || c.held.R != x.R || !slices.Equal(c.held.Data, x.Data) {
+	if !c.held.is(x) {
 		c.rank = x.R
 		if err := c.set(ctx, x); err != nil {
 			return nil, err
 		}
-		c.held = &sparse.Blocks{R: x.R, B: x.B, N: x.N, Data: slices.Clone(x.Data)}
+		c.held = markOf(x)
 	}
 	anchor := c.g.Anchor()
 	var mu stdsync.Mutex
