@@ -20,14 +20,28 @@ const (
 	smallHeapGCPercent = 100
 	largeHeapGCPercent = 50
 	largeHeap          = 32 << 20
+	// coordinatorGCPercent is distributed's percentage on a large heap:
+	// the coordinator holds the graph, Q and its boundary systems for the
+	// whole run and computes little (the agents do the work), so the
+	// collector's headroom is mostly unused memory, and the issue's
+	// target is the coordinator's peak RSS (docs/distributed.md,
+	// "Memory").
+	coordinatorGCPercent = 20
 )
+
+// largePercent is the percentage checkHeap switches to (setGCPolicy).
+var largePercent = largeHeapGCPercent
 
 // setGCPolicy sets the collector's percentage to smallHeapGCPercent and,
 // unless command is one that keeps it (watchesHeap), watches the live heap
 // after each collection, until it exceeds largeHeap; from then on the
-// percentage is largeHeapGCPercent.
+// percentage is largeHeapGCPercent (coordinatorGCPercent for distributed).
 func setGCPolicy(command string) {
 	debug.SetGCPercent(smallHeapGCPercent)
+	largePercent = largeHeapGCPercent
+	if command == "distributed" {
+		largePercent = coordinatorGCPercent
+	}
 	if watchesHeap(command) {
 		armHeapWatch()
 	}
@@ -70,7 +84,7 @@ func checkHeap(*heapSentinel) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	if ms.NextGC > largeHeap*(100+smallHeapGCPercent)/100 {
-		debug.SetGCPercent(largeHeapGCPercent)
+		debug.SetGCPercent(largePercent)
 		return
 	}
 	armHeapWatch()

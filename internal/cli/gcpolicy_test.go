@@ -17,9 +17,16 @@ func gcPercent() int {
 // TestGCPolicy checks that the process starts at smallHeapGCPercent and
 // switches to largeHeapGCPercent after a collection that finds more than
 // largeHeap bytes live.
+// distributed (the coordinator) switches to coordinatorGCPercent instead.
 func TestGCPolicy(t *testing.T) {
+	for cmd, want := range map[string]int{"solve": largeHeapGCPercent, "agent": largeHeapGCPercent, "distributed": coordinatorGCPercent} {
+		t.Run(cmd, func(t *testing.T) { gcPolicy(t, cmd, want) })
+	}
+}
+
+func gcPolicy(t *testing.T, cmd string, want int) {
 	defer debug.SetGCPercent(gcPercent())
-	setGCPolicy("solve")
+	setGCPolicy(cmd)
 	if p := gcPercent(); p != smallHeapGCPercent {
 		t.Fatalf("GC percent %d at the start, want %d", p, smallHeapGCPercent)
 	}
@@ -38,9 +45,9 @@ func TestGCPolicy(t *testing.T) {
 		live[i] = byte(i)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for gcPercent() != largeHeapGCPercent {
+	for gcPercent() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("GC percent still %d with %d bytes live, want %d", gcPercent(), len(live), largeHeapGCPercent)
+			t.Fatalf("GC percent still %d with %d bytes live, want %d", gcPercent(), len(live), want)
 		}
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
