@@ -133,22 +133,32 @@ func (f *partFlags) files(file string) *fileSet {
 // --largest-component, and builds the partition of what is solved. It
 // returns that graph, the graph as read and the seconds reading took.
 func (f *partFlags) load(file string, stderr io.Writer) (g, input *posegraph.Graph, p *distributed.Partition, parse float64, err error) {
-	g, parse, err = f.solve.read(file, stderr)
+	g, input, parse, err = f.loadGraph(file, stderr)
 	if err != nil {
 		return nil, nil, nil, 0, err
+	}
+	p, err = f.partitionOf(g)
+	return g, input, p, parse, err
+}
+
+// loadGraph is load without the partition: an agent takes the
+// coordinator's.
+func (f *partFlags) loadGraph(file string, stderr io.Writer) (g, input *posegraph.Graph, parse float64, err error) {
+	g, parse, err = f.solve.read(file, stderr)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	input = g
 	if err := g.Validate(); err != nil {
 		if !f.solve.largest || !posegraph.IsDisconnected(err) {
-			return nil, nil, nil, 0, disconnectedHint(err)
+			return nil, nil, 0, disconnectedHint(err)
 		}
 		g = g.Subgraph(g.Components()[0])
 		if err := g.Validate(); err != nil {
-			return nil, nil, nil, 0, err
+			return nil, nil, 0, err
 		}
 	}
-	p, err = f.partitionOf(g)
-	return g, input, p, parse, err
+	return g, input, parse, nil
 }
 
 // partitionOf builds the partition of g the flags ask for.
@@ -208,8 +218,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"Runs agent K of a distributed solve of FILE: it owns part K's poses, talks to the\n"+
 			"coordinator and the other agents through the NATS server at URL, and exits when the\n"+
 			"coordinator ends the run. Every process must read the same FILE with the same\n"+
-			"partition and problem flags (an agent holding another problem refuses to join), and\n"+
-			"the same --key FILE when the run authenticates its messages. Secrets come from files\n"+
+			"problem flags (an agent holding another problem refuses to join), and the same\n"+
+			"--key FILE when the run authenticates its messages. The partition is the\n"+
+			"coordinator's, sent when the agent joins: --split and --partition are not read\n"+
+			"here, and --agents K only bounds --part. Secrets come from files\n"+
 			"or the environment, never from the command line (ps shows it to every user).", stderr)
 	var f partFlags
 	f.register(fs)
@@ -242,7 +254,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := notStdio("FILE", files[0], "every process of the run reads FILE itself: give a file"); err != nil {
 		return err
 	}
-	set := f.files(files[0])
+	set := &fileSet{} // not f.files: an agent does not read --partition
+	set.input("FILE", files[0])
 	sec.inputs(set)
 	if err := set.check(); err != nil {
 		return err
@@ -258,19 +271,22 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	g, _, p, _, err := f.load(files[0], stderr)
+	if *part < 0 || (f.agents > 0 && *part >= f.agents) {
+		return usageError{fmt.Errorf("--part must be in [0, %d), not %d", max(f.agents, 1), *part)}
+	}
+	// The partition is the coordinator's: it comes with the command that
+	// makes this agent join, so the agent computes no split (a spectral
+	// one of the whole graph was the largest part of its peak memory).
+	g, _, _, err := f.loadGraph(files[0], stderr)
 	if err != nil {
 		return err
-	}
-	if *part < 0 || *part >= p.K {
-		return usageError{fmt.Errorf("--part must be in [0, %d), not %d", p.K, *part)}
 	}
 	bus, closeBus, err := dial(*url, fmt.Sprintf("bcmsync agent %d", *part), nsec)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
-	return distributed.RunAgent(ctx, bus, g, p, *part, distributed.AgentOptions{
+	return distributed.RunAgent(ctx, bus, g, nil, *part, distributed.AgentOptions{
 		Problem: f.problem(), Subject: f.subject, Sweeps: *sweeps, Logger: f.logger(stderr), Key: key, PeakRSS: peakRSS,
 		Overlap: f.overlapHops(),
 	})
@@ -296,8 +312,8 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 			"random token that only the agents it starts get); without --no-spawn it starts the K\n"+
 			"agents as processes of this program (bcmsync agent), with its credential flags.\n"+
 			"With --nats and --no-spawn it only coordinates: start the agents on other machines\n"+
-			"with bcmsync agent --nats URL --part k and the same FILE, partition and problem flags\n"+
-			"and --key. --key FILE authenticates every message (HMAC-SHA256); the --creds, --nkey,\n"+
+			"with bcmsync agent --nats URL --part k, the same FILE and problem flags and --key\n"+
+			"(the partition is sent to them). --key FILE authenticates every message (HMAC-SHA256); the --creds, --nkey,\n"+
 			"--user, --token-file and --tls-* flags sign in to a secured server (docs/distributed.md).\n"+
 			"Writes the same outputs, summary and report as solve, and exits with the same statuses\n"+
 			"(bcmsync help).\n\n"+distributedNotTaken.help("distributed"), stderr)

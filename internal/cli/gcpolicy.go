@@ -21,6 +21,13 @@ const (
 	smallHeapGCPercent = 100
 	largeHeapGCPercent = 50
 	largeHeap          = 32 << 20
+	// coordinatorGCPercent is distributed's percentage on a large heap:
+	// the coordinator holds the graph, Q and its boundary systems for the
+	// whole run and computes little (the agents do the work), so the
+	// collector's headroom is mostly unused memory, and the issue's
+	// target is the coordinator's peak RSS (docs/distributed.md,
+	// "Memory").
+	coordinatorGCPercent = 20
 )
 
 // A process whose heap was reserved in huge pages (reserveHeap) collects
@@ -53,15 +60,22 @@ var (
 	// goroutine.
 	smallPercent atomic.Int64
 	reserved     atomic.Int64
+	// largePercent is the percentage checkHeap switches to once the
+	// live heap is large (setGCPolicy).
+	largePercent atomic.Int64
 )
 
 // setGCPolicy sets the collector's percentage to smallHeapGCPercent and,
 // unless command is one that keeps it (watchesHeap), watches the live heap
 // after each collection, until it exceeds largeHeap; from then on the
-// percentage is largeHeapGCPercent.
+// percentage is largeHeapGCPercent (coordinatorGCPercent for distributed).
 func setGCPolicy(command string) {
 	debug.SetGCPercent(smallHeapGCPercent)
 	smallPercent.Store(smallHeapGCPercent)
+	largePercent.Store(largeHeapGCPercent)
+	if command == "distributed" {
+		largePercent.Store(coordinatorGCPercent)
+	}
 	if watchesHeap(command) {
 		policyOn.Store(true)
 		armHeapWatch()
@@ -129,7 +143,7 @@ func checkHeap(*heapSentinel) {
 	runtime.ReadMemStats(&ms)
 	p := uint64(smallPercent.Load())
 	if ms.NextGC > largeHeap*(100+p)/100 {
-		debug.SetGCPercent(largeHeapGCPercent)
+		debug.SetGCPercent(int(largePercent.Load()))
 		return
 	}
 	if r := reserved.Load(); r > 0 && ms.NextGC > uint64(r) {

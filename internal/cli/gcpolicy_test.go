@@ -17,9 +17,16 @@ func gcPercent() int {
 // TestGCPolicy checks that the process starts at smallHeapGCPercent and
 // switches to largeHeapGCPercent after a collection that finds more than
 // largeHeap bytes live.
+// distributed (the coordinator) switches to coordinatorGCPercent instead.
 func TestGCPolicy(t *testing.T) {
+	for cmd, want := range map[string]int{"solve": largeHeapGCPercent, "agent": largeHeapGCPercent, "distributed": coordinatorGCPercent} {
+		t.Run(cmd, func(t *testing.T) { gcPolicy(t, cmd, want) })
+	}
+}
+
+func gcPolicy(t *testing.T, cmd string, want int) {
 	defer resetGCPolicy(gcPercent())
-	setGCPolicy("solve")
+	setGCPolicy(cmd)
 	if p := gcPercent(); p != smallHeapGCPercent {
 		t.Fatalf("GC percent %d at the start, want %d", p, smallHeapGCPercent)
 	}
@@ -33,7 +40,7 @@ func TestGCPolicy(t *testing.T) {
 		t.Fatalf("GC percent %d with %d bytes live, want %d", p, len(small), smallHeapGCPercent)
 	}
 	runtime.KeepAlive(small)
-	collectUntil(t, largeHeap+1<<20, largeHeapGCPercent)
+	collectUntil(t, largeHeap+1<<20, want)
 }
 
 // collectUntil keeps n bytes live (written, so resident) and collects until
@@ -75,6 +82,7 @@ func TestGCPolicyReplay(t *testing.T) {
 // percentage p.
 func resetGCPolicy(p int) {
 	policyOn.Store(false)
+	largePercent.Store(largeHeapGCPercent)
 	reserved.Store(0)
 	smallPercent.Store(smallHeapGCPercent)
 	debug.SetGCPercent(p)

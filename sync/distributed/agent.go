@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	stdsync "sync"
 	"time"
 
@@ -83,11 +84,17 @@ func (o *AgentOptions) defaults() {
 // agent serves one part. Its mutex guards the local state, which the
 // pose subscriptions (one goroutine each) and the command server share.
 type agent struct {
-	opts    AgentOptions
+	opts AgentOptions
+	// g is the graph as read, until build has taken what the part needs;
+	// edges are those at the own poses, in g's order, without the
+	// records as read (align, the rounding's translation system).
 	g       *posegraph.Graph
-	p       *Partition
-	l       *local
+	edges   []posegraph.Edge
+	k       int        // the part served
+	p       *Partition // nil until the coordinator's first opInit brings it
+	l       *local     // nil until built (build)
 	bus     Bus
+	unsubs  []func()         // the subscriptions to the neighbours' poses
 	chordal []posegraph.Pose // the own poses' chordal estimate, own frame
 	comp    []int            // component of each own pose in the own subgraph
 	ncomp   int
@@ -111,29 +118,31 @@ type agent struct {
 // RunAgent runs agent k of partition p on bus until the coordinator stops
 // it or ctx ends. It holds only part k's rows of the problem: its poses,
 // the edges at them, and the public poses of its neighbours as they are
-// published. It computes its chordal estimate before it starts serving.
+// published. With p nil the agent takes the coordinator's partition, which
+// comes with the command that makes it join a run (opInit): it computes
+// no split of its own, and builds its part (its rows of Q, its chordal
+// estimate) on that command. With p given it builds them before it starts
+// serving, and joins only a coordinator whose partition is p.
 func RunAgent(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOptions) error {
 	opts.defaults()
+	if k < 0 {
+		return fmt.Errorf("agent %d: parts are numbered from 0", k)
+	}
 	bus, _ = secure(bus, opts.Key, opts.Subject, k, opts.Logger)
 	a, err := newAgent(bus, g, p, k, opts)
+	defer func() {
+		for _, u := range a.unsubs {
+			u()
+		}
+	}()
 	if err != nil {
 		return err
-	}
-	l := a.l
-	for q := range neighbourParts(l, p) {
-		q := q
-		unsub, err := bus.Subscribe(poseSubject(opts.Subject, q), func(data []byte) { a.onPoses(q, data) })
-		if err != nil {
-			return fmt.Errorf("agent %d: subscribing to part %d: %w", k, q, err)
-		}
-		defer unsub()
 	}
 	stop, err := bus.Serve(agentSubject(opts.Subject, k), a.onCommand)
 	if err != nil {
 		return fmt.Errorf("agent %d: serving commands: %w", k, err)
 	}
 	defer stop()
-	opts.Logger.Info("agent ready", "part", k, "poses", len(l.own), "public", len(l.shared), "neighbour_poses", len(l.pub))
 	select {
 	case <-a.stopped:
 		return nil
@@ -145,35 +154,92 @@ func RunAgent(ctx context.Context, bus Bus, g *posegraph.Graph, p *Partition, k 
 	}
 }
 
-// newAgent builds agent k's state: its rows of Q and its chordal estimate.
+// newAgent returns agent k, built for p unless p is nil (RunAgent).
 func newAgent(bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOptions) (*agent, error) {
-	if err := p.Validate(g.N()); err != nil {
-		return nil, err
+	a := &agent{opts: opts, g: g, k: k, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
+	a.cond = stdsync.NewCond(&a.mu)
+	if p != nil {
+		return a, a.build(p)
 	}
-	if k < 0 || k >= p.K {
-		return nil, fmt.Errorf("agent %d: the partition has parts 0..%d", k, p.K-1)
+	return a, nil
+}
+
+// build makes the agent's state for partition p (before serving, or with
+// mu held): its rows of Q, its overlap, its fingerprint and its chordal
+// estimate, and subscribes to its neighbours' poses.
+func (a *agent) build(p *Partition) error {
+	g, k, opts := a.g, a.k, a.opts
+	if err := p.Validate(g.N()); err != nil {
+		return fmt.Errorf("agent %d: the coordinator's %w", k, err)
+	}
+	if k >= p.K {
+		return fmt.Errorf("agent %d: the partition has parts 0..%d", k, p.K-1)
 	}
 	l, err := newLocal(g, p, k, opts.Problem, g.D)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	a := &agent{opts: opts, g: g, p: p, l: l, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
-	a.cond = stdsync.NewCond(&a.mu)
 	adj := poseAdjacency(g)
 	h := overlapOf(opts.Overlap, adj, p)
 	if h > maxOverlap {
-		return nil, fmt.Errorf("agent %d: overlap %d above %d", k, h, maxOverlap)
+		return fmt.Errorf("agent %d: overlap %d above %d", k, h, maxOverlap)
 	}
 	if h > 0 {
 		if l.ov, l.shared, err = newOverlap(g, adj, p, l, h); err != nil {
-			return nil, fmt.Errorf("agent %d: %w", k, err)
+			return fmt.Errorf("agent %d: %w", k, err)
 		}
 	}
-	a.fingerprint = fingerprint(g, p, opts.Problem) + overlapTag(h)
-	if a.chordal, a.comp, a.ncomp, err = localChordal(g, l.own, opts.Problem); err != nil {
-		return nil, fmt.Errorf("agent %d: %w", k, err)
+	adj = nil
+	fp := fingerprint(g, p, opts.Problem) + overlapTag(h)
+	chordal, comp, ncomp, err := localChordal(g, l.own, opts.Problem)
+	if err != nil {
+		return fmt.Errorf("agent %d: %w", k, err)
 	}
-	return a, nil
+	var edges []posegraph.Edge
+	for _, e := range g.Edges {
+		if p.Part[e.I] == k || p.Part[e.J] == k {
+			e.Meas, e.Info = nil, nil
+			edges = append(edges, e)
+		}
+	}
+	a.p, a.l, a.fingerprint, a.edges = p, l, fp, slices.Clip(edges)
+	a.chordal, a.comp, a.ncomp = chordal, comp, ncomp
+	// The whole graph is not needed any more: an agent holds its part's
+	// rows, not the file (at 10^5 poses the graph is a third of an
+	// agent's live heap).
+	a.g = nil
+	for q := range neighbourParts(l, p) {
+		unsub, err := a.bus.Subscribe(poseSubject(opts.Subject, q), func(data []byte) { a.onPoses(q, data) })
+		if err != nil {
+			return fmt.Errorf("agent %d: subscribing to part %d: %w", k, q, err)
+		}
+		a.unsubs = append(a.unsubs, unsub)
+	}
+	opts.Logger.Info("agent ready", "part", k, "poses", len(l.own), "public", len(l.shared), "neighbour_poses", len(l.pub))
+	return nil
+}
+
+// partitionOfInts decodes the coordinator's partition from an opInit's Ints:
+// the number of parts, then each pose's part.
+func partitionOfInts(ints []uint32) (*Partition, error) {
+	if len(ints) < 1 {
+		return nil, errors.New("the coordinator sent no partition")
+	}
+	p := &Partition{K: int(ints[0]), Part: make([]int, len(ints)-1)}
+	for i, q := range ints[1:] {
+		p.Part[i] = int(q)
+	}
+	return p, nil
+}
+
+// partitionInts is p as an opInit carries it (partitionOfInts).
+func partitionInts(p *Partition) []uint32 {
+	ints := make([]uint32, 1+len(p.Part))
+	ints[0] = uint32(p.K)
+	for i, q := range p.Part {
+		ints[1+i] = uint32(q)
+	}
+	return ints
 }
 
 func neighbourParts(l *local, p *Partition) map[int]bool {
@@ -190,7 +256,7 @@ func neighbourParts(l *local, p *Partition) map[int]bool {
 // reject logs a message that is not applied.
 func (a *agent) reject(why string, args ...any) {
 	a.rejected++
-	a.opts.Logger.Warn("message rejected: "+why, append([]any{"part", a.l.part}, args...)...)
+	a.opts.Logger.Warn("message rejected: "+why, append([]any{"part", a.k}, args...)...)
 }
 
 // onPoses applies part q's public poses if the message is well formed and
@@ -308,12 +374,12 @@ func (a *agent) onCommand(data []byte) []byte {
 		a.mu.Lock()
 		a.reject("malformed command", "err", err)
 		a.mu.Unlock()
-		return encode(nil, &message{Kind: kindReply, Part: a.l.part, Status: statusError, Text: "malformed command: " + err.Error()})
+		return encode(nil, &message{Kind: kindReply, Part: a.k, Status: statusError, Text: "malformed command: " + err.Error()})
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sent = 0
-	rep := &message{Kind: kindReply, Part: a.l.part, Run: m.Run, Op: m.Op, Round: m.Round, Status: statusOK}
+	rep := &message{Kind: kindReply, Part: a.k, Run: m.Run, Op: m.Op, Round: m.Round, Status: statusOK}
 	fail := func(err error) []byte {
 		rep.Status, rep.Text = statusError, err.Error()
 		return encode(nil, rep)
@@ -324,10 +390,26 @@ func (a *agent) onCommand(data []byte) []byte {
 	}
 	if m.Op != opInit && m.Op != opStop && m.Run != a.run {
 		a.reject("command of another run", "run", m.Run)
-		rep.Status, rep.Text = statusNoRun, fmt.Sprintf("agent %d is not in run %d", a.l.part, m.Run)
+		rep.Status, rep.Text = statusNoRun, fmt.Sprintf("agent %d is not in run %d", a.k, m.Run)
 		return encode(nil, rep)
 	}
+	if m.Op == opInit && a.l == nil {
+		// The first run this agent joins: its part comes with the
+		// coordinator's partition.
+		p, err := partitionOfInts(m.Ints)
+		if err == nil {
+			err = a.build(p)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
 	l := a.l
+	if l == nil && m.Op != opStop {
+		// Only a run's opInit builds the part (a command of no run was
+		// answered statusNoRun above).
+		return fail(fmt.Errorf("agent %d has not joined a run", a.k))
+	}
 	switch m.Op {
 	case opInit:
 		// A new run: reset to the chordal estimate.
@@ -434,7 +516,7 @@ func (a *agent) onCommand(data []byte) []byte {
 	default:
 		return fail(fmt.Errorf("unknown command %d", m.Op))
 	}
-	if !finite(l.x.Data) {
+	if l != nil && !finite(l.x.Data) {
 		// Never publish or report a broken estimate.
 		return fail(fmt.Errorf("agent %d: non-finite estimate after command %d", l.part, m.Op))
 	}

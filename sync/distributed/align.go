@@ -75,7 +75,7 @@ func (a *agent) align(needs []need) {
 		tauw float64
 	}
 	var preds []pred
-	for _, e := range a.g.Edges {
+	for _, e := range a.edges {
 		var own, other int
 		var forward bool
 		switch {

@@ -2,6 +2,8 @@ package distributed
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -256,14 +258,14 @@ type coordinator struct {
 	mopts   *methodOptions
 	auth    *authBus // nil without a key; its rejections go to stats at the end
 
-	// held is the point the agents hold, as last set or gathered (nil:
-	// their initial estimates); trans and n make exact translations.
-	held *sparse.Blocks
+	// held marks the point the agents hold, as last set or gathered (nil:
+	// their initial estimates); n is Q X for the exact translations and
+	// the cost.
+	held *heldMark
 	last *sparse.Blocks // the last point gathered within this Optimize (checkpoints)
 	// resume is the checkpoint to start from, until the first Optimize
 	// has taken its point.
 	resume *Checkpoint
-	trans  *bcm.Solver
 	n      *sparse.Blocks
 
 	// fingerprint identifies the problem, partition and overlap; an agent
@@ -271,6 +273,9 @@ type coordinator struct {
 	// partition alone, marks the checkpoints (the overlap may change
 	// between a run and its resumption).
 	fingerprint, ckPrint string
+	// partInts is the partition as opInit sends it to every agent, which
+	// computes none itself (partitionInts).
+	partInts []uint32
 	// overlap is the agents' overlap (Options.Overlap), reads[k] the poses
 	// of other parts that agent k reads (overlapReads).
 	overlap int
@@ -353,6 +358,7 @@ func newCoordinator(bus Bus, g *posegraph.Graph, p *Partition, opts Options) (*c
 		run: rand.Uint64() | 1, rank: g.D, b: kind.BlockSize(g.D), overlap: h}
 	c.ckPrint = fingerprint(g, p, kind)
 	c.fingerprint = c.ckPrint + overlapTag(h)
+	c.partInts = partitionInts(p)
 	c.auth = auth
 	c.classes = Colors(c.nb)
 	c.stats.Agents, c.stats.Colors = p.K, len(c.classes)
@@ -505,7 +511,7 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 		copy(x.Data, ck.X)
 		c.resume = nil
 	}
-	if c.held == nil || c.held.R != x.R || !slices.Equal(c.held.Data, x.Data) {
+	if !c.held.is(x) {
 		c.rank = x.R
 		if err := c.set(runCtx, x); err != nil {
 			return stopped(err)
@@ -528,7 +534,7 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 		return stopped(err)
 	}
 	copy(x.Data, y.Data)
-	c.held = y
+	c.held = markOf(y)
 	dec, err := c.exactTranslations(r, x)
 	if err != nil {
 		return out, err
@@ -586,14 +592,51 @@ func (c *coordinator) exactTranslations(r *bsync.Run, x *sparse.Blocks) (float64
 		return 0, nil
 	}
 	q := r.Q()
-	if c.trans == nil {
-		c.trans = bcm.New(q, c.g.D, c.opts.Sync.Problem)
-	}
 	if c.n == nil || c.n.R != x.R {
 		c.n = sparse.NewBlocks(x.R, x.B, x.N)
 	}
 	q.MulBlocks(c.n, x)
-	return c.trans.StepTranslations(x, c.n)
+	// A solver of this call's own: its factor of the whole graph's
+	// tau-Laplacian (30 MB at 10^5 poses) is garbage before the
+	// certificate and the rounding, which peak on their own boundary
+	// systems, instead of living through the run. Once per level, the
+	// factorization is cheap against the level's rounds, and the same
+	// factor gives the same translations.
+	return bcm.New(q, c.g.D, c.opts.Sync.Problem).StepTranslations(x, c.n)
+}
+
+// heldMark identifies the point the agents hold by its rank and a SHA-256
+// of its blocks: the coordinator compares the staircase's point with it to
+// skip a set that would change nothing, without a copy of X for that.
+type heldMark struct {
+	r   int
+	sum [sha256.Size]byte
+}
+
+func markOf(x *sparse.Blocks) *heldMark {
+	return &heldMark{r: x.R, sum: blocksSum(x)}
+}
+
+// is reports whether x is the marked point (false for a nil mark).
+func (h *heldMark) is(x *sparse.Blocks) bool {
+	return h != nil && h.r == x.R && h.sum == blocksSum(x)
+}
+
+func blocksSum(x *sparse.Blocks) [sha256.Size]byte {
+	h := sha256.New()
+	var buf [8 << 10]byte
+	b := buf[:0]
+	for _, v := range x.Data {
+		if len(b) == len(buf) {
+			h.Write(b)
+			b = b[:0]
+		}
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	h.Write(b)
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // poseOf reads the top d rows of a rank-r block as a pose.
@@ -666,7 +709,7 @@ func (c *coordinator) join(ctx context.Context) error {
 		all[k] = k
 	}
 	err := parallel(all, func(k int) error {
-		rep, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Text: c.fingerprint})
+		rep, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Text: c.fingerprint, Ints: c.partInts})
 		if err == nil {
 			c.joined(k, rep)
 		}
@@ -834,7 +877,7 @@ func (c *coordinator) gather(ctx context.Context) (*sparse.Blocks, error) {
 	}
 	sz := c.rank * c.b
 	c.stats.Gathers++
-	err := parallel(all, func(k int) error {
+	err := oneByOne(all, func(k int) error {
 		rep, err := c.request(ctx, k, &message{Op: opGather, Rank: c.rank})
 		if errors.Is(err, errRestarted) {
 			// Its blocks are gone: rejoin it and take its fresh estimate.
@@ -866,7 +909,20 @@ func (c *coordinator) set(ctx context.Context, x *sparse.Blocks) error {
 		all[k] = k
 	}
 	c.stats.Sets++
-	return parallel(all, func(k int) error { return c.setOne(ctx, k, x) })
+	return oneByOne(all, func(k int) error { return c.setOne(ctx, k, x) })
+}
+
+// oneByOne calls f for each part in turn, joining the errors: the
+// transfers of whole blocks (gather, set) go one agent at a time, so that
+// the coordinator's process (with the embedded NATS server) holds one
+// agent's message and its copies at a time, not all K at once. A
+// transfer is bandwidth-bound, so this costs the run little time.
+func oneByOne(ks []int, f func(k int) error) error {
+	var errs []error
+	for _, k := range ks {
+		errs = append(errs, f(k))
+	}
+	return errors.Join(errs...)
 }
 
 // setOne sends agent k its own poses of x and those of other parts that it
@@ -877,6 +933,13 @@ func (c *coordinator) setOne(ctx context.Context, k int, x *sparse.Blocks) error
 	for _, i := range c.reads[k] {
 		known[i] = true
 	}
+	n := 0
+	for i := 0; i < c.g.N(); i++ {
+		if c.p.Part[i] == k || known[i] {
+			n++
+		}
+	}
+	m.Index, m.Values = make([]uint32, 0, n), make([]float64, 0, n*x.R*x.B)
 	for i := 0; i < c.g.N(); i++ {
 		if c.p.Part[i] == k || known[i] {
 			m.Index = append(m.Index, uint32(i))

@@ -13,6 +13,10 @@
 // command's default), or from a file of "id part" lines (ReadPartition). An agent holds its poses, the rows of Q at them (its
 // internal edges and the shared edges to other agents' public poses), and
 // copies of the public poses it borders, as their owners publish them.
+// Only the coordinator splits the graph: it sends its partition with the
+// command that makes an agent join, and an agent started with none
+// (RunAgent's p nil, as the agent command does) builds its part from it
+// and then lets the rest of the graph go.
 //
 // # The algorithm
 //

@@ -192,7 +192,11 @@ func (pp *partsProver) EigLift(alpha float64, commit bool) (float64, *blockmat.B
 		c.stats.Gathers++
 	}
 	sz := (c.rank + 1) * c.b
-	err := parallel(allParts(K), func(k int) error {
+	each := parallel
+	if commit {
+		each = oneByOne // whole blocks come back (gather)
+	}
+	err := each(allParts(K), func(k int) error {
 		rep, err := c.request(pp.ctx, k, &message{Op: opEigLift, Rank: c.rank, F: alpha, Norm2: commit1})
 		if err != nil {
 			return err
@@ -229,7 +233,7 @@ func (pp *partsProver) EigLift(alpha float64, commit bool) (float64, *blockmat.B
 	}
 	if commit {
 		c.rank = x.R
-		c.held = &sparse.Blocks{R: x.R, B: x.B, N: x.N, Data: slices.Clone(x.Data)}
+		c.held = markOf(x)
 		c.stats.Escapes++
 	}
 	return f, x, nil

@@ -39,14 +39,24 @@ func lattice(t *testing.T, n, side int, seed uint64, k int) (*posegraph.Graph, *
 // neighbours' public poses, and the run still ends certified at the
 // central optimum; with authenticated messages too (the new agent's life
 // is challenged and joins again), where nothing is rejected.
+// The agents take the partition as given or, as the agent command does,
+// from the coordinator's opInit (the restarted one too).
 func TestAgentRestart(t *testing.T) {
-	for _, key := range [][]byte{nil, testKey} {
-		t.Run(map[bool]string{false: "plain", true: "authenticated"}[key != nil], func(t *testing.T) { agentRestart(t, key) })
+	for _, c := range []struct {
+		name string
+		key  []byte
+		own  bool
+	}{{"plain", nil, true}, {"authenticated", testKey, true}, {"coordinator's partition", testKey, false}} {
+		t.Run(c.name, func(t *testing.T) { agentRestart(t, c.key, c.own) })
 	}
 }
 
-func agentRestart(t *testing.T, key []byte) {
+func agentRestart(t *testing.T, key []byte, own bool) {
 	g, central, p := lattice(t, 300, 15, 11, 4)
+	ap := p
+	if !own {
+		ap = nil
+	}
 	bus := NewMemBus()
 	ctx := context.Background()
 	var wg stdsync.WaitGroup
@@ -59,7 +69,7 @@ func agentRestart(t *testing.T, key []byte) {
 		go func() {
 			defer wg.Done()
 			defer close(done)
-			if err := RunAgent(actx, bus, g, p, k, AgentOptions{Key: key}); err != nil && !errors.Is(err, context.Canceled) {
+			if err := RunAgent(actx, bus, g, ap, k, AgentOptions{Key: key}); err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("agent %d: %v", k, err)
 			}
 		}()

@@ -8,7 +8,6 @@ import (
 	"slices"
 	stdsync "sync"
 
-	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
@@ -205,12 +204,12 @@ func (pp *partsProver) ProofPartition() ([]int, int) { return pp.part, pp.anchor
 // their Lambda blocks there.
 func (pp *partsProver) ProveLambda(x *blockmat.Blocks) (float64, error) {
 	c := pp.c
-	if c.held == nil || c.held.R != x.R || !slices.Equal(c.held.Data, x.Data) {
+	if !c.held.is(x) {
 		c.rank = x.R
 		if err := c.set(pp.ctx, x); err != nil {
 			return 0, err
 		}
-		c.held = &sparse.Blocks{R: x.R, B: x.B, N: x.N, Data: slices.Clone(x.Data)}
+		c.held = markOf(x)
 	}
 	var mu stdsync.Mutex
 	tr := 0.0

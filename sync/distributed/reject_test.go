@@ -1,9 +1,15 @@
 package distributed
 
 import (
+	"context"
+	"fmt"
+	"strings"
+	stdsync "sync"
 	"testing"
+	"time"
 
 	"github.com/bcmsync/bcmsync/posegraph"
+	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
 // An agent applies a neighbour's public poses only when the message is well
@@ -78,5 +84,82 @@ func TestAgentRejectsBadPoseMessages(t *testing.T) {
 	rep, _ = decode(a.onCommand(encode(nil, &message{Kind: kindCmd, Op: opInit, Part: coordinatorPart, Run: run, Rank: 2, Text: fingerprint(g, other, posegraph.Poses)})))
 	if rep.Status != statusError {
 		t.Errorf("mismatched fingerprint accepted: %+v", rep)
+	}
+}
+
+// Agents given no partition take the coordinator's and run exactly as
+// agents given it: the same rounds and the same estimate, bit for bit. An
+// agent whose graph differs from the coordinator's is still refused by the
+// fingerprint, and one whose part the partition does not have says so.
+func TestAgentTakesCoordinatorsPartition(t *testing.T) {
+	g, _, p := lattice(t, 200, 10, 5, 3)
+	run := func(ag *posegraph.Graph, ap *Partition, k int) (*bsync.Result, *Stats, error) {
+		t.Helper()
+		bus := NewMemBus()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var wg stdsync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		for q := 0; q < k; q++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				gq := g
+				if q == k-1 {
+					gq = ag
+				}
+				_ = RunAgent(ctx, bus, gq, ap, q, AgentOptions{})
+			}()
+		}
+		return Solve(ctx, bus, g, p, Options{Timeout: 5 * time.Second, Try: time.Second})
+	}
+	given, gst, err := run(g, p, p.K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, tst, err := run(g, nil, p.K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gst.Rounds != tst.Rounds || given.Objective != taken.Objective || !given.Certified || !taken.Certified {
+		t.Errorf("partition given: %d rounds, F %.17g, %s; taken from the coordinator: %d rounds, F %.17g, %s",
+			gst.Rounds, given.Objective, given.Status, tst.Rounds, taken.Objective, taken.Status)
+	}
+	for i := range given.Poses {
+		if given.Poses[i] != taken.Poses[i] {
+			t.Fatalf("pose %d differs: %v against %v", i, given.Poses[i], taken.Poses[i])
+		}
+	}
+
+	// The last agent reads a graph with one measurement edited.
+	edited := *g
+	edited.Edges = append([]posegraph.Edge(nil), g.Edges...)
+	edited.Edges[len(edited.Edges)/2].T[0] += 1e-3
+	if _, _, err := run(&edited, nil, p.K); err == nil || !strings.Contains(err.Error(), "holds a different problem") {
+		t.Errorf("an agent reading another graph: %v; want its refusal", err)
+	}
+	// An agent for part K of a K-part partition (the coordinator never
+	// asks it: the command's --agents bounds --part), or sent a partition
+	// of another graph, or none, refuses to join.
+	for _, c := range []struct {
+		k    int
+		ints []uint32
+		want string
+	}{
+		{p.K, partitionInts(p), fmt.Sprintf("agent %d: the partition has parts 0..%d", p.K, p.K-1)},
+		{0, partitionInts(p)[:g.N()], fmt.Sprintf("agent 0: the coordinator's partition: %d entries for %d poses", g.N()-1, g.N())},
+		{0, nil, "the coordinator sent no partition"},
+	} {
+		opts := AgentOptions{}
+		opts.defaults()
+		a, err := newAgent(NewMemBus(), g, nil, c.k, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := decode(a.onCommand(encode(nil, &message{Kind: kindCmd, Op: opInit, Part: coordinatorPart, Run: 7, Rank: 2, Ints: c.ints})))
+		if err != nil || rep.Status != statusError || !strings.Contains(rep.Text, c.want) || a.l != nil {
+			t.Errorf("agent %d sent %d ints: %v %q; want the error %q and no part built", c.k, len(c.ints), err, rep.Text, c.want)
+		}
 	}
 }

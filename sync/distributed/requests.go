@@ -158,7 +158,7 @@ func (c *coordinator) rejoin(ctx context.Context, k int) error {
 	seq := c.seq[k]
 	c.mu.Unlock()
 	c.opts.Sync.Logger.Warn("agent restarted; rejoining from its neighbours' public poses", "part", k)
-	rep, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Seq: seq, Text: c.fingerprint})
+	rep, err := c.request(ctx, k, &message{Op: opInit, Rank: c.rank, Seq: seq, Text: c.fingerprint, Ints: c.partInts})
 	if err != nil {
 		return fmt.Errorf("rejoining agent %d: %w", k, err)
 	}

@@ -3,10 +3,8 @@ package distributed
 import (
 	"errors"
 	"fmt"
-	"slices"
 	stdsync "sync"
 
-	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 	"github.com/bcmsync/bcmsync/rounding"
@@ -43,13 +41,7 @@ func (a *agent) partTranslations(anchor int) (*rounding.PartTranslations, error)
 		return a.round.trans, nil
 	}
 	l := a.l
-	var edges []posegraph.Edge
-	for _, e := range a.g.Edges {
-		if a.p.Part[e.I] == l.part || a.p.Part[e.J] == l.part {
-			edges = append(edges, e)
-		}
-	}
-	pt, err := rounding.NewPartTranslations(l.own, edges, anchor, l.d)
+	pt, err := rounding.NewPartTranslations(l.own, a.edges, anchor, l.d)
 	if err != nil {
 		return nil, err
 	}
@@ -176,12 +168,12 @@ func (c *coordinator) PartsRounder(*bsync.Run) bsync.PartsRounder {
 func (c *coordinator) RoundByParts(x *blockmat.Blocks) ([]posegraph.Pose, error) {
 	ctx := c.context()
 	d, K := c.g.D, c.p.K
-	if c.held == nil || c.held.R != x.R || !slices.Equal(c.held.Data, x.Data) {
+	if !c.held.is(x) {
 		c.rank = x.R
 		if err := c.set(ctx, x); err != nil {
 			return nil, err
 		}
-		c.held = &sparse.Blocks{R: x.R, B: x.B, N: x.N, Data: slices.Clone(x.Data)}
+		c.held = markOf(x)
 	}
 	anchor := c.g.Anchor()
 	var mu stdsync.Mutex

@@ -24,7 +24,7 @@ import (
 // sequence number) is the receiver's check.
 const (
 	wireMagic   = 0x444d4342 // "BCMD" little-endian
-	wireVersion = 4          // 2: the replies' mem, sent and dot; 3: ints and extra (the certificate by parts); 4: the escape by parts (opEig*, a command's dot)
+	wireVersion = 5          // 2: the replies' mem, sent and dot; 3: ints and extra (the certificate by parts); 4: the escape by parts (opEig*, a command's dot); 5: opInit carries the partition
 	headerSize  = 4 + 4 + 4 + 8 + 8 + 2 + 2 + 4 + 3*8 + 2*8 + 8
 	maxRank     = 64
 )
@@ -38,7 +38,7 @@ const (
 
 // Commands (kindCmd's op).
 const (
-	opInit         = 1 + iota // join a run: reset to the local chordal estimate at a rank
+	opInit         = 1 + iota // join a run: reset to the local chordal estimate at a rank (Ints: the partition, K then each pose's part)
 	opAlign                   // align the local chordal estimate to the parts in needs, publish
 	opUpdate                  // improve the own block given the public poses in needs, publish
 	opStats                   // report the shares of F, ||grad||^2, ||2XQ||^2
