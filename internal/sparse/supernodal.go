@@ -43,6 +43,11 @@ type supernodes struct {
 	rowFn *BlockRows
 	shift float64
 
+	// reuse, while FactorizeBlocksFrom runs: the supernode of from whose
+	// values supernode s copies, or -1 where s is computed.
+	reuse []int
+	from  *supernodes
+
 	// Independent subtrees [lo, hi) of supernodes, factored concurrently,
 	// and the remaining supernodes, factored after them in order.
 	tasks [][2]int

@@ -1,0 +1,321 @@
+package sparse
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// A partial numeric refactorization: when a matrix changes only in a few
+// block rows (a graph that grew by a few vertices and edges), the columns
+// of L whose subtree of the elimination tree holds no changed column are
+// the same numbers as before, and need not be computed again. Only the
+// supernodes on the paths from the changed columns to the roots are; the
+// others are copied from the earlier factor. Recomputing only the top of
+// the tree that a change reaches is the idea of iSAM2 (Kaess et al. 2012,
+// "iSAM2: Incremental smoothing and mapping using the Bayes tree"), here
+// on a left-looking supernodal factor whose order the caller kept
+// (ReorderBlocks keeps the unaffected subtrees in their order).
+//
+// Why a copy is the fresh factorization's value, bit for bit: supernode
+// s's values are A's columns of s minus the updates of its descendants,
+// summed in the order their link events queue them on s, and every such
+// event happens while a supernode of s's subtree is factored, in index
+// order, when s and its subtree run in one task of the concurrent
+// schedule. So when s's subtree is the same as before (the same
+// supernodes with the same row structures, mapped, in the same relative
+// order, with the same values of A in their columns) and s runs inside a
+// task in both factorizations, its values are the earlier ones. The top of
+// the tree (supernodes.top), where updates arrive in the schedule's task
+// order, is always computed.
+
+// factoredFrom describes the matrix a factor was last made from by
+// FactorizeBlocks: its values (the address of the first, to recognize the
+// matrix handed back), the shift and the pivot threshold.
+type factoredFrom struct {
+	val        *float64
+	shift, thr float64
+	ok         bool
+}
+
+// refactorSource is FactorizeBlocksFrom's earlier factor, its matrix and
+// the map of its blocks to the new matrix's, and the counts it returns.
+type refactorSource struct {
+	prev     *Cholesky
+	m        *BlockSym
+	blockMap []int
+	stats    Refactorization
+}
+
+// Refactorization counts what FactorizeBlocksFrom copied: supernodes and
+// the flops of their columns (sum of count^2, as Cholesky.Flops), of the
+// factor's total.
+type Refactorization struct {
+	Supernodes, Copied int
+	Flops, CopiedFlops float64
+}
+
+// FactorizeBlocksFrom is FactorizeBlocks(m, shift): the same factor, bit
+// for bit, and the same errors, with the supernodes that did not change
+// copied from prev, an earlier factor made by FactorizeBlocks of prevM
+// with the same shift (prevM's values unchanged since). blockMap[i] is
+// the block of m that block i of prevM became, or -1 for one m lacks.
+//
+// A supernode is copied when its columns and row structure are those of
+// a supernode of prev (through blockMap and the two orders), the block
+// rows of its columns are prevM's (the same blocks, the same bits), its
+// children in the supernodal tree are copied from the children of that
+// supernode, and it is factored inside a task of the concurrent schedule
+// in both (see the comment at the top of this file). Everything else is
+// computed; with nothing to copy this is FactorizeBlocks. When the pivot
+// threshold (relative to m's largest diagonal entry) grew, a copied
+// supernode's pivots are checked against it, with a margin for the
+// rounding of their square roots, and a supernode near it is computed.
+//
+// A nil prev, or one that holds no factor of prevM (released, failed,
+// made otherwise), copies nothing; a blockMap that is not an injective
+// map of prevM's blocks to m's is an error.
+func (c *Cholesky) FactorizeBlocksFrom(m *BlockSym, shift float64, prev *Cholesky, prevM *BlockSym, blockMap []int) (Refactorization, error) {
+	if c.simplicial || prev == nil || prev == c || prevM == nil || !prev.ok || !prev.last.ok || prev.simplicial {
+		err := c.FactorizeBlocks(m, shift)
+		st := Refactorization{}
+		if err == nil && !c.simplicial {
+			st.Supernodes, st.Flops = len(c.sn.first)-1, c.Flops()
+		}
+		return st, err
+	}
+	if m == nil {
+		return Refactorization{}, errors.New("sparse: FactorizeBlocksFrom: nil matrix")
+	}
+	if err := blockShapeErr(prevM); err != nil {
+		return Refactorization{}, fmt.Errorf("sparse: FactorizeBlocksFrom: earlier matrix: %w", err)
+	}
+	if prevM.B != m.B || prevM.N*prevM.B != prev.n || len(prevM.Val) == 0 || &prevM.Val[0] != prev.last.val || blockSignature(prevM) != prev.bsig {
+		return Refactorization{}, errors.New("sparse: FactorizeBlocksFrom: the earlier factor was not made from the earlier matrix given")
+	}
+	if len(blockMap) != prevM.N {
+		return Refactorization{}, fmt.Errorf("sparse: FactorizeBlocksFrom: a block map of %d entries for %d blocks", len(blockMap), prevM.N)
+	}
+	seen := make([]bool, m.N)
+	for i, j := range blockMap {
+		if j < -1 || j >= m.N || (j >= 0 && seen[j]) {
+			return Refactorization{}, fmt.Errorf("sparse: FactorizeBlocksFrom: block %d maps to %d, out of range or repeated", i, j)
+		}
+		if j >= 0 {
+			seen[j] = true
+		}
+	}
+	from := &refactorSource{prev: prev, m: prevM, blockMap: blockMap}
+	err := c.factorizeBlocksFrom(m, nil, shift, 0, 0, from)
+	if err != nil {
+		return Refactorization{}, err
+	}
+	return from.stats, nil
+}
+
+// reusePlan returns, for each supernode of c, the supernode of from.prev
+// it copies or -1 (FactorizeBlocksFrom's rules), and counts them in
+// from.stats. thr is this factorization's pivot threshold.
+func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float64) []int {
+	prev, pm, bmap := from.prev, from.m, from.blockMap
+	sn, ps := c.sn, prev.sn
+	b, bb := m.B, m.B*m.B
+	ns, pns := len(sn.first)-1, len(ps.first)-1
+	reuse := make([]int, ns)
+	for s := range reuse {
+		reuse[s] = -1
+	}
+	st := &from.stats
+	st.Supernodes, st.Flops = ns, c.Flops()
+	if math.Float64bits(shift) != math.Float64bits(prev.last.shift) {
+		return reuse
+	}
+
+	// oldOf[j]: the block of prevM that block j of m was, or -1; same[j]:
+	// block row j is that block row, block for block and bit for bit.
+	oldOf := make([]int, m.N)
+	for j := range oldOf {
+		oldOf[j] = -1
+	}
+	for i, j := range bmap {
+		if j >= 0 {
+			oldOf[j] = i
+		}
+	}
+	same := make([]bool, m.N)
+	for j := range same {
+		i := oldOf[j]
+		if i < 0 || m.RowPtr[j+1]-m.RowPtr[j] != pm.RowPtr[i+1]-pm.RowPtr[i] {
+			continue
+		}
+		orow := pm.ColIdx[pm.RowPtr[i]:pm.RowPtr[i+1]]
+		ok := true
+		for k := m.RowPtr[j]; k < m.RowPtr[j+1] && ok; k++ {
+			oc := oldOf[m.ColIdx[k]]
+			t, found := slices.BinarySearch(orow, oc)
+			if oc < 0 || !found {
+				ok = false
+				break
+			}
+			nv := m.Val[k*bb : (k+1)*bb]
+			ov := pm.Val[(pm.RowPtr[i]+t)*bb : (pm.RowPtr[i]+t+1)*bb]
+			for e, v := range nv {
+				if math.Float64bits(v) != math.Float64bits(ov[e]) {
+					ok = false
+					break
+				}
+			}
+		}
+		same[j] = ok
+	}
+
+	spar, pspar := superParents(c), superParents(prev)
+	pchildren := make([]int, pns)
+	for _, p := range pspar {
+		if p >= 0 {
+			pchildren[p]++
+		}
+	}
+	isTop, pisTop := make([]bool, ns), make([]bool, pns)
+	for _, s := range sn.top {
+		isTop[s] = true
+	}
+	for _, s := range ps.top {
+		pisTop[s] = true
+	}
+	// Per supernode of c, from its children (which come first): whether
+	// one of them is not copied or copies out of order, how many are
+	// copied, the last supernode of prev they copy, and the parent in
+	// prev those have (-2 for none yet).
+	bad := make([]bool, ns)
+	matched := make([]int, ns)
+	lastChild := make([]int, ns)
+	childParent := make([]int, ns)
+	for s := range lastChild {
+		lastChild[s], childParent[s] = -1, -2
+	}
+	checkPivots := thr > prev.last.thr
+	for s := 0; s < ns; s++ {
+		o := c.counterpart(prev, s, oldOf, bmap, same, b)
+		if o >= 0 && (bad[s] || isTop[s] || pisTop[o] || matched[s] != pchildren[o] ||
+			(matched[s] > 0 && childParent[s] != o)) {
+			o = -1
+		}
+		if o >= 0 && checkPivots && !pivotsAbove(ps, o, thr) {
+			o = -1
+		}
+		reuse[s] = o
+		p := spar[s]
+		if p < 0 {
+			continue
+		}
+		switch {
+		case o < 0 || o <= lastChild[p] || (childParent[p] != -2 && childParent[p] != pspar[o]):
+			bad[p] = true
+		default:
+			lastChild[p], childParent[p] = o, pspar[o]
+			matched[p]++
+		}
+	}
+	for s, o := range reuse {
+		if o < 0 {
+			continue
+		}
+		st.Copied++
+		for k := sn.first[s]; k < sn.first[s+1]; k++ {
+			st.CopiedFlops += float64(c.colCnt[k]) * float64(c.colCnt[k])
+		}
+	}
+	return reuse
+}
+
+// counterpart returns the supernode of prev with s's columns and row
+// structure (through the block maps and the two orders) whose columns'
+// block rows did not change (same), or -1.
+func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []bool, b int) int {
+	sn, ps := c.sn, prev.sn
+	f := sn.first[s]
+	i := oldOf[c.perm[f]/b]
+	if i < 0 {
+		return -1
+	}
+	q := prev.pinv[i*b+c.perm[f]%b]
+	o := ps.super[q]
+	nc, nr := sn.first[s+1]-f, sn.rowPtr[s+1]-sn.rowPtr[s]
+	if ps.first[o] != q || ps.first[o+1]-q != nc || ps.rowPtr[o+1]-ps.rowPtr[o] != nr {
+		return -1
+	}
+	for k := f; k < f+nc; k++ {
+		if !same[c.perm[k]/b] {
+			return -1
+		}
+	}
+	rows, prows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], ps.rows[ps.rowPtr[o]:ps.rowPtr[o+1]]
+	for r, pr := range prows {
+		oc := prev.perm[pr]
+		j := bmap[oc/b]
+		if j < 0 || c.pinv[j*b+oc%b] != rows[r] {
+			return -1
+		}
+	}
+	return o
+}
+
+// superParents returns the parent of each supernode of c's factor in the
+// supernodal elimination tree (-1 for a root).
+func superParents(c *Cholesky) []int {
+	sn := c.sn
+	ns := len(sn.first) - 1
+	par := make([]int, ns)
+	for s := range par {
+		par[s] = -1
+		if p := c.parent[sn.first[s+1]-1]; p != -1 {
+			par[s] = sn.super[p]
+		}
+	}
+	return par
+}
+
+// pivotsAbove reports whether every pivot of supernode o (its diagonal
+// entries squared) is above thr by more than the rounding of a square
+// root could hide: the pivot before the square root, which the fresh
+// factorization compares with thr, is then above it too.
+func pivotsAbove(sn *supernodes, o int, thr float64) bool {
+	nc := sn.first[o+1] - sn.first[o]
+	for k := 0; k < nc; k++ {
+		d := sn.val[sn.valPtr[o]+k*nc+k]
+		if !(d*d > thr*(1+1e-9)) {
+			return false
+		}
+	}
+	return true
+}
+
+// copyNode sets supernode s's values to those of from's supernode
+// reuse[s], and hands the descendants queued on s, and s, to link as
+// factorNode would: the updates s's ancestors receive arrive in the same
+// order as in a factorization that computes s.
+func (sn *supernodes) copyNode(s int, link func(d, t int)) {
+	o := sn.reuse[s]
+	copy(sn.val[sn.valPtr[s]:sn.valPtr[s+1]], sn.from.val[sn.from.valPtr[o]:sn.from.valPtr[o+1]])
+	l := sn.first[s+1] - 1
+	for d := sn.head[s]; d != -1; {
+		dnext := sn.next[d]
+		drows := sn.rows[sn.rowPtr[d]:sn.rowPtr[d+1]]
+		p2 := sn.dpos[d]
+		for p2 < len(drows) && drows[p2] <= l {
+			p2++
+		}
+		if p2 < len(drows) {
+			sn.dpos[d] = p2
+			link(d, sn.super[drows[p2]])
+		}
+		d = dnext
+	}
+	nc := l - sn.first[s] + 1
+	if sn.rowPtr[s+1]-sn.rowPtr[s] > nc {
+		sn.dpos[s] = nc
+		link(s, sn.super[sn.rows[sn.rowPtr[s]+nc]])
+	}
+}
