@@ -637,7 +637,7 @@ func (c *Cholesky) factorizeBlocksFrom(m *BlockSym, rows *BlockRows, shift, floo
 	defer func() { sn.src, sn.rowFn = nil, nil }()
 	if from != nil {
 		sn.reuse, sn.from = c.reusePlan(from, m, shift, thr*PivotTol), from.prev.sn
-		defer func() { sn.reuse, sn.from = nil, nil }()
+		defer func() { sn.reuse, sn.from, sn.permAt = nil, nil, nil }()
 	}
 	if err := sn.factorAssembled(c, thr*PivotTol); err != nil {
 		return err

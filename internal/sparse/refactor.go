@@ -54,6 +54,10 @@ type refactorSource struct {
 type Refactorization struct {
 	Supernodes, Copied int
 	Flops, CopiedFlops float64
+	// Permuted counts the copied supernodes whose rows below their
+	// columns come in another order than before (their values moved
+	// with them).
+	Permuted int
 }
 
 // FactorizeBlocksFrom is FactorizeBlocks(m, shift): the same factor, bit
@@ -196,8 +200,16 @@ func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float
 		lastChild[s], childParent[s] = -1, -2
 	}
 	checkPivots := thr > prev.last.thr
+	w := &planWork{mark: make([]int, c.n), pos: make([]int, c.n)}
+	for i := range w.mark {
+		w.mark[i] = -1
+	}
+	sn.permAt, sn.rowPerm = make([]int, ns), sn.rowPerm[:0]
+	for s := range sn.permAt {
+		sn.permAt[s] = -1
+	}
 	for s := 0; s < ns; s++ {
-		o := c.counterpart(prev, s, oldOf, bmap, same, b)
+		o := c.counterpart(prev, s, oldOf, bmap, same, b, w)
 		if o >= 0 && (bad[s] || isTop[s] || pisTop[o] || matched[s] != pchildren[o] ||
 			(matched[s] > 0 && childParent[s] != o)) {
 			o = -1
@@ -206,6 +218,11 @@ func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float
 			o = -1
 		}
 		reuse[s] = o
+		if o >= 0 && w.permuted {
+			sn.permAt[s] = len(sn.rowPerm)
+			sn.rowPerm = append(sn.rowPerm, w.perm...)
+			st.Permuted++
+		}
 		p := spar[s]
 		if p < 0 {
 			continue
@@ -232,8 +249,11 @@ func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float
 
 // counterpart returns the supernode of prev with s's columns and row
 // structure (through the block maps and the two orders) whose columns'
-// block rows did not change (same), or -1.
-func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []bool, b int) int {
+// block rows did not change (same), or -1. The rows below the columns
+// may come in another order (the affected ancestors, which the kept
+// order reorders): w.perm then says where each of the counterpart's
+// goes.
+func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []bool, b int, w *planWork) int {
 	sn, ps := c.sn, prev.sn
 	f := sn.first[s]
 	i := oldOf[c.perm[f]/b]
@@ -252,14 +272,39 @@ func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []
 		}
 	}
 	rows, prows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], ps.rows[ps.rowPtr[o]:ps.rowPtr[o+1]]
+	for r, i := range rows {
+		w.mark[i], w.pos[i] = s, r
+	}
+	w.perm, w.permuted = w.perm[:0], false
 	for r, pr := range prows {
 		oc := prev.perm[pr]
 		j := bmap[oc/b]
-		if j < 0 || c.pinv[j*b+oc%b] != rows[r] {
+		if j < 0 {
 			return -1
+		}
+		i := c.pinv[j*b+oc%b]
+		switch {
+		case r < nc && i != rows[r]:
+			return -1 // the columns themselves, in order
+		case r >= nc && (w.mark[i] != s || w.pos[i] < nc):
+			return -1
+		}
+		if r >= nc {
+			w.perm = append(w.perm, w.pos[i])
+			w.permuted = w.permuted || w.pos[i] != r
 		}
 	}
 	return o
+}
+
+// planWork is reusePlan's scratch: a mark and the local row of each row
+// of the supernode being matched, and the local row in it of each row
+// below the columns of its counterpart (perm), when they are not in the
+// same order (permuted).
+type planWork struct {
+	mark, pos []int
+	perm      []int
+	permuted  bool
 }
 
 // superParents returns the parent of each supernode of c's factor in the
@@ -298,7 +343,17 @@ func pivotsAbove(sn *supernodes, o int, thr float64) bool {
 // order as in a factorization that computes s.
 func (sn *supernodes) copyNode(s int, link func(d, t int)) {
 	o := sn.reuse[s]
-	copy(sn.val[sn.valPtr[s]:sn.valPtr[s+1]], sn.from.val[sn.from.valPtr[o]:sn.from.valPtr[o+1]])
+	dst, src := sn.val[sn.valPtr[s]:sn.valPtr[s+1]], sn.from.val[sn.from.valPtr[o]:sn.from.valPtr[o+1]]
+	if k := sn.permAt[s]; k < 0 {
+		copy(dst, src)
+	} else {
+		nc := sn.first[s+1] - sn.first[s]
+		copy(dst[:nc*nc], src[:nc*nc])
+		nr := sn.rowPtr[s+1] - sn.rowPtr[s]
+		for r, t := range sn.rowPerm[k : k+nr-nc] {
+			copy(dst[t*nc:(t+1)*nc], src[(nc+r)*nc:(nc+r+1)*nc])
+		}
+	}
 	l := sn.first[s+1] - 1
 	for d := sn.head[s]; d != -1; {
 		dnext := sn.next[d]
