@@ -108,7 +108,13 @@ func (p *Plan) translations() (*translationSystem, error) {
 			return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
 		}
 		ts, err = newGroundedSystem(g, blockPerm(p.order, 1), p.sym, p.from)
-		p.from = nil
+		if p.from != nil {
+			// The earlier factor has served: its storage goes to the
+			// next factorization of about its size (the next step's
+			// translation system), not one step later.
+			p.from.ts.chol.Release()
+			p.from = nil
+		}
 	} else {
 		ts, err = newTranslationSystem(g, nil)
 	}
@@ -127,8 +133,10 @@ func (p *Plan) translations() (*translationSystem, error) {
 // one p would make without it, bit for bit; what is copied depends on
 // how much of p's order keeps prev's (sync's Incremental keeps it where
 // the graph did not change). prev's factor must stay unreleased until p's
-// is made; p holds prev until then. A prev with no factored system, or
-// a plan without an order, copies nothing.
+// is made; p holds prev until then, and then releases prev's translation
+// factor (sparse.Cholesky.Release: prev solves no translations after
+// that). A prev with no factored system, or a plan without an order,
+// copies nothing.
 func (p *Plan) RefactorFrom(prev *Plan, poseMap []int) {
 	p.from = nil
 	if prev == nil || prev.ts == nil || !prev.ts.grounded || len(poseMap) != prev.g.N() {

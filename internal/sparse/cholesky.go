@@ -643,8 +643,9 @@ func (c *Cholesky) factorizeBlocksFrom(m *BlockSym, rows *BlockRows, shift, floo
 		return err
 	}
 	c.ok = true
-	if rows == nil && floor == 0 && len(m.Val) > 0 {
-		c.last = factoredFrom{val: &m.Val[0], shift: shift, thr: thr * PivotTol, ok: true}
+	if rows == nil && floor == 0 && m.RowPtr[m.N] > 0 {
+		c.last = factoredFrom{val: &m.Val[0], rowPtr: &m.RowPtr[0], colIdx: &m.ColIdx[0], nb: m.N,
+			shift: shift, thr: thr * PivotTol, ok: true}
 	}
 	return nil
 }

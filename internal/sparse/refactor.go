@@ -34,9 +34,24 @@ import (
 // FactorizeBlocks: its values (the address of the first, to recognize the
 // matrix handed back), the shift and the pivot threshold.
 type factoredFrom struct {
-	val        *float64
-	shift, thr float64
-	ok         bool
+	val            *float64
+	rowPtr, colIdx *int
+	nb             int
+	shift, thr     float64
+	ok             bool
+}
+
+// made reports whether m is the matrix f describes: the same slices
+// (FactorizeBlocksFrom's caller promises their values did not change, and
+// FactorizeBlocks checked their shape).
+func (f *factoredFrom) made(m *BlockSym) bool {
+	nnz := 0
+	if m.N >= 0 && len(m.RowPtr) == m.N+1 {
+		nnz = m.RowPtr[m.N]
+	}
+	return f.ok && m.N == f.nb && len(m.RowPtr) == m.N+1 && &m.RowPtr[0] == f.rowPtr &&
+		len(m.ColIdx) >= nnz && nnz > 0 && &m.ColIdx[0] == f.colIdx &&
+		len(m.Val) >= nnz*m.B*m.B && &m.Val[0] == f.val
 }
 
 // refactorSource is FactorizeBlocksFrom's earlier factor, its matrix and
@@ -92,10 +107,7 @@ func (c *Cholesky) FactorizeBlocksFrom(m *BlockSym, shift float64, prev *Cholesk
 	if m == nil {
 		return Refactorization{}, errors.New("sparse: FactorizeBlocksFrom: nil matrix")
 	}
-	if err := blockShapeErr(prevM); err != nil {
-		return Refactorization{}, fmt.Errorf("sparse: FactorizeBlocksFrom: earlier matrix: %w", err)
-	}
-	if prevM.B != m.B || prevM.N*prevM.B != prev.n || len(prevM.Val) == 0 || &prevM.Val[0] != prev.last.val || blockSignature(prevM) != prev.bsig {
+	if prevM.B != m.B || prevM.N*prevM.B != prev.n || !prev.last.made(prevM) {
 		return Refactorization{}, errors.New("sparse: FactorizeBlocksFrom: the earlier factor was not made from the earlier matrix given")
 	}
 	if len(blockMap) != prevM.N {
@@ -153,22 +165,35 @@ func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float
 		if i < 0 || m.RowPtr[j+1]-m.RowPtr[j] != pm.RowPtr[i+1]-pm.RowPtr[i] {
 			continue
 		}
-		orow := pm.ColIdx[pm.RowPtr[i]:pm.RowPtr[i+1]]
+		k0, t0 := m.RowPtr[j], pm.RowPtr[i]
+		orow := pm.ColIdx[t0:pm.RowPtr[i+1]]
 		ok := true
-		for k := m.RowPtr[j]; k < m.RowPtr[j+1] && ok; k++ {
-			oc := oldOf[m.ColIdx[k]]
-			t, found := slices.BinarySearch(orow, oc)
-			if oc < 0 || !found {
+		for k, col := range m.ColIdx[k0:m.RowPtr[j+1]] {
+			oc := oldOf[col]
+			if oc < 0 {
 				ok = false
 				break
 			}
-			nv := m.Val[k*bb : (k+1)*bb]
-			ov := pm.Val[(pm.RowPtr[i]+t)*bb : (pm.RowPtr[i]+t+1)*bb]
+			// Rows keep their order when the numbering does (poses in
+			// arrival order): look the block up only when it moved.
+			t := k
+			if orow[t] != oc {
+				var found bool
+				if t, found = slices.BinarySearch(orow, oc); !found {
+					ok = false
+					break
+				}
+			}
+			nv := m.Val[(k0+k)*bb : (k0+k+1)*bb]
+			ov := pm.Val[(t0+t)*bb : (t0+t+1)*bb]
 			for e, v := range nv {
 				if math.Float64bits(v) != math.Float64bits(ov[e]) {
 					ok = false
 					break
 				}
+			}
+			if !ok {
+				break
 			}
 		}
 		same[j] = ok
@@ -209,8 +234,11 @@ func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float
 		sn.permAt[s] = -1
 	}
 	for s := 0; s < ns; s++ {
-		o := c.counterpart(prev, s, oldOf, bmap, same, b, w)
-		if o >= 0 && (bad[s] || isTop[s] || pisTop[o] || matched[s] != pchildren[o] ||
+		o := -1
+		if !bad[s] && !isTop[s] {
+			o = c.counterpart(prev, s, oldOf, bmap, same, b, w)
+		}
+		if o >= 0 && (pisTop[o] || matched[s] != pchildren[o] ||
 			(matched[s] > 0 && childParent[s] != o)) {
 			o = -1
 		}
