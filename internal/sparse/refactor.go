@@ -184,6 +184,13 @@ func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float
 					break
 				}
 			}
+			if bb == 1 {
+				ok = math.Float64bits(m.Val[k0+k]) == math.Float64bits(pm.Val[t0+t])
+				if !ok {
+					break
+				}
+				continue
+			}
 			nv := m.Val[(k0+k)*bb : (k0+k+1)*bb]
 			ov := pm.Val[(t0+t)*bb : (t0+t+1)*bb]
 			for e, v := range nv {
