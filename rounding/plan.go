@@ -139,10 +139,24 @@ func (p *Plan) translations() (*translationSystem, error) {
 // copies nothing.
 func (p *Plan) RefactorFrom(prev *Plan, poseMap []int) {
 	p.from = nil
-	if prev == nil || prev.ts == nil || !prev.ts.grounded || len(poseMap) != prev.g.N() {
+	if prev == nil || prev.ts == nil || !prev.ts.grounded || prev.ts.lap == nil || len(poseMap) != prev.ts.lap.N {
 		return
 	}
 	p.from = &groundedSource{ts: prev.ts, poseMap: poseMap}
+}
+
+// TranslationsOnly returns a plan that holds p's factored translation
+// system alone (if p made it), for a later RefactorFrom: it keeps neither
+// p's graph nor its analysis alive (a graph's edges are scanned by every
+// collection while they live). The system moves: p factors it again if
+// it is used after.
+func (p *Plan) TranslationsOnly() *Plan {
+	if p == nil {
+		return nil
+	}
+	q := &Plan{ts: p.ts}
+	p.ts = nil
+	return q
 }
 
 // Reuse is what the translation system's factorization copied from the

@@ -163,7 +163,8 @@ func TestGroundedSystem(t *testing.T) {
 }
 
 // TestPlanRefactorFrom: a plan of a grown graph whose translation factor
-// copies from the smaller graph's plan (RefactorFrom) recovers the
+// copies from the smaller graph's plan (RefactorFrom, given the plan's
+// TranslationsOnly) recovers the
 // translations to the bit of a plan that factors afresh, copies part of
 // the factor in the kept order, and copies nothing from a released plan.
 func TestPlanRefactorFrom(t *testing.T) {
@@ -210,10 +211,13 @@ func TestPlanRefactorFrom(t *testing.T) {
 			if err := p0.RecoverTranslations(slices.Clone(truth[:n0])); err != nil {
 				t.Fatal(err)
 			}
+			// The earlier plan as sync keeps it: its translation system
+			// alone.
+			kept := p0.TranslationsOnly()
 			p1 := NewPlan(g1, order(sym1), sym1)
-			p1.RefactorFrom(p0, poseMap)
+			p1.RefactorFrom(kept, poseMap)
 			if release {
-				p0.Release()
+				kept.Release()
 			}
 			got := slices.Clone(truth)
 			if err := p1.RecoverTranslations(got); err != nil {

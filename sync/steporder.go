@@ -37,10 +37,11 @@ type stepOrder struct {
 	fresh     bool
 	reordered int
 	kept      bool
-	// plan is the last solve's rounding plan, kept unreleased so that
-	// the next solve's translation factor copies its unchanged part
-	// (rounding.Plan.RefactorFrom), planSolved the arrival index of each
-	// of its graph's vertices, and reuse what the last solve's copied.
+	// plan holds the last solve's translation system, kept unreleased
+	// so that the next solve's translation factor copies its unchanged
+	// part (rounding.Plan.RefactorFrom, TranslationsOnly), planSolved
+	// the arrival index of each of its graph's vertices, and reuse what
+	// the last solve's copied.
 	plan       *rounding.Plan
 	planSolved []int
 	reuse      rounding.Reuse
@@ -141,12 +142,12 @@ func (o *stepOrder) refactorFrom(plan *rounding.Plan, n int) {
 // replays with and without it.
 var copyTranslationFactor = true
 
-// keepPlan keeps plan, the plan of the solve that ends, for the next
-// solve's refactorFrom, and releases the one it replaces (whose factor
-// plan's has copied from, if it was made).
+// keepPlan keeps the translation system of plan, the plan of the solve
+// that ends, for the next solve's refactorFrom (without the graph and the
+// analysis), and releases the one it replaces (whose factor plan's has
+// copied from, if it was made).
 func (o *stepOrder) keepPlan(plan *rounding.Plan) {
-	if o.plan != plan {
-		o.plan.Release()
-	}
-	o.plan, o.planSolved, o.reuse = plan, o.solved, plan.Reused()
+	o.plan.Release()
+	kept := plan.TranslationsOnly()
+	o.plan, o.planSolved, o.reuse = kept, o.solved, kept.Reused()
 }
