@@ -19,19 +19,7 @@ import (
 // order only at the growth checks, and that every step certifies. That
 // each step's optimum is a cold solve's is TestIncrementalStepsMatchColdSolves'.
 func TestIncrementalKeepsOrder(t *testing.T) {
-	cfg := datasets.Config{Kappa: 100, Tau: 25, LoopProb: 0.3, Seed: 9}
-	g, truth, err := datasets.Manhattan(400, 8, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gl, _, err := datasets.AddLandmarks(g, truth, datasets.LandmarkConfig{N: 30, Range: 2, MaxObservers: 4, Tau: 50, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		g    *posegraph.Graph
-	}{{"poses", g}, {"landmarks", gl}} {
+	for _, tc := range growingGraphs(t, 9) {
 		t.Run(tc.name, func(t *testing.T) {
 			batches, err := Replay(tc.g, 20)
 			if err != nil {
@@ -43,16 +31,7 @@ func TestIncrementalKeepsOrder(t *testing.T) {
 			}
 			kept, reordered, blocks := 0, 0, 0
 			for k := range batches {
-				if err := batches[k].Add(inc); err != nil {
-					t.Fatal(err)
-				}
-				res, err := inc.Solve(context.Background())
-				if err != nil {
-					t.Fatalf("step %d: %v", k, err)
-				}
-				if !res.Certified {
-					t.Fatalf("step %d: %s", k, res.Status)
-				}
+				res := solveStep(t, inc, batches, k)
 				if res.Options.order != nil || res.Options.warmStep {
 					t.Fatalf("step %d: the result's Options carry the Incremental's state (a solve with them would share its order)", k)
 				}
@@ -83,20 +62,8 @@ func TestIncrementalKeepsOrder(t *testing.T) {
 // and checks that every step's result is the same to the bit (the copied
 // factor is a fresh factorization's) and that the steps copy most of it.
 func TestIncrementalCopiesTranslationFactor(t *testing.T) {
-	cfg := datasets.Config{Kappa: 100, Tau: 25, LoopProb: 0.3, Seed: 5}
-	g, truth, err := datasets.Manhattan(400, 8, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gl, _, err := datasets.AddLandmarks(g, truth, datasets.LandmarkConfig{N: 30, Range: 2, MaxObservers: 4, Tau: 50, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer func() { copyTranslationFactor = true }()
-	for _, tc := range []struct {
-		name string
-		g    *posegraph.Graph
-	}{{"poses", g}, {"landmarks", gl}} {
+	for _, tc := range growingGraphs(t, 5) {
 		t.Run(tc.name, func(t *testing.T) {
 			batches, err := Replay(tc.g, 12)
 			if err != nil {
@@ -111,16 +78,7 @@ func TestIncrementalCopiesTranslationFactor(t *testing.T) {
 					t.Fatal(err)
 				}
 				for k := range batches {
-					if err := batches[k].Add(inc); err != nil {
-						t.Fatal(err)
-					}
-					res, err := inc.Solve(context.Background())
-					if err != nil {
-						t.Fatalf("step %d: %v", k, err)
-					}
-					if !res.Certified {
-						t.Fatalf("step %d: %s", k, res.Status)
-					}
+					res := solveStep(t, inc, batches, k)
 					runs[r] = append(runs[r], res)
 					u := inc.order.reuse
 					if u.Supernodes == 0 || u.Copied > u.Supernodes {
@@ -179,13 +137,7 @@ func BenchmarkTranslationReuse(b *testing.B) {
 				var fl, flCopied float64
 				var frac []float64
 				for k := range batches {
-					if err := batches[k].Add(inc); err != nil {
-						b.Fatal(err)
-					}
-					res, err := inc.Solve(context.Background())
-					if err != nil || !res.Certified {
-						b.Fatalf("step %d: %v", k, err)
-					}
+					res := solveStep(b, inc, batches, k)
 					u := inc.order.reuse
 					sn, snCopied = sn+u.Supernodes, snCopied+u.Copied
 					fl, flCopied = fl+u.Flops, flCopied+u.CopiedFlops
@@ -200,4 +152,44 @@ func BenchmarkTranslationReuse(b *testing.B) {
 			}
 		})
 	}
+}
+
+// growingGraphs returns the graphs the kept-order tests replay: a
+// Manhattan grid of 400 poses (seed: its measurements), alone and with 30
+// landmarks, whose numbering shifts as poses arrive before them.
+func growingGraphs(t *testing.T, seed uint64) []struct {
+	name string
+	g    *posegraph.Graph
+} {
+	t.Helper()
+	cfg := datasets.Config{Kappa: 100, Tau: 25, LoopProb: 0.3, Seed: seed}
+	g, truth, err := datasets.Manhattan(400, 8, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl, _, err := datasets.AddLandmarks(g, truth, datasets.LandmarkConfig{N: 30, Range: 2, MaxObservers: 4, Tau: 50, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []struct {
+		name string
+		g    *posegraph.Graph
+	}{{"poses", g}, {"landmarks", gl}}
+}
+
+// solveStep adds batch k to inc and solves, failing tb unless the step
+// certifies.
+func solveStep(tb testing.TB, inc *Incremental, batches []Batch, k int) *Result {
+	tb.Helper()
+	if err := batches[k].Add(inc); err != nil {
+		tb.Fatal(err)
+	}
+	res, err := inc.Solve(context.Background())
+	if err != nil {
+		tb.Fatalf("step %d: %v", k, err)
+	}
+	if !res.Certified {
+		tb.Fatalf("step %d: %s", k, res.Status)
+	}
+	return res
 }
