@@ -96,16 +96,16 @@ type Refactorization struct {
 // made otherwise), copies nothing; a blockMap that is not an injective
 // map of prevM's blocks to m's is an error.
 func (c *Cholesky) FactorizeBlocksFrom(m *BlockSym, shift float64, prev *Cholesky, prevM *BlockSym, blockMap []int) (Refactorization, error) {
-	if c.simplicial || prev == nil || prev == c || prevM == nil || !prev.ok || !prev.last.ok || prev.simplicial {
+	if c.simplicial || prev == nil || prev == c || prevM == nil || !prev.ok || !prev.last.ok || prev.simplicial ||
+		m == nil || m.N < 0 {
+		// Nothing to copy from, or m is not a matrix: FactorizeBlocks
+		// factors or refuses it.
 		err := c.FactorizeBlocks(m, shift)
 		st := Refactorization{}
 		if err == nil && !c.simplicial {
 			st.Supernodes, st.Flops = len(c.sn.first)-1, c.Flops()
 		}
 		return st, err
-	}
-	if m == nil {
-		return Refactorization{}, errors.New("sparse: FactorizeBlocksFrom: nil matrix")
 	}
 	if prevM.B != m.B || prevM.N*prevM.B != prev.n || !prev.last.made(prevM) {
 		return Refactorization{}, errors.New("sparse: FactorizeBlocksFrom: the earlier factor was not made from the earlier matrix given")

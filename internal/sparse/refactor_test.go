@@ -398,6 +398,12 @@ func TestFactorizeBlocksFromErrors(t *testing.T) {
 			t.Fatalf("%s: %d copied, error %v", tc.name, st.Copied, err)
 		}
 	}
+	if _, err := c1.FactorizeBlocksFrom(nil, 0, c0, q, id); err == nil {
+		t.Error("nil matrix: no error")
+	}
+	if _, err := c1.FactorizeBlocksFrom(&BlockSym{N: -1, B: 2}, 0, c0, q, id); err == nil {
+		t.Error("negative order: no error")
+	}
 	st, err := c1.FactorizeBlocksFrom(q, 0, c0, q, id)
 	if err != nil || st.Copied != st.Supernodes {
 		t.Fatalf("the same matrix: %d of %d copied, error %v", st.Copied, st.Supernodes, err)
