@@ -24,6 +24,9 @@ type Plan struct {
 
 	ts      *translationSystem // nil until first needed
 	checked bool               // the graph passed checkGraph
+	// from, until ts is made: an earlier plan whose translation factor
+	// ts copies from where the system did not change (RefactorFrom).
+	from *groundedSource
 }
 
 // NewPlan returns the plan for g (validated, connected) and order, an
@@ -104,7 +107,14 @@ func (p *Plan) translations() (*translationSystem, error) {
 		if _, err := reducedOrder(p.order, g.N(), g.Anchor()); err != nil {
 			return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
 		}
-		ts, err = newGroundedSystem(g, blockPerm(p.order, 1), p.sym)
+		ts, err = newGroundedSystem(g, blockPerm(p.order, 1), p.sym, p.from)
+		if p.from != nil {
+			// The earlier factor has served: its storage goes to the
+			// next factorization of about its size (the next step's
+			// translation system), not one step later.
+			p.from.ts.chol.Release()
+			p.from = nil
+		}
 	} else {
 		ts, err = newTranslationSystem(g, nil)
 	}
@@ -115,6 +125,58 @@ func (p *Plan) translations() (*translationSystem, error) {
 	return ts, nil
 }
 
+// RefactorFrom lets p's translation system, when it is factored, copy
+// from prev's factor the part that did not change: the columns of L
+// whose subtree of the elimination tree holds no changed row of the
+// system (sparse.Cholesky.FactorizeBlocksFrom). poseMap[i] is the pose of
+// p's graph that pose i of prev's became (-1: none). The factor is the
+// one p would make without it, bit for bit; what is copied depends on
+// how much of p's order keeps prev's (sync's Incremental keeps it where
+// the graph did not change). prev's factor must stay unreleased until p's
+// is made; p holds prev until then, and then releases prev's translation
+// factor (sparse.Cholesky.Release: prev solves no translations after
+// that). A prev with no factored system, or a plan without an order,
+// copies nothing.
+func (p *Plan) RefactorFrom(prev *Plan, poseMap []int) {
+	p.from = nil
+	if prev == nil || prev.ts == nil || !prev.ts.grounded || prev.ts.lap == nil || len(poseMap) != prev.ts.lap.N {
+		return
+	}
+	p.from = &groundedSource{ts: prev.ts, poseMap: poseMap}
+}
+
+// TranslationsOnly returns a plan that holds p's factored translation
+// system alone (if p made it), for a later RefactorFrom: it keeps neither
+// p's graph nor its analysis alive (a graph's edges are scanned by every
+// collection while they live). The system moves: p factors it again if
+// it is used after.
+func (p *Plan) TranslationsOnly() *Plan {
+	if p == nil {
+		return nil
+	}
+	q := &Plan{ts: p.ts}
+	p.ts = nil
+	return q
+}
+
+// Reuse is what the translation system's factorization copied from the
+// earlier plan's (RefactorFrom): supernodes and flops (the sum of the
+// squared column counts of L) copied, of the factor's, all zero before
+// the system is made or when nothing could be copied from.
+type Reuse struct {
+	Supernodes, Copied int
+	Flops, CopiedFlops float64
+}
+
+// Reused reports what p's translation factor copied (Reuse).
+func (p *Plan) Reused() Reuse {
+	if p == nil || p.ts == nil {
+		return Reuse{}
+	}
+	r := p.ts.reuse
+	return Reuse{Supernodes: r.Supernodes, Copied: r.Copied, Flops: r.Flops, CopiedFlops: r.CopiedFlops}
+}
+
 // Release lets a later factorization reuse the storage of the plan's
 // factored translation system (sparse.Cholesky.Release); a later use of
 // the plan factors it again.
@@ -122,6 +184,9 @@ func (p *Plan) Release() {
 	if p != nil && p.ts != nil {
 		p.ts.chol.Release()
 		p.ts = nil
+	}
+	if p != nil {
+		p.from = nil
 	}
 }
 

@@ -161,3 +161,86 @@ func TestGroundedSystem(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRefactorFrom: a plan of a grown graph whose translation factor
+// copies from the smaller graph's plan (RefactorFrom, given the plan's
+// TranslationsOnly) recovers the
+// translations to the bit of a plan that factors afresh, copies part of
+// the factor in the kept order, and copies nothing from a released plan.
+func TestPlanRefactorFrom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	for _, d := range []int{2, 3} {
+		g1, truth := randomGraph(rng, d, 120, 30, 0.1, 0.2)
+		n0 := 90
+		g0 := &posegraph.Graph{D: d, Source: "prefix", IDs: g1.IDs[:n0]}
+		for _, e := range g1.Edges {
+			if e.I < n0 && e.J < n0 {
+				g0.Edges = append(g0.Edges, e)
+			}
+		}
+		q0, q1 := g0.Laplacian(posegraph.Poses), g1.Laplacian(posegraph.Poses)
+		sym0, err := sparse.AnalyzeBlockPattern(q0, sparse.BlockOrder(q0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev, parent := sym0.Tree()
+		touched := make([]bool, g1.N())
+		for _, e := range g1.Edges {
+			if e.I >= n0 || e.J >= n0 {
+				touched[e.I], touched[e.J] = true, true
+			}
+		}
+		perm, _, err := sparse.ReorderBlocks(q1, slices.Clone(prev), slices.Clone(parent), touched)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sym1, err := sparse.AnalyzeBlockPattern(q1, perm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := func(s *sparse.BlockSymbolic) []int {
+			o, _ := s.Tree()
+			return slices.Clone(o)
+		}
+		poseMap := make([]int, n0)
+		for i := range poseMap {
+			poseMap[i] = i
+		}
+		for _, release := range []bool{false, true} {
+			p0 := NewPlan(g0, order(sym0), sym0)
+			if err := p0.RecoverTranslations(slices.Clone(truth[:n0])); err != nil {
+				t.Fatal(err)
+			}
+			// The earlier plan as sync keeps it: its translation system
+			// alone.
+			kept := p0.TranslationsOnly()
+			p1 := NewPlan(g1, order(sym1), sym1)
+			p1.RefactorFrom(kept, poseMap)
+			if release {
+				kept.Release()
+			}
+			got := slices.Clone(truth)
+			if err := p1.RecoverTranslations(got); err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Clone(truth)
+			if err := NewPlan(g1, order(sym1), sym1).RecoverTranslations(want); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("d=%d: pose %d: %v copied, %v afresh", d, i, got[i].T, want[i].T)
+				}
+			}
+			u := p1.Reused()
+			switch {
+			case u.Supernodes == 0 || u.Flops == 0:
+				t.Fatalf("d=%d: no counts: %+v", d, u)
+			case release && u.Copied != 0:
+				t.Fatalf("d=%d: %d supernodes copied from a released plan", d, u.Copied)
+			case !release && (u.Copied == 0 || u.Copied == u.Supernodes):
+				t.Fatalf("d=%d: %d of %d supernodes copied", d, u.Copied, u.Supernodes)
+			}
+		}
+	}
+}

@@ -49,7 +49,7 @@ func recoverOrdered(g *posegraph.Graph, poses []posegraph.Pose, order []int, sym
 		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
 	}
 	return recoverWith(g, poses, func() (*translationSystem, error) {
-		return newGroundedSystem(g, blockPerm(order, 1), sym)
+		return newGroundedSystem(g, blockPerm(order, 1), sym, nil)
 	})
 }
 
@@ -111,6 +111,19 @@ type translationSystem struct {
 	// rb; otherwise the n-1 unknowns without the anchor.
 	grounded bool
 	xb, rb   []float64
+	// lap is the grounded system's matrix, kept (unchanged) so that the
+	// next graph's system can copy the factor's unchanged supernodes
+	// (Plan.RefactorFrom); reuse counts what this one copied.
+	lap   *sparse.BlockSym
+	reuse sparse.Refactorization
+}
+
+// groundedSource is an earlier grounded system whose factor a new one may
+// copy from (sparse.Cholesky.FactorizeBlocksFrom): poseMap[i] is the pose
+// of the new graph that its pose i became, or -1.
+type groundedSource struct {
+	ts      *translationSystem
+	poseMap []int
 }
 
 // newTranslationSystem factors the translation system of g (connected,
@@ -142,7 +155,9 @@ func newTranslationSystem(g *posegraph.Graph, order []int) (*translationSystem, 
 // pattern in order) serves it as it serves every other factorization of
 // a solve, where the anchored system needed a scalar analysis of its own
 // (0.69G of a 37G city10000 replay's instructions; 0.17G now, docs/online.md).
-func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic) (*translationSystem, error) {
+// With from, the factor copies from the earlier system's what did not
+// change (the same factor, bit for bit).
+func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic, from *groundedSource) (*translationSystem, error) {
 	n, anchor := g.N(), g.Anchor()
 	var lap *sparse.BlockSym
 	if sym != nil {
@@ -173,13 +188,19 @@ func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymboli
 	if sym == nil || err != nil {
 		c, err = sparse.AnalyzeBlocks(lap, order)
 	}
+	var reuse sparse.Refactorization
 	if err == nil {
-		err = c.FactorizeBlocks(lap, 0)
+		if from != nil && from.ts.grounded && from.ts.lap != nil {
+			reuse, err = c.FactorizeBlocksFrom(lap, 0, from.ts.chol, from.ts.lap, from.poseMap)
+		} else {
+			err = c.FactorizeBlocks(lap, 0)
+			reuse = sparse.Refactorization{Supernodes: c.Supernodes(), Flops: c.Flops()}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
 	}
-	return &translationSystem{chol: c, anchor: anchor, grounded: true}, nil
+	return &translationSystem{chol: c, anchor: anchor, grounded: true, lap: lap, reuse: reuse}, nil
 }
 
 // groundedBuilt is the grounded Laplacian of g (newGroundedSystem, the

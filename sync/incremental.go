@@ -32,7 +32,12 @@ import (
 // factorizations costlier by far more than the ordering saves:
 // docs/online.md.) The symbolic analyses are made afresh from that order,
 // one block analysis a step shared by all its factorizations, the
-// translation system's included. The factors' storage is kept too: every
+// translation system's included. The translation system's numeric factor
+// (the tau-weighted Laplacian's, which changes only where the new edges
+// are) copies from the last step's the supernodes whose subtree did not
+// change and computes only the rest (stepOrder.refactorFrom,
+// sparse.Cholesky.FactorizeBlocksFrom): the same factor, bit for bit, as
+// a fresh factorization. The factors' storage is kept too: every
 // solve gives its factors back when it ends (Run.release), and the next
 // step's, a little larger, are made in that storage instead of new. A
 // warm step also skips what its start makes redundant: it runs one BCM

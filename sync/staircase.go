@@ -226,7 +226,11 @@ func (r *Run) release(m LevelOptimizer) {
 	if r.cert != nil && r.cert.chol != nil {
 		r.cert.chol.Release()
 	}
-	r.plan.Release()
+	if r.opts.order != nil {
+		r.opts.order.keepPlan(r.plan) // the next step's translation factor copies from it
+	} else {
+		r.plan.Release()
+	}
 	if c, ok := m.(*central); ok {
 		if c.hp != nil {
 			c.hp.release()
@@ -269,6 +273,9 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 		opts.order.keep(r.sym)
 	}
 	r.plan = rounding.NewPlan(g, r.poseOrder, r.sym)
+	if opts.order != nil {
+		opts.order.refactorFrom(r.plan, g.N())
+	}
 	init, name, err := m.Init(ctx, r)
 	if err != nil {
 		return nil, err

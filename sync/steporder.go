@@ -1,6 +1,9 @@
 package sync
 
-import "github.com/bcmsync/bcmsync/internal/sparse"
+import (
+	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/rounding"
+)
 
 // stepOrder is the fill-reducing order an Incremental keeps from one step
 // to the next (sparse.ReorderBlocks, iSAM2's reordering): the blocks the
@@ -34,6 +37,14 @@ type stepOrder struct {
 	fresh     bool
 	reordered int
 	kept      bool
+	// plan holds the last solve's translation system, kept unreleased
+	// so that the next solve's translation factor copies its unchanged
+	// part (rounding.Plan.RefactorFrom, TranslationsOnly), planSolved
+	// the arrival index of each of its graph's vertices, and reuse what
+	// the last solve's copied.
+	plan       *rounding.Plan
+	planSolved []int
+	reuse      rounding.Reuse
 }
 
 // freshGrowth is the growth of the graph since the last fresh order
@@ -104,4 +115,39 @@ func (o *stepOrder) keep(sym *sparse.BlockSymbolic) {
 		o.prev = append(o.prev, o.solved[i])
 	}
 	o.parent = append(o.parent[:0], parent...)
+}
+
+// refactorFrom lets plan, the plan of the graph solved (n vertices, those
+// of solved), copy the unchanged part of its translation factor from the
+// last solve's plan. The translation system (the grounded tau-weighted
+// Laplacian) changes only where the new edges are, and the kept order
+// keeps the rest of the elimination tree, so most of its supernodes are
+// the last step's (sparse.Cholesky.FactorizeBlocksFrom decides, by
+// comparing the matrices, and computes whatever changed).
+func (o *stepOrder) refactorFrom(plan *rounding.Plan, n int) {
+	if o.plan == nil || len(o.solved) != n || !copyTranslationFactor {
+		return
+	}
+	poseMap := make([]int, len(o.planSolved))
+	for k, v := range o.planSolved {
+		poseMap[k] = -1
+		if v < len(o.at) {
+			poseMap[k] = o.at[v]
+		}
+	}
+	plan.RefactorFrom(o.plan, poseMap)
+}
+
+// copyTranslationFactor switches refactorFrom on; the tests compare
+// replays with and without it.
+var copyTranslationFactor = true
+
+// keepPlan keeps the translation system of plan, the plan of the solve
+// that ends, for the next solve's refactorFrom (without the graph and the
+// analysis), and releases the one it replaces (whose factor plan's has
+// copied from, if it was made).
+func (o *stepOrder) keepPlan(plan *rounding.Plan) {
+	o.plan.Release()
+	kept := plan.TranslationsOnly()
+	o.plan, o.planSolved, o.reuse = kept, o.solved, kept.Reused()
 }

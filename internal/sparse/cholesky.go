@@ -81,6 +81,9 @@ type Cholesky struct {
 
 	// Supernodal factor.
 	sn *supernodes
+	// last describes the matrix the supernodal factor was last made from
+	// by FactorizeBlocks, which FactorizeBlocksFrom may copy from.
+	last factoredFrom
 
 	ok bool
 
@@ -569,10 +572,18 @@ func (c *Cholesky) factorizeModified(m *BlockSym, rows *BlockRows, shift, floor,
 // factorizeBlocks factors m + shift I, or rows + shift I when rows is not
 // nil (m is then rows.Pattern, already checked).
 func (c *Cholesky) factorizeBlocks(m *BlockSym, rows *BlockRows, shift, floor, limit float64) error {
+	return c.factorizeBlocksFrom(m, rows, shift, floor, limit, nil)
+}
+
+// factorizeBlocksFrom is factorizeBlocks, copying from an earlier factor
+// the supernodes from says are unchanged (FactorizeBlocksFrom; from nil:
+// none).
+func (c *Cholesky) factorizeBlocksFrom(m *BlockSym, rows *BlockRows, shift, floor, limit float64, from *refactorSource) error {
 	c.floor, c.limit = floor, limit
 	defer func() { c.floor, c.limit = 0, 0 }()
 	c.ok = false
 	c.raised = 0
+	c.last = factoredFrom{}
 	if m == nil {
 		return errors.New("sparse: FactorizeBlocks: nil matrix")
 	}
@@ -624,10 +635,18 @@ func (c *Cholesky) factorizeBlocks(m *BlockSym, rows *BlockRows, shift, floor, l
 	}
 	sn.src, sn.rowFn, sn.shift = m, rows, shift
 	defer func() { sn.src, sn.rowFn = nil, nil }()
+	if from != nil {
+		sn.reuse, sn.from = c.reusePlan(from, m, shift, thr*PivotTol), from.prev.sn
+		defer func() { sn.reuse, sn.from, sn.permAt = nil, nil, nil }()
+	}
 	if err := sn.factorAssembled(c, thr*PivotTol); err != nil {
 		return err
 	}
 	c.ok = true
+	if rows == nil && floor == 0 && m.RowPtr[m.N] > 0 {
+		c.last = factoredFrom{val: &m.Val[0], rowPtr: &m.RowPtr[0], colIdx: &m.ColIdx[0], nb: m.N,
+			shift: shift, thr: thr * PivotTol, ok: true}
+	}
 	return nil
 }
 

@@ -43,6 +43,15 @@ type supernodes struct {
 	rowFn *BlockRows
 	shift float64
 
+	// reuse, while FactorizeBlocksFrom runs: the supernode of from whose
+	// values supernode s copies, or -1 where s is computed.
+	reuse []int
+	from  *supernodes
+	// permAt[s], when not -1, is where rowPerm holds the local row of
+	// each of the copied supernode's rows below its columns: the kept
+	// order may have reordered them (they are affected ancestors).
+	permAt, rowPerm []int
+
 	// Independent subtrees [lo, hi) of supernodes, factored concurrently,
 	// and the remaining supernodes, factored after them in order.
 	tasks [][2]int

@@ -238,6 +238,10 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 // queued on it, factors it, and hands every descendant (and s itself) whose
 // rows reach further up to link with its next target.
 func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, link func(d, t int)) error {
+	if sn.reuse != nil && sn.reuse[s] >= 0 {
+		sn.copyNode(s, link)
+		return nil
+	}
 	f, l := sn.first[s], sn.first[s+1]-1
 	nc := l - f + 1
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
