@@ -159,15 +159,18 @@ func newAgent(bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOption
 	a := &agent{opts: opts, g: g, k: k, bus: bus, have: map[int]uint64{}, stopped: make(chan struct{})}
 	a.cond = stdsync.NewCond(&a.mu)
 	if p != nil {
-		return a, a.build(p)
+		return a, a.build(p, "")
 	}
 	return a, nil
 }
 
 // build makes the agent's state for partition p (before serving, or with
 // mu held): its rows of Q, its overlap, its fingerprint and its chordal
-// estimate, and subscribes to its neighbours' poses.
-func (a *agent) build(p *Partition) error {
+// estimate, and subscribes to its neighbours' poses. With want set (the
+// fingerprint of the coordinator's opInit), a part whose fingerprint
+// differs is refused before anything is kept, so that a refused opInit
+// leaves the agent free to take the next one.
+func (a *agent) build(p *Partition, want string) error {
 	g, k, opts := a.g, a.k, a.opts
 	if err := p.Validate(g.N()); err != nil {
 		return fmt.Errorf("agent %d: the coordinator's %w", k, err)
@@ -191,6 +194,9 @@ func (a *agent) build(p *Partition) error {
 	}
 	adj = nil
 	fp := fingerprint(g, p, opts.Problem) + overlapTag(h)
+	if want != "" && fp != want {
+		return differentProblem(k, fp, want)
+	}
 	chordal, comp, ncomp, err := localChordal(g, l.own, opts.Problem)
 	if err != nil {
 		return fmt.Errorf("agent %d: %w", k, err)
@@ -202,19 +208,26 @@ func (a *agent) build(p *Partition) error {
 			edges = append(edges, e)
 		}
 	}
+	// Subscribed before anything is kept: a failed subscription leaves the
+	// agent as it was, without the ones made.
+	var unsubs []func()
+	for q := range neighbourParts(l, p) {
+		unsub, err := a.bus.Subscribe(poseSubject(opts.Subject, q), func(data []byte) { a.onPoses(q, data) })
+		if err != nil {
+			for _, u := range unsubs {
+				u()
+			}
+			return fmt.Errorf("agent %d: subscribing to part %d: %w", k, q, err)
+		}
+		unsubs = append(unsubs, unsub)
+	}
+	a.unsubs = append(a.unsubs, unsubs...)
 	a.p, a.l, a.fingerprint, a.edges = p, l, fp, slices.Clip(edges)
 	a.chordal, a.comp, a.ncomp = chordal, comp, ncomp
 	// The whole graph is not needed any more: an agent holds its part's
 	// rows, not the file (at 10^5 poses the graph is a third of an
 	// agent's live heap).
 	a.g = nil
-	for q := range neighbourParts(l, p) {
-		unsub, err := a.bus.Subscribe(poseSubject(opts.Subject, q), func(data []byte) { a.onPoses(q, data) })
-		if err != nil {
-			return fmt.Errorf("agent %d: subscribing to part %d: %w", k, q, err)
-		}
-		a.unsubs = append(a.unsubs, unsub)
-	}
 	opts.Logger.Info("agent ready", "part", k, "poses", len(l.own), "public", len(l.shared), "neighbour_poses", len(l.pub))
 	return nil
 }
@@ -398,7 +411,7 @@ func (a *agent) onCommand(data []byte) []byte {
 		// coordinator's partition.
 		p, err := partitionOfInts(m.Ints)
 		if err == nil {
-			err = a.build(p)
+			err = a.build(p, m.Text)
 		}
 		if err != nil {
 			return fail(err)
@@ -417,7 +430,7 @@ func (a *agent) onCommand(data []byte) []byte {
 			return fail(fmt.Errorf("init at rank %d", m.Rank))
 		}
 		if m.Text != a.fingerprint {
-			return fail(fmt.Errorf("agent %d holds a different problem, partition or overlap than the coordinator (fingerprint %s, coordinator %s): run every process on the same file with the same partition and overlap flags", l.part, a.fingerprint, m.Text))
+			return fail(differentProblem(l.part, a.fingerprint, m.Text))
 		}
 		// Seq continues the numbering of a previous life of this part, so
 		// that neighbours accept what it publishes next.
@@ -556,4 +569,10 @@ func (a *agent) set(m *message) error {
 		a.have[n.Part] = max(a.have[n.Part], n.Seq)
 	}
 	return nil
+}
+
+// differentProblem is the refusal of a coordinator whose problem differs
+// from the agent's.
+func differentProblem(k int, have, want string) error {
+	return fmt.Errorf("agent %d holds a different problem or overlap than the coordinator (fingerprint %s, coordinator %s): run every process on the same file with the same overlap, or restart the agent if it joined another coordinator's run", k, have, want)
 }

@@ -32,6 +32,11 @@ func (p *Partition) Validate(n int) error {
 	if len(p.Part) != n {
 		return fmt.Errorf("partition: %d entries for %d poses", len(p.Part), n)
 	}
+	// Every part owns a pose, so K <= n; checked before K sizes anything,
+	// since a partition may come from the wire.
+	if p.K > n {
+		return fmt.Errorf("partition: %d parts for %d poses", p.K, n)
+	}
 	count := make([]int, p.K)
 	for i, k := range p.Part {
 		if k < 0 || k >= p.K {

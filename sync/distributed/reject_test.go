@@ -150,6 +150,8 @@ func TestAgentTakesCoordinatorsPartition(t *testing.T) {
 		{p.K, partitionInts(p), fmt.Sprintf("agent %d: the partition has parts 0..%d", p.K, p.K-1)},
 		{0, partitionInts(p)[:g.N()], fmt.Sprintf("agent 0: the coordinator's partition: %d entries for %d poses", g.N()-1, g.N())},
 		{0, nil, "the coordinator sent no partition"},
+		// A part count from the wire is checked before it sizes anything.
+		{0, append([]uint32{1<<32 - 1}, partitionInts(p)[1:]...), fmt.Sprintf("%d parts for %d poses", 1<<32-1, g.N())},
 	} {
 		opts := AgentOptions{}
 		opts.defaults()
@@ -160,6 +162,33 @@ func TestAgentTakesCoordinatorsPartition(t *testing.T) {
 		rep, err := decode(a.onCommand(encode(nil, &message{Kind: kindCmd, Op: opInit, Part: coordinatorPart, Run: 7, Rank: 2, Ints: c.ints})))
 		if err != nil || rep.Status != statusError || !strings.Contains(rep.Text, c.want) || a.l != nil {
 			t.Errorf("agent %d sent %d ints: %v %q; want the error %q and no part built", c.k, len(c.ints), err, rep.Text, c.want)
+		}
+	}
+
+	// An opInit refused for its fingerprint leaves the agent free: the
+	// coordinator's next, right opInit is taken.
+	opts := AgentOptions{}
+	opts.defaults()
+	ref, err := newAgent(NewMemBus(), g, p, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &Partition{K: p.K, Part: make([]int, len(p.Part))}
+	for i, q := range p.Part {
+		other.Part[i] = p.K - 1 - q
+	}
+	a, err := newAgent(NewMemBus(), g, nil, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		p    *Partition
+		text string
+		ok   bool
+	}{{other, "another problem's fingerprint", false}, {p, ref.fingerprint, true}} {
+		rep, err := decode(a.onCommand(encode(nil, &message{Kind: kindCmd, Op: opInit, Part: coordinatorPart, Run: 7, Rank: 2, Seq: uint64(i), Ints: partitionInts(c.p), Text: c.text})))
+		if err != nil || (rep.Status == statusOK) != c.ok || (a.l != nil) != c.ok {
+			t.Errorf("opInit %d: %v, status %d %q, part built %v; want accepted %v", i, err, rep.Status, rep.Text, a.l != nil, c.ok)
 		}
 	}
 }
