@@ -60,46 +60,16 @@ func blockOrder(q *BlockSym, drop int, worth float64) []int {
 		nnz, flops := blockFactorCost(xadj, adj, perm, q.B)
 		return flops + ndNNZFlops*float64(nnz)
 	}
-	// On the largest graphs dissection is as good as certain to be tried
-	// (ndSpeculate), and it runs beside the minimum degree ordering on
-	// another core instead of after it. Both are deterministic, so the
-	// choice is the one made in turn.
-	var nd []int
-	var ndCost float64
-	var done chan struct{}
-	if nb >= ndSpeculate {
-		done = make(chan struct{})
-		go func() {
-			defer close(done)
-			nd = NestedDissection(q, drop)
-			ndCost = cost(nd)
-		}()
-	}
 	amd := BlockAMD(q, drop)
 	ca := cost(amd)
-	if done != nil {
-		<-done
-	}
 	if ca < worth {
 		return amd
 	}
-	if nd == nil {
-		nd = NestedDissection(q, drop)
-		ndCost = cost(nd)
-	}
-	if ndCost < ca {
+	if nd := NestedDissection(q, drop); cost(nd) < ca {
 		return nd
 	}
 	return amd
 }
-
-// ndSpeculate is the number of blocks from which blockOrder computes
-// nested dissection while it computes BlockAMD, before it knows whether
-// the gate (ndWorthCost) lets dissection be tried: on the lattice the gate
-// opens between 10^5 and 2.5 10^5 poses, and on a graph that large and
-// sparse enough for the gate to stay shut the wasted ordering runs on the
-// second core. At 10^6 poses it takes BlockAMD's time off the ordering's.
-var ndSpeculate = 200_000 // a variable for tests
 
 // ndNNZFlops is the cost of a nonzero of L in flops, in BlockOrder's
 // model of the factorization's time (fitted: 92).
