@@ -28,7 +28,10 @@ var reservedOnce atomic.Bool
 // reserveHeap asks for huge pages (internal/hugeheap) on the heap a solve
 // of file will use, sized from the file's size; it does nothing for
 // standard input or a small file. Call it before reading the file, so that
-// the graph's own allocations get them too.
+// the graph's own allocations get them too. The commands that solve the
+// whole graph in their process call it (solve, replay, view); distributed's
+// coordinator and agents do not: they hold a part, and their memory is the
+// measured figure there (docs/distributed.md).
 func reserveHeap(file string) {
 	if file == stdio {
 		return

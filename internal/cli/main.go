@@ -213,7 +213,7 @@ func writeUsage(w io.Writer) {
 	b.WriteString("files: no output may name an input or another output (refused, exit 2), every output\n" +
 		"is written whole or not at all, an output file's folder must exist, and - names\n" +
 		"standard input or output where one file is read or written.\n\n")
-	fmt.Fprintf(&b, "memory: on Linux, a solve of a file of %d KB or more asks for transparent huge pages\n"+
+	fmt.Fprintf(&b, "memory: on Linux, solve, replay and view of a file of %d KB or more ask for transparent huge pages\n"+
 		"for its heap (fewer page faults); %s=0 turns that off. GOGC, if set,\n"+
 		"replaces the collector's own setting.\n\n", minReserve/heapPerInputByte>>10, hugeheap.Env)
 	exitStatusHelp(&b)

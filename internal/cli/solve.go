@@ -198,6 +198,7 @@ func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := set.check(); err != nil {
 		return err
 	}
+	reserveHeap(file)
 	g, parse, err := f.read(file, stderr)
 	if err != nil {
 		return err
@@ -209,7 +210,6 @@ func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // (--lenient, --raw-quaternions), its warnings on stderr unless --quiet,
 // and returns it with the seconds it took.
 func (f *solveFlags) read(file string, stderr io.Writer) (*posegraph.Graph, float64, error) {
-	reserveHeap(file)
 	t0 := time.Now()
 	g, err := readGraph(file, g2o.ReadOptions{Lenient: f.lenient, RawQuaternions: f.rawQuat, Warn: func(msg string) {
 		if !f.quiet {

@@ -27,4 +27,15 @@
 // mark (THP "never") or does not need it (THP "always"), on systems other
 // than Linux, and when the environment variable BCMSYNC_HUGEPAGES is "0"
 // or "off".
+//
+// The risks, and why the Go runtime itself stopped marking its heap (Go
+// 1.21.4, golang/go#64332 and #61718): where THP's defrag setting is
+// "madvise" (the kernel's default) or "always", a fault in marked memory
+// may stall while the kernel compacts memory to find a free huge page,
+// which on a fragmented, busy machine can cost more than the faults saved;
+// and khugepaged may later fill holes the runtime's scavenger returned,
+// which grows the resident set of a long-lived process. Reserve is meant
+// for short-lived processes that allocate their working set at once (a
+// solve from a file); a long-running service embedding the solver should
+// not call it. The switch above turns it off where the stalls show.
 package hugeheap
