@@ -42,9 +42,13 @@ func Reserve(n int) (start, end uintptr) {
 		return 0, 0
 	}
 	hp := hugePageSize()
-	if half := memTotal() / 2; half > 0 && n > half {
-		n = half
+	// The cap is a guard against a mapping the kernel refuses, so where
+	// the machine's memory cannot be read there is no reservation.
+	half := memTotal() / 2
+	if half == 0 {
+		return 0, 0
 	}
+	n = min(n, half)
 	// The freed region counts as the process's memory for the runtime's
 	// memory limit (GOMEMLIMIT) until the scavenger returns it, so it
 	// must not come near the limit: the collector and the scavenger would
@@ -94,9 +98,11 @@ func hugePageSize() int {
 	return defaultHugePage
 }
 
-// strictOvercommit reports whether the kernel refuses to overcommit memory.
+// strictOvercommit reports whether the kernel refuses to overcommit memory,
+// or may: true where the setting cannot be read.
 func strictOvercommit() bool {
-	return readInt("/proc/sys/vm/overcommit_memory") == 2
+	b, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	return err != nil || string(bytes.TrimSpace(b)) == "2"
 }
 
 // addressLimited reports whether the process's address space or data
