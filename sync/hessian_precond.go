@@ -407,7 +407,9 @@ func (p *hessianPrecond) update(x *sparse.Blocks, lam []float64) bool {
 		// stages freed (the initialization's factor, the orderings'
 		// work) is given back to the system first, or the process holds
 		// it beside the factor through the whole trust region, its
-		// peak.
+		// peak. It is a collection of the whole process, which an
+		// embedding program pays too, so it is kept to factors of a
+		// gigabyte and more, where it is small beside the factorization.
 		debug.FreeOSMemory()
 	}
 	from := 0

@@ -488,7 +488,7 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 			t.quarter.ok = false // a new run, or a restart with a new factor
 		}
 		if t.share && pass > 0 {
-			t.restore() // the last pass's direction took their storage
+			t.restorePoint() // the last pass's direction took their storage
 		}
 		zeroBlocks(eta)
 		if heta != nil {
@@ -571,10 +571,16 @@ func (t *trustRegion) tcg() (ePe float64, hitBoundary, ok bool) {
 // restore makes the point's X Q and gradient again after tCG used their
 // storage (share), and the step's Hessian product in the residual's.
 func (t *trustRegion) restore() {
-	t.m.mulQ(t.nq, t.x)
-	t.m.gradient(t.grad, t.x, t.nq)
+	t.restorePoint()
 	t.m.hess(t.heta, t.x, t.eta, t.lam, t.nqNew)
 	t.horizontal(t.heta)
+}
+
+// restorePoint makes the point's X Q and gradient again, for a restart of
+// tCG, which starts from the gradient and has no step yet.
+func (t *trustRegion) restorePoint() {
+	t.m.mulQ(t.nq, t.x)
+	t.m.gradient(t.grad, t.x, t.nq)
 }
 
 // afterTCG decides whether the next point refactors the Hessian, after a
