@@ -135,7 +135,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := set.check(); err != nil {
 		return err
 	}
-	reserveHeap(file)
+	reserveHeap(file, replayPerInputByte)
 	g, parse, err := f.read(file, stderr)
 	if err != nil {
 		return err

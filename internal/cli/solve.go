@@ -198,7 +198,7 @@ func runSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := set.check(); err != nil {
 		return err
 	}
-	reserveHeap(file)
+	reserveHeap(file, heapPerInputByte)
 	g, parse, err := f.read(file, stderr)
 	if err != nil {
 		return err

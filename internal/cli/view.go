@@ -126,7 +126,7 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return writePage(v)
 	}
-	reserveHeap(files[0])
+	reserveHeap(files[0], heapPerInputByte)
 	g, parse, err := f.read(files[0], stderr)
 	if err != nil {
 		return err
