@@ -27,6 +27,9 @@ type Plan struct {
 	// from, until ts is made: an earlier plan whose translation factor
 	// ts copies from where the system did not change (RefactorFrom).
 	from *groundedSource
+	// keep: ts keeps its matrix for a later plan to copy from (set by
+	// RefactorFrom); a plan that is not asked holds no such record.
+	keep bool
 }
 
 // NewPlan returns the plan for g (validated, connected) and order, an
@@ -107,7 +110,7 @@ func (p *Plan) translations() (*translationSystem, error) {
 		if _, err := reducedOrder(p.order, g.N(), g.Anchor()); err != nil {
 			return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
 		}
-		ts, err = newGroundedSystem(g, blockPerm(p.order, 1), p.sym, p.from)
+		ts, err = newGroundedSystem(g, blockPerm(p.order, 1), p.sym, p.from, p.keep)
 		if p.from != nil {
 			// The earlier factor has served: its storage goes to the
 			// next factorization of about its size (the next step's
@@ -135,10 +138,12 @@ func (p *Plan) translations() (*translationSystem, error) {
 // the graph did not change). prev's factor must stay unreleased until p's
 // is made; p holds prev until then, and then releases prev's translation
 // factor (sparse.Cholesky.Release: prev solves no translations after
-// that). A prev with no factored system, or a plan without an order,
-// copies nothing.
+// that). A prev with no factored system (or nil), or a plan without an
+// order, copies nothing. Either way p's system keeps its matrix, and its
+// factor the record of it, for a later plan's RefactorFrom: a plan that no
+// RefactorFrom named keeps neither.
 func (p *Plan) RefactorFrom(prev *Plan, poseMap []int) {
-	p.from = nil
+	p.from, p.keep = nil, true
 	if prev == nil || prev.ts == nil || !prev.ts.grounded || prev.ts.lap == nil || len(poseMap) != prev.ts.lap.N {
 		return
 	}
@@ -147,9 +152,10 @@ func (p *Plan) RefactorFrom(prev *Plan, poseMap []int) {
 
 // TranslationsOnly returns a plan that holds p's factored translation
 // system alone (if p made it), for a later RefactorFrom: it keeps neither
-// p's graph nor its analysis alive (a graph's edges are scanned by every
-// collection while they live). The system moves: p factors it again if
-// it is used after.
+// p's graph nor its graph's edges alive (a graph's edges are scanned by
+// every collection while they live); the system's matrix shares the
+// pattern of Q's analysis. The system moves: p factors it again if it is
+// used after.
 func (p *Plan) TranslationsOnly() *Plan {
 	if p == nil {
 		return nil

@@ -208,6 +208,7 @@ func TestPlanRefactorFrom(t *testing.T) {
 		}
 		for _, release := range []bool{false, true} {
 			p0 := NewPlan(g0, order(sym0), sym0)
+			p0.RefactorFrom(nil, nil) // kept for p1 to copy from
 			if err := p0.RecoverTranslations(slices.Clone(truth[:n0])); err != nil {
 				t.Fatal(err)
 			}
@@ -241,6 +242,24 @@ func TestPlanRefactorFrom(t *testing.T) {
 			case !release && (u.Copied == 0 || u.Copied == u.Supernodes):
 				t.Fatalf("d=%d: %d of %d supernodes copied", d, u.Copied, u.Supernodes)
 			}
+		}
+		// A plan no RefactorFrom named (a batch solve's) keeps neither its
+		// system's matrix nor its factor's record of it: a later plan
+		// copies nothing from it.
+		p0 := NewPlan(g0, order(sym0), sym0)
+		if err := p0.RecoverTranslations(slices.Clone(truth[:n0])); err != nil {
+			t.Fatal(err)
+		}
+		if p0.ts.lap != nil {
+			t.Fatalf("d=%d: an unasked plan keeps its system's matrix", d)
+		}
+		p1 := NewPlan(g1, order(sym1), sym1)
+		p1.RefactorFrom(p0.TranslationsOnly(), poseMap)
+		if err := p1.RecoverTranslations(slices.Clone(truth)); err != nil {
+			t.Fatal(err)
+		}
+		if u := p1.Reused(); u.Copied != 0 {
+			t.Fatalf("d=%d: %d supernodes copied from an unasked plan", d, u.Copied)
 		}
 	}
 }

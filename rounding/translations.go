@@ -49,7 +49,7 @@ func recoverOrdered(g *posegraph.Graph, poses []posegraph.Pose, order []int, sym
 		return fmt.Errorf("%s: translation recovery: %w", source(g), err)
 	}
 	return recoverWith(g, poses, func() (*translationSystem, error) {
-		return newGroundedSystem(g, blockPerm(order, 1), sym, nil)
+		return newGroundedSystem(g, blockPerm(order, 1), sym, nil, false)
 	})
 }
 
@@ -156,8 +156,9 @@ func newTranslationSystem(g *posegraph.Graph, order []int) (*translationSystem, 
 // a solve, where the anchored system needed a scalar analysis of its own
 // (0.69G of a 37G city10000 replay's instructions; 0.17G now, docs/online.md).
 // With from, the factor copies from the earlier system's what did not
-// change (the same factor, bit for bit).
-func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic, from *groundedSource) (*translationSystem, error) {
+// change (the same factor, bit for bit). With keep, the system keeps its
+// matrix, and its factor the record of it, for a later one to copy from.
+func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymbolic, from *groundedSource, keep bool) (*translationSystem, error) {
 	n, anchor := g.N(), g.Anchor()
 	var lap *sparse.BlockSym
 	if sym != nil {
@@ -190,8 +191,14 @@ func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymboli
 	}
 	var reuse sparse.Refactorization
 	if err == nil {
-		if from != nil && from.ts.grounded && from.ts.lap != nil {
-			reuse, err = c.FactorizeBlocksFrom(lap, 0, from.ts.chol, from.ts.lap, from.poseMap)
+		if keep || from != nil {
+			var prev *sparse.Cholesky
+			var prevM *sparse.BlockSym
+			var poseMap []int
+			if from != nil && from.ts.grounded && from.ts.lap != nil {
+				prev, prevM, poseMap = from.ts.chol, from.ts.lap, from.poseMap
+			}
+			reuse, err = c.FactorizeBlocksFrom(lap, 0, prev, prevM, poseMap)
 		} else {
 			err = c.FactorizeBlocks(lap, 0)
 			reuse = sparse.Refactorization{Supernodes: c.Supernodes(), Flops: c.Flops()}
@@ -199,6 +206,11 @@ func newGroundedSystem(g *posegraph.Graph, order []int, sym *sparse.BlockSymboli
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: translation recovery: %w", source(g), err)
+	}
+	if !keep {
+		// Garbage once factored: a solve that no later plan copies from
+		// does not hold its matrix.
+		lap = nil
 	}
 	return &translationSystem{chol: c, anchor: anchor, grounded: true, lap: lap, reuse: reuse}, nil
 }

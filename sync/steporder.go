@@ -125,7 +125,12 @@ func (o *stepOrder) keep(sym *sparse.BlockSymbolic) {
 // the last step's (sparse.Cholesky.FactorizeBlocksFrom decides, by
 // comparing the matrices, and computes whatever changed).
 func (o *stepOrder) refactorFrom(plan *rounding.Plan, n int) {
-	if o.plan == nil || len(o.solved) != n || !copyTranslationFactor {
+	if !copyTranslationFactor {
+		return
+	}
+	if o.plan == nil || len(o.solved) != n {
+		// Nothing to copy now; plan keeps its system for the next step.
+		plan.RefactorFrom(nil, nil)
 		return
 	}
 	poseMap := make([]int, len(o.planSolved))
@@ -136,6 +141,9 @@ func (o *stepOrder) refactorFrom(plan *rounding.Plan, n int) {
 		}
 	}
 	plan.RefactorFrom(o.plan, poseMap)
+	// plan holds the last system until its own is made, then releases
+	// it; the step need not keep it alive beyond that.
+	o.plan = nil
 }
 
 // copyTranslationFactor switches refactorFrom on; the tests compare

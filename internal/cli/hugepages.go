@@ -17,9 +17,10 @@ const heapPerInputByte = 64
 // replayPerInputByte is replay's: its heap peaks at about 90 times the
 // file (city10000: 157 MB for 1.75 MB), each step's factors and buffers
 // garbage by the next, so its collector lets the heap grow to twice what a
-// step keeps. Past a solve's 64 times, 18,000 of its page faults were 4 KB
-// ones (50 steps of city10000); at 160 times, 4,500 to 5,100, and the
-// replay took 2.61 to 2.69 s instead of 2.83 to 2.96 s.
+// step keeps. Past a solve's 64 times, 13,600 to 18,600 of its page
+// faults were 4 KB ones (50 steps of city10000); at 160 times 3,900 to
+// 5,100, and the replay took 2.61 to 2.75 s instead of 2.83 to 2.96 s
+// (quiet, 64 and 160 alternating, four runs each).
 const replayPerInputByte = 160
 
 // minReserve is the smallest reservation worth its collection: the

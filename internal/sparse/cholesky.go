@@ -82,8 +82,12 @@ type Cholesky struct {
 	// Supernodal factor.
 	sn *supernodes
 	// last describes the matrix the supernodal factor was last made from
-	// by FactorizeBlocks, which FactorizeBlocksFrom may copy from.
-	last factoredFrom
+	// by FactorizeBlocksFrom, which a later FactorizeBlocksFrom may copy
+	// from. Only that call records it (record): the record keeps the
+	// matrix's arrays alive, which a factor made by FactorizeBlocks (the
+	// certificate's S, the trust region's Hessian) must not do.
+	last   factoredFrom
+	record bool
 
 	ok bool
 
@@ -643,7 +647,7 @@ func (c *Cholesky) factorizeBlocksFrom(m *BlockSym, rows *BlockRows, shift, floo
 		return err
 	}
 	c.ok = true
-	if rows == nil && floor == 0 && m.RowPtr[m.N] > 0 {
+	if c.record && rows == nil && floor == 0 && m.RowPtr[m.N] > 0 {
 		c.last = factoredFrom{val: &m.Val[0], rowPtr: &m.RowPtr[0], colIdx: &m.ColIdx[0], nb: m.N,
 			shift: shift, thr: thr * PivotTol, ok: true}
 	}

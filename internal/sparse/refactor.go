@@ -77,7 +77,7 @@ type Refactorization struct {
 
 // FactorizeBlocksFrom is FactorizeBlocks(m, shift): the same factor, bit
 // for bit, and the same errors, with the supernodes that did not change
-// copied from prev, an earlier factor made by FactorizeBlocks of prevM
+// copied from prev, an earlier factor made by FactorizeBlocksFrom of prevM
 // with the same shift (prevM's values unchanged since). blockMap[i] is
 // the block of m that block i of prevM became, or -1 for one m lacks.
 //
@@ -92,10 +92,15 @@ type Refactorization struct {
 // supernode's pivots are checked against it, with a margin for the
 // rounding of their square roots, and a supernode near it is computed.
 //
-// A nil prev, or one that holds no factor of prevM (released, failed,
-// made otherwise), copies nothing; a blockMap that is not an injective
-// map of prevM's blocks to m's is an error.
+// A nil prev, or one that holds no factor FactorizeBlocksFrom made
+// (released, failed, made by FactorizeBlocks or with a floor), copies
+// nothing; a prev whose factor was made from another matrix than prevM,
+// or a blockMap that is not an injective map of prevM's blocks to m's, is
+// an error. c records m (keeping its arrays alive until c is released or
+// factored again) so that a later call may copy from c.
 func (c *Cholesky) FactorizeBlocksFrom(m *BlockSym, shift float64, prev *Cholesky, prevM *BlockSym, blockMap []int) (Refactorization, error) {
+	c.record = true
+	defer func() { c.record = false }()
 	if c.simplicial || prev == nil || prev == c || prevM == nil || !prev.ok || !prev.last.ok || prev.simplicial ||
 		m == nil || m.N < 0 {
 		// Nothing to copy from, or m is not a matrix: FactorizeBlocks
@@ -231,7 +236,9 @@ func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float
 	for s := range lastChild {
 		lastChild[s], childParent[s] = -1, -2
 	}
-	checkPivots := thr > prev.last.thr
+	// NaN compares false: a NaN threshold checks every copied pivot, and
+	// fails where a fresh factorization fails.
+	checkPivots := !(thr <= prev.last.thr)
 	w := &planWork{mark: make([]int, c.n), pos: make([]int, c.n)}
 	for i := range w.mark {
 		w.mark[i] = -1

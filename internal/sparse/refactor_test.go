@@ -125,7 +125,7 @@ func refactorStep(t *testing.T, name string, g0, g1 *refGraph, num0, num1 []int,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c0.FactorizeBlocks(q0, 0); err != nil {
+	if _, err := c0.FactorizeBlocksFrom(q0, 0, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	at := func(num []int, v int) int {
@@ -337,7 +337,7 @@ func TestFactorizeBlocksFromThreshold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c0.FactorizeBlocks(q0, 0); err != nil {
+	if _, err := c0.FactorizeBlocksFrom(q0, 0, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	c1, err := AnalyzeBlocks(q1, perm)
@@ -363,7 +363,7 @@ func TestFactorizeBlocksFromErrors(t *testing.T) {
 	q := g.matrix(nil)
 	perm := BlockOrder(q, 0)
 	c0, _ := AnalyzeBlocks(q, perm)
-	if err := c0.FactorizeBlocks(q, 0); err != nil {
+	if _, err := c0.FactorizeBlocksFrom(q, 0, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	id := make([]int, q.N)
@@ -413,5 +413,49 @@ func TestFactorizeBlocksFromErrors(t *testing.T) {
 	st, err = c1.FactorizeBlocksFrom(q, 0, c0, q, id)
 	if err != nil || st.Copied != 0 {
 		t.Fatalf("released earlier factor: %d copied, error %v", st.Copied, err)
+	}
+}
+
+// Only FactorizeBlocksFrom records the matrix a factor was made from (the
+// record keeps the matrix's arrays alive): a factor made by FactorizeBlocks,
+// or released, gives nothing to copy, and a later factorization of the
+// same matrix computes every supernode.
+func TestFactorizeBlocksFromRecordsOnlyItself(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	g := newRefGraph(rng, 20, 2, 0.1)
+	q := g.matrix(nil)
+	perm := BlockOrder(q, 0)
+	id := make([]int, q.N)
+	for i := range id {
+		id[i] = i
+	}
+	for _, c := range []struct {
+		name    string
+		prepare func(c0 *Cholesky) error
+		copied  bool
+	}{
+		{"FactorizeBlocksFrom", func(c0 *Cholesky) error { _, err := c0.FactorizeBlocksFrom(q, 0, nil, nil, nil); return err }, true},
+		{"FactorizeBlocks", func(c0 *Cholesky) error { return c0.FactorizeBlocks(q, 0) }, false},
+		{"released", func(c0 *Cholesky) error {
+			_, err := c0.FactorizeBlocksFrom(q, 0, nil, nil, nil)
+			c0.Release()
+			return err
+		}, false},
+	} {
+		c0, _ := AnalyzeBlocks(q, perm)
+		if err := c.prepare(c0); err != nil {
+			t.Fatal(err)
+		}
+		if got := c0.last.ok; got != c.copied {
+			t.Errorf("%s: source recorded %v, want %v", c.name, got, c.copied)
+		}
+		c1, _ := AnalyzeBlocks(q, perm)
+		st, err := c1.FactorizeBlocksFrom(q, 0, c0, q, id)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if (st.Copied > 0) != c.copied {
+			t.Errorf("%s: %d of %d supernodes copied, want copies %v", c.name, st.Copied, st.Supernodes, c.copied)
+		}
 	}
 }

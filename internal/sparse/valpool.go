@@ -133,6 +133,7 @@ func (c *Cholesky) Release() {
 		return
 	}
 	c.ok = false
+	c.last = factoredFrom{}
 	if c.sn != nil && c.sn.val != nil {
 		putVals(c.sn.val)
 		c.sn.val = nil
