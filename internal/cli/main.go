@@ -213,9 +213,10 @@ func writeUsage(w io.Writer) {
 	b.WriteString("files: no output may name an input or another output (refused, exit 2), every output\n" +
 		"is written whole or not at all, an output file's folder must exist, and - names\n" +
 		"standard input or output where one file is read or written.\n\n")
-	fmt.Fprintf(&b, "memory: on Linux, solve, replay and view of a file of %d KB or more ask for transparent huge pages\n"+
-		"for its heap (fewer page faults); %s=0 turns that off. GOGC, if set,\n"+
-		"replaces the collector's own setting.\n\n", minReserve/heapPerInputByte>>10, hugeheap.Env)
+	fmt.Fprintf(&b, "memory: on Linux, solve and view of a file of %d KB or more (replay: %d KB) ask for\n"+
+		"transparent huge pages for their heap (fewer page faults); %s=0 turns that off.\n"+
+		"GOGC, if set, replaces the collector's own setting.\n\n",
+		minReserve/heapPerInputByte>>10, minReserve/replayPerInputByte>>10, hugeheap.Env)
 	exitStatusHelp(&b)
 	io.WriteString(w, b.String())
 }
