@@ -442,7 +442,7 @@ type progress struct {
 
 func newProgress(w io.Writer, quiet bool) *progress {
 	p := &progress{w: w}
-	if f, ok := w.(*os.File); ok && !quiet {
+	if f, ok := streamFile(w); ok && !quiet {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			p.active = true
 		}
