@@ -85,8 +85,11 @@ func runProcess(args []string) int {
 	if command == "distributed" || command == "agent" {
 		// They hand over to bcmsync-nats or connect to a server, which
 		// their callers (and tests) take as the sign that an interrupt
-		// is handled.
+		// is handled; distributed gives its stderr to the agents it
+		// starts, which must be the file itself (not a pipe that this
+		// process copies).
 		awaitSignals()
+		return run(ctx, args, os.Stdout, os.Stderr)
 	}
 	return run(ctx, args, signalGated{os.Stdout}, signalGated{os.Stderr})
 }
