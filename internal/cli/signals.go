@@ -23,9 +23,9 @@ var signalsReady chan struct{}
 // first work rather than before it: package os/signal starts the runtime's
 // signal thread (a thread locked to its goroutine, and the template thread
 // that locking needs) and its own receiving goroutine, and each signal it
-// enables is a round trip to that thread, which cost a solve about 0.5 ms
-// of its start on a quiet machine and several under load
-// (docs/tuning.md). Until the handling is in place a signal ends the
+// enables is a round trip to that thread: on the main goroutine, a
+// visible part of a small solve's start (docs/tuning.md, "Constant costs
+// of a small solve"). Until the handling is in place a signal ends the
 // process, as it does while the runtime starts; it is in place before the
 // process writes anything (signalGated, outfile.SetBeforeCreate), so an
 // interrupt after any output, a progress line included, is handled.

@@ -25,9 +25,9 @@ const (
 // hasFMA reports whether the CPU and the operating system support the
 // AVX2 and FMA instructions kernel6x8 uses. It asks the CPU on its first
 // call rather than at package initialization: in a virtual machine each
-// CPUID instruction exits to the hypervisor (about 70 us for the four
-// here, measured), which a process whose factorizations never reach the
-// kernel (a small graph's tiles) need not pay.
+// CPUID instruction exits to the hypervisor, a cost a process whose
+// factorizations never reach the kernel (a small graph's tiles) need not
+// pay (docs/tuning.md).
 func hasFMA() bool {
 	switch fmaSupport.Load() {
 	case fmaYes:
