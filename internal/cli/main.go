@@ -21,12 +21,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/bcmsync/bcmsync/internal/hugeheap"
 )
@@ -76,23 +74,24 @@ func Main(args []string) int {
 // returns the exit status. Test children (bench_test.go) run through it
 // too.
 func runProcess(args []string) int {
+	command := ""
+	if len(args) > 0 {
+		command = args[0]
+	}
 	if os.Getenv("GOGC") == "" {
-		command := ""
-		if len(args) > 0 {
-			command = args[0]
-		}
 		setGCPolicy(command)
 	}
-	// An interrupt or a termination request cancels the solve, which
-	// returns its estimate so far; the outputs are written whole and the
-	// status is exitCancelled. A second signal ends the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	return run(ctx, args, os.Stdout, os.Stderr)
+	ctx := watchSignals()
+	if command == "distributed" || command == "agent" {
+		// They hand over to bcmsync-nats or connect to a server, which
+		// their callers (and tests) take as the sign that an interrupt
+		// is handled; distributed gives its stderr to the agents it
+		// starts, which must be the file itself (not a pipe that this
+		// process copies).
+		awaitSignals()
+		return run(ctx, args, os.Stdout, os.Stderr)
+	}
+	return run(ctx, args, signalGated{os.Stdout}, signalGated{os.Stderr})
 }
 
 // run executes the command line args (without the program name) and returns

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -155,5 +156,26 @@ func TestSolveNotCertified(t *testing.T) {
 	}
 	if code, _, stderr := runCmd("solve", "--grad-tol", "NaN", in); code != 2 || !strings.Contains(stderr, "grad-tol") {
 		t.Errorf("--grad-tol NaN: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestVmHWM: the peak RSS is read from the status file's VmHWM line,
+// wherever the line is, and the process's own is positive on Linux.
+func TestVmHWM(t *testing.T) {
+	for _, c := range []struct {
+		status string
+		want   int64
+	}{
+		{"Name:\tbcmsync\nVmPeak:\t  20000 kB\nVmHWM:\t   15872 kB\nVmRSS:\t 1 kB\n", 15872 << 10},
+		{"VmHWM: 7 kB\n", 7 << 10},
+		{"Name:\tx\nVmRSS:\t 1 kB\n", 0},
+		{"", 0},
+	} {
+		if got := vmHWM([]byte(c.status)); got != c.want {
+			t.Errorf("vmHWM(%q) = %d, want %d", c.status, got, c.want)
+		}
+	}
+	if runtime.GOOS == "linux" && peakRSS() <= 0 {
+		t.Errorf("peakRSS() = %d on Linux", peakRSS())
 	}
 }

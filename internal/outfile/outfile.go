@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -25,10 +26,23 @@ type File struct {
 // the kernel bounds them (ELOOP).
 const maxLinks = 40
 
+// beforeCreate, when set, runs first in each Create (SetBeforeCreate).
+var beforeCreate atomic.Pointer[func()]
+
+// SetBeforeCreate makes each later Create call f first, before it touches
+// the file system. The command line waits there for its interrupt
+// handling (internal/cli, watchSignals), which it sets up beside its first
+// work: an interrupt turns into an Abort that removes the temporary file,
+// where the signal's default action would leave it behind.
+func SetBeforeCreate(f func()) { beforeCreate.Store(&f) }
+
 // Create starts writing the file path. Nothing at path changes until
 // Commit. The folder path is in must exist (see the package documentation
 // for links, devices and permissions).
 func Create(path string) (*File, error) {
+	if f := beforeCreate.Load(); f != nil {
+		(*f)()
+	}
 	dest, info, err := Target(path)
 	if err != nil {
 		return nil, err

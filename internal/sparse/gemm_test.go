@@ -15,7 +15,7 @@ import (
 // block and split sizes, with strides wider than the rows and the alpha and
 // beta the factorization uses.
 func TestGemmNT(t *testing.T) {
-	if !hasFMA {
+	if !hasFMA() {
 		t.Log("no AVX2/FMA: gemmNT is gonum's Dgemm here")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
