@@ -130,3 +130,41 @@ func certificateFallback(t *testing.T, first uint8) {
 		t.Errorf("certificate %q by %s, %d fallbacks: want the gathered point's test in the agents' order", st.Certificate, last.EigMethod, st.ProofFallbacks)
 	}
 }
+
+// refusingRound is a bus on which agent 1 does not answer the rounding's
+// Gram command.
+type refusingRound struct{ Bus }
+
+func (b refusingRound) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
+	if m, err := decode(data); err == nil && subject == agentSubject("bcmsync", 1) && m.Op == opRoundGram {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return b.Bus.Request(ctx, subject, data)
+}
+
+// A rounding the agents cannot make (agent 1 does not answer) is made by
+// the staircase on the gathered point, with the analysis of Q it makes
+// only then (the coordinator certifies and rounds by parts, so it makes
+// none on the common path): the run still certifies the central optimum,
+// with no rounding by parts counted.
+func TestRoundingByPartsFallsBack(t *testing.T) {
+	g, central, p := lattice(t, 200, 10, 13, 4)
+	bus := refusingRound{NewMemBus()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for k := 0; k < p.K; k++ {
+		go RunAgent(ctx, bus, g, p, k, AgentOptions{})
+	}
+	res, st, err := Solve(ctx, bus, g, p, Options{Timeout: time.Second, Try: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s, F %.12g (central %.12g), certificate %q, %d roundings by parts", res.Status, res.Objective, central.Objective, st.Certificate, st.Roundings)
+	if !res.Certified || math.Abs(res.Objective-central.Objective) > 1e-6*central.Objective {
+		t.Errorf("%s with F %.12g, central %.12g", res.Status, res.Objective, central.Objective)
+	}
+	if st.Certificate != "parts" || st.Roundings != 0 {
+		t.Errorf("certificate %q, %d roundings by parts: want the certificate by parts and the gathered rounding", st.Certificate, st.Roundings)
+	}
+}
