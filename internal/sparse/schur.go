@@ -289,6 +289,7 @@ func (p *SchurPart) SubCouplingT(dst, x []float64) {
 type BoundarySystem struct {
 	b     int
 	m     *BlockSym
+	nval  int // len(m.Val), for a Reset after Release
 	chol  *Cholesky
 	parts [][]int
 }
@@ -358,11 +359,27 @@ func NewBoundarySystem(n, b int, parts [][]int, edges [][2]int, last int) (*Boun
 	if err != nil {
 		return nil, fmt.Errorf("sparse: NewBoundarySystem: %w", err)
 	}
-	return &BoundarySystem{b: b, m: m, chol: chol, parts: parts}, nil
+	return &BoundarySystem{b: b, m: m, nval: len(m.Val), chol: chol, parts: parts}, nil
 }
 
 // Reset zeroes the system before the parts' contributions are added.
-func (s *BoundarySystem) Reset() { clear(s.m.Val) }
+func (s *BoundarySystem) Reset() {
+	if s.m.Val == nil {
+		s.m.Val = make([]float64, s.nval) // Released
+		return
+	}
+	clear(s.m.Val)
+}
+
+// Release lets go of the system's values and its factor's (Cholesky.Release),
+// keeping the analysis: the next Reset and Factorize make them again.
+// Between two certificates the coordinator holds nothing it would solve
+// with, and the values of a boundary system of a thousand poses are tens
+// of megabytes.
+func (s *BoundarySystem) Release() {
+	s.m.Val = nil
+	s.chol.Release()
+}
 
 // AddPart adds part k's Schur complement t (row-major, of order
 // len(parts[k])*b).
