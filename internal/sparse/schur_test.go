@@ -138,6 +138,25 @@ func TestDomainCholeskyThreshold(t *testing.T) {
 
 // TestForwardMany: W = L^-1 P B has W^T W = B^T A^-1 B (gonum's dense
 // solve), for several right-hand sides at once and in groups.
+// factorOf factors m, supernodal or simplicial.
+func factorOf(t *testing.T, m *sparse.BlockSym, simplicial bool) *sparse.Cholesky {
+	t.Helper()
+	var chol *sparse.Cholesky
+	var err error
+	if simplicial {
+		chol, err = sparse.AnalyzeSimplicial(sparse.LowerCSC(m, 0, 0), nil)
+	} else {
+		chol, err = sparse.AnalyzeBlocks(m, sparse.BlockAMD(m, 0))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chol.FactorizeBlocks(m, 0); err != nil {
+		t.Fatal(err)
+	}
+	return chol
+}
+
 func TestForwardMany(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	for _, c := range cholCases {
@@ -145,23 +164,26 @@ func TestForwardMany(t *testing.T) {
 		m := shiftedCopy(q, shift)
 		n := m.Dim()
 		for _, simplicial := range []bool{false, true} {
-			var chol *sparse.Cholesky
-			var err error
-			if simplicial {
-				chol, err = sparse.AnalyzeSimplicial(sparse.LowerCSC(m, 0, 0), nil)
-			} else {
-				chol, err = sparse.AnalyzeBlocks(m, sparse.BlockAMD(m, 0))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := chol.FactorizeBlocks(m, 0); err != nil {
-				t.Fatal(err)
-			}
-			nrhs := 11
+			chol := factorOf(t, m, simplicial)
+			nrhs := 45
 			b := randVec(rng, n*nrhs)
 			w := make([]float64, n*nrhs)
 			chol.ForwardMany(w, b, nrhs)
+			// A multiple of the solve's group at a time (as
+			// SchurPart.Factorize calls it, to hold a chunk of A_IB's
+			// columns instead of all of them) gives the bits of one call.
+			for _, chunk := range []int{8, 16, 32} {
+				got := make([]float64, n*nrhs)
+				for q0 := 0; q0 < nrhs; q0 += chunk {
+					k := min(chunk, nrhs-q0)
+					chol.ForwardMany(got[q0*n:(q0+k)*n], b[q0*n:(q0+k)*n], k)
+				}
+				for i := range w {
+					if math.Float64bits(got[i]) != math.Float64bits(w[i]) {
+						t.Fatalf("%+v, simplicial %v, chunks of %d: entry %d is %v, one call gives %v", c, simplicial, chunk, i, got[i], w[i])
+					}
+				}
+			}
 			var ch mat.Cholesky
 			if !ch.Factorize(denseOf(m)) {
 				t.Fatal("gonum Cholesky failed")
@@ -223,49 +245,6 @@ func BenchmarkDomainCholesky(b *testing.B) {
 		}
 		b.ReportMetric(float64(dc.BoundaryBlocks()), "boundary-blocks")
 	})
-}
-
-// TestForwardManyChunks: ForwardMany on its right-hand sides a multiple of
-// its group at a time (as SchurPart.Factorize calls it, to hold a chunk of
-// A_IB's columns instead of all of them) gives the bits of one call.
-func TestForwardManyChunks(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 2))
-	for _, c := range cholCases {
-		q, shift, _ := shiftedPD(t, rng, c, 1e-2)
-		m := shiftedCopy(q, shift)
-		n := m.Dim()
-		for _, simplicial := range []bool{false, true} {
-			var chol *sparse.Cholesky
-			var err error
-			if simplicial {
-				chol, err = sparse.AnalyzeSimplicial(sparse.LowerCSC(m, 0, 0), nil)
-			} else {
-				chol, err = sparse.AnalyzeBlocks(m, sparse.BlockAMD(m, 0))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := chol.FactorizeBlocks(m, 0); err != nil {
-				t.Fatal(err)
-			}
-			nrhs := 45
-			b := randVec(rng, n*nrhs)
-			want := make([]float64, n*nrhs)
-			chol.ForwardMany(want, b, nrhs)
-			for _, chunk := range []int{8, 16, 32} {
-				got := make([]float64, n*nrhs)
-				for q0 := 0; q0 < nrhs; q0 += chunk {
-					k := min(chunk, nrhs-q0)
-					chol.ForwardMany(got[q0*n:(q0+k)*n], b[q0*n:(q0+k)*n], k)
-				}
-				for i := range want {
-					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-						t.Fatalf("%+v, simplicial %v, chunks of %d: entry %d is %v, one call gives %v", c, simplicial, chunk, i, got[i], want[i])
-					}
-				}
-			}
-		}
-	}
 }
 
 // TestBoundarySystemRelease: a boundary system released after a

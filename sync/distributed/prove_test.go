@@ -105,9 +105,13 @@ func TestCertificateByPartsFallsBack(t *testing.T) {
 	}
 }
 
-func certificateFallback(t *testing.T, first uint8) {
+// solveRefusing solves the 200-pose test lattice with 4 agents on the bus
+// wrap makes of an in-memory one, and returns the run and the central
+// solve's result.
+func solveRefusing(t *testing.T, wrap func(Bus) Bus) (*bsync.Result, *Stats, *bsync.Result) {
+	t.Helper()
 	g, central, p := lattice(t, 200, 10, 13, 4)
-	bus := refusing{NewMemBus(), first}
+	bus := wrap(NewMemBus())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for k := 0; k < p.K; k++ {
@@ -117,6 +121,11 @@ func certificateFallback(t *testing.T, first uint8) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res, st, central
+}
+
+func certificateFallback(t *testing.T, first uint8) {
+	res, st, central := solveRefusing(t, func(b Bus) Bus { return refusing{b, first} })
 	last := res.Levels[len(res.Levels)-1]
 	t.Logf("%s, F %.12g (central %.12g), certificate %q by %s, %d fallbacks, %d roundings by parts",
 		res.Status, res.Objective, central.Objective, st.Certificate, last.EigMethod, st.ProofFallbacks, st.Roundings)
@@ -149,17 +158,7 @@ func (b refusingRound) Request(ctx context.Context, subject string, data []byte)
 // none on the common path): the run still certifies the central optimum,
 // with no rounding by parts counted.
 func TestRoundingByPartsFallsBack(t *testing.T) {
-	g, central, p := lattice(t, 200, 10, 13, 4)
-	bus := refusingRound{NewMemBus()}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for k := 0; k < p.K; k++ {
-		go RunAgent(ctx, bus, g, p, k, AgentOptions{})
-	}
-	res, st, err := Solve(ctx, bus, g, p, Options{Timeout: time.Second, Try: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, st, central := solveRefusing(t, func(b Bus) Bus { return refusingRound{b} })
 	t.Logf("%s, F %.12g (central %.12g), certificate %q, %d roundings by parts", res.Status, res.Objective, central.Objective, st.Certificate, st.Roundings)
 	if !res.Certified || math.Abs(res.Objective-central.Objective) > 1e-6*central.Objective {
 		t.Errorf("%s with F %.12g, central %.12g", res.Status, res.Objective, central.Objective)
