@@ -220,7 +220,8 @@ func SolveWith(ctx context.Context, g *posegraph.Graph, opts Options, m LevelOpt
 
 // analyse makes, once, Q's fill-reducing block order, the block analysis
 // of its pattern in that order and the rounding's plan. Solve's optimizer
-// and the central certificate need them from the start. An optimizer
+// (whose Init calls it too, for optimizers that wrap it) and the central
+// certificate need them from the start. An optimizer
 // whose parts certify and round the point (PartsProviders) may never
 // need them: they are made only when the parts leave a test or a
 // rounding to the driver (no PartsProver, a rounding the parts could
