@@ -70,6 +70,15 @@ func (p *BlockProblem) Reset() {
 	p.radius, p.last = 0, nil
 }
 
+// ReleaseFactor lets go of the trust region's preconditioner, the factor
+// of Q_BB + sigma I, until the next TrustRegion makes it again: the same
+// factor, so the same steps. A distributed agent calls it when the
+// certificate by parts begins, whose own factor and Schur complement set
+// the agent's peak memory while this one would sit idle.
+func (p *BlockProblem) ReleaseFactor() {
+	p.pre.chol = nil
+}
+
 // at returns the block's part of x (aliasing x's first n blocks) and
 // prepares the manifold at x's rank with the linear term of x's fixed
 // blocks.

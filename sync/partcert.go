@@ -291,6 +291,12 @@ func NewBoundaryProof(b int, parts [][]int, cross []CrossBlock, anchor int) (*Bo
 // Blocks is the number of boundary poses.
 func (bp *BoundaryProof) Blocks() int { return len(bp.index) }
 
+// Release lets go of the boundary system's values and factor until the
+// next Factor (sparse.BoundarySystem.Release): after a test, which no
+// solve follows, a coordinator need not hold them through the rounds,
+// the rounding and the outputs.
+func (bp *BoundaryProof) Release() { bp.sys.Release() }
+
 // Factor sums the parts' proofs (in the parts' order) and the scaled cross
 // blocks and factors the sum. It reports whether every pivot of every
 // piece is above sparse.PivotTol times the largest |diagonal entry| of the

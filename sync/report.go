@@ -150,8 +150,8 @@ type DistributedReport struct {
 	Stale    int `json:"stale"`
 	Restarts int `json:"restarts"`
 	// AgentPeakRSS is each agent's peak resident set in bytes as it
-	// measured it (0: not measured, as for agents inside the
-	// coordinator's process), CoordinatorPeakRSS the coordinator's
+	// measured it, up to its last reply (0: not measured, as for agents
+	// inside the coordinator's process), CoordinatorPeakRSS the coordinator's
 	// (with an embedded NATS server, the server's too).
 	AgentPeakRSS       []int64 `json:"agent_peak_rss_bytes"`
 	CoordinatorPeakRSS int64   `json:"coordinator_peak_rss_bytes"`

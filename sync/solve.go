@@ -70,6 +70,10 @@ func (c *central) Method(r *Run) MethodInfo {
 // factor; sigma only lifts Q's null space (the common translation), so it
 // is tiny next to the weights.
 func (c *central) Init(ctx context.Context, r *Run) ([]posegraph.Pose, Init, error) {
+	// The staircase makes the analysis before Init unless the optimizer
+	// certifies and rounds by parts; one that wraps this one (leveltest's
+	// checks) may, and this one needs it.
+	r.analyse()
 	init, err := initialize(r.g, r.opts, r.plan)
 	if err != nil {
 		return nil, "", err

@@ -218,6 +218,41 @@ func SolveWith(ctx context.Context, g *posegraph.Graph, opts Options, m LevelOpt
 	return res, err
 }
 
+// analyse makes, once, Q's fill-reducing block order, the block analysis
+// of its pattern in that order and the rounding's plan. Solve's optimizer
+// (whose Init calls it too, for optimizers that wrap it) and the central
+// certificate need them from the start. An optimizer
+// whose parts certify and round the point (PartsProviders) may never
+// need them: they are made only when the parts leave a test or a
+// rounding to the driver (no PartsProver, a rounding the parts could
+// not make, a graph with landmarks or priors), so that a distributed
+// coordinator does not hold an analysis of the whole graph (10 MB at
+// 10^5 poses, with the ordering's transient) that its run never uses.
+// Made later, they are the same: the order depends on Q alone.
+func (r *Run) analyse() {
+	if r.plan != nil {
+		return
+	}
+	q, opts := r.q, r.opts
+	if opts.order != nil {
+		r.perm = opts.order.perm(q)
+	} else {
+		r.perm = sparse.BlockOrder(q, 0)
+	}
+	r.poseOrder = make([]int, q.N)
+	for k := range r.poseOrder {
+		r.poseOrder[k] = r.perm[k*q.B] / q.B
+	}
+	r.sym, _ = sparse.AnalyzeBlockPattern(q, r.perm)
+	if opts.order != nil {
+		opts.order.keep(r.sym)
+	}
+	r.plan = rounding.NewPlan(r.g, r.poseOrder, r.sym)
+	if opts.order != nil {
+		opts.order.refactorFrom(r.plan, r.g.N())
+	}
+}
+
 // release gives the factors the run made back for reuse
 // (sparse.Cholesky.Release): the next solve, of a graph of about the same
 // size (Incremental's next step), factors into their storage instead of
@@ -259,22 +294,9 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	t0 := time.Now()
 	q := g.Laplacian(opts.Problem)
 	r.q = q
-	if opts.order != nil {
-		r.perm = opts.order.perm(q)
-	} else {
-		r.perm = sparse.BlockOrder(q, 0)
-	}
-	r.poseOrder = make([]int, q.N)
-	for k := range r.poseOrder {
-		r.poseOrder[k] = r.perm[k*q.B] / q.B
-	}
-	r.sym, _ = sparse.AnalyzeBlockPattern(q, r.perm)
-	if opts.order != nil {
-		opts.order.keep(r.sym)
-	}
-	r.plan = rounding.NewPlan(g, r.poseOrder, r.sym)
-	if opts.order != nil {
-		opts.order.refactorFrom(r.plan, g.N())
+	pp, byParts := m.(PartsProviders)
+	if !byParts || opts.order != nil {
+		r.analyse()
 	}
 	init, name, err := m.Init(ctx, r)
 	if err != nil {
@@ -290,15 +312,19 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	st.end(k)
 	log.Info("initialized", "init", string(name), "F", res.InitialObjective, "seconds", res.Timings.Init)
 
+	var prover PartsProver
+	if byParts {
+		prover, r.rounder = pp.PartsProver(r), pp.PartsRounder(r)
+	}
+	if prover == nil {
+		r.analyse() // the certificate factors S in Q's order
+	}
 	r.cert = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
 	r.cert.deadline = r.deadline
 	r.cert.sym = r.sym
 	r.cert.nullStart = opts.warmStep
-	if pp, ok := m.(PartsProviders); ok {
-		if p := pp.PartsProver(r); p != nil {
-			r.cert.usePartsProver(p)
-		}
-		r.rounder = pp.PartsRounder(r)
+	if prover != nil {
+		r.cert.usePartsProver(prover)
 	}
 
 	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
@@ -633,6 +659,7 @@ func (r *Run) roundEstimate(x *sparse.Blocks) ([]posegraph.Pose, error) {
 		}
 		r.opts.Logger.Warn("rounding by parts failed; rounding the gathered point", "err", err)
 	}
+	r.analyse()
 	return roundEstimate(g, x, g.D, prob, r.plan)
 }
 

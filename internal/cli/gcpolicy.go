@@ -21,13 +21,15 @@ const (
 	smallHeapGCPercent = 100
 	largeHeapGCPercent = 50
 	largeHeap          = 32 << 20
-	// coordinatorGCPercent is distributed's percentage on a large heap:
-	// the coordinator holds the graph, Q and its boundary systems for the
-	// whole run and computes little (the agents do the work), so the
-	// collector's headroom is mostly unused memory, and the issue's
-	// target is the coordinator's peak RSS (docs/distributed.md,
-	// "Memory").
-	coordinatorGCPercent = 20
+	// distributedGCPercent is the percentage on a large heap of
+	// distributed (the coordinator) and agent: the coordinator holds the
+	// graph, Q and its boundary systems for the whole run and computes
+	// little (the agents do the work), and an agent holds its rows,
+	// factors and trust-region blocks for the whole run and allocates
+	// little per round, so in both the collector's headroom is mostly
+	// unused memory, and the targets are their peak RSS
+	// (docs/distributed.md, "Memory").
+	distributedGCPercent = 20
 )
 
 // A process whose heap was reserved in huge pages (reserveHeap) collects
@@ -68,13 +70,14 @@ var (
 // setGCPolicy sets the collector's percentage to smallHeapGCPercent and,
 // unless command is one that keeps it (watchesHeap), watches the live heap
 // after each collection, until it exceeds largeHeap; from then on the
-// percentage is largeHeapGCPercent (coordinatorGCPercent for distributed).
+// percentage is largeHeapGCPercent (distributedGCPercent for distributed
+// and agent).
 func setGCPolicy(command string) {
 	debug.SetGCPercent(smallHeapGCPercent)
 	smallPercent.Store(smallHeapGCPercent)
 	largePercent.Store(largeHeapGCPercent)
-	if command == "distributed" {
-		largePercent.Store(coordinatorGCPercent)
+	if command == "distributed" || command == "agent" {
+		largePercent.Store(distributedGCPercent)
 	}
 	if watchesHeap(command) {
 		policyOn.Store(true)

@@ -17,9 +17,10 @@ func gcPercent() int {
 // TestGCPolicy checks that the process starts at smallHeapGCPercent and
 // switches to largeHeapGCPercent after a collection that finds more than
 // largeHeap bytes live.
-// distributed (the coordinator) switches to coordinatorGCPercent instead.
+// distributed (the coordinator) and agent switch to distributedGCPercent
+// instead.
 func TestGCPolicy(t *testing.T) {
-	for cmd, want := range map[string]int{"solve": largeHeapGCPercent, "agent": largeHeapGCPercent, "distributed": coordinatorGCPercent} {
+	for cmd, want := range map[string]int{"solve": largeHeapGCPercent, "agent": distributedGCPercent, "distributed": distributedGCPercent} {
 		t.Run(cmd, func(t *testing.T) { gcPolicy(t, cmd, want) })
 	}
 }

@@ -53,11 +53,8 @@ type SchurPart struct {
 	coup    [][]coupling
 	coupVal []float64
 	// bb lists the positions of blocks (nI+j, nI+j') of the part's matrix.
-	bb []bbEntry
-	// Work space of the Schur complement: A_IB's coupled columns and
-	// W = L_I^-1 P A_IB.
-	rhs, sol []float64
-	wtw      []float64 // W^T W
+	bb  []bbEntry
+	wtw []float64 // work space of the Schur complement: W^T W
 	// minPivot and maxDiag are the last Factorize's smallest interior
 	// pivot (+Inf without interior) and largest |diagonal entry| of the
 	// whole part.
@@ -187,22 +184,32 @@ func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
 		}
 	}
 	nc := len(cols)
-	if cap(p.rhs) < n*nc {
-		p.rhs, p.sol = make([]float64, n*nc), make([]float64, n*nc)
-	}
-	rhs, w := p.rhs[:n*nc], p.sol[:n*nc]
-	clear(rhs)
-	for q, col := range cols {
-		j, e := col/b, col%b
-		x := rhs[q*n : (q+1)*n]
-		for _, c := range p.coup[j] {
-			blk := p.coupVal[c.v : c.v+b*b] // block (j, i): row e is column e of A_IB's block (i, j)
-			for f := 0; f < b; f++ {
-				x[c.i*b+f] = blk[e*b+f]
+	// W is dense, n nc doubles (190 MB for an agent of 12,000 interior
+	// and 125 boundary poses in 3-D), and lives in this call only: kept,
+	// it sat under everything the part did next (its rounding, the next
+	// level's steps). A_IB's columns go through the forward solve
+	// schurChunk at a time instead of all at once (another n nc doubles);
+	// schurChunk is a multiple of the solve's own group of right-hand
+	// sides, so W is the same to the bit.
+	w := make([]float64, n*nc)
+	chunk := min(nc, schurChunk)
+	rhs := make([]float64, n*chunk)
+	for q0 := 0; q0 < nc; q0 += chunk {
+		k := min(chunk, nc-q0)
+		r := rhs[:n*k]
+		clear(r)
+		for q, col := range cols[q0 : q0+k] {
+			j, e := col/b, col%b
+			x := r[q*n : (q+1)*n]
+			for _, c := range p.coup[j] {
+				blk := p.coupVal[c.v : c.v+b*b] // block (j, i): row e is column e of A_IB's block (i, j)
+				for f := 0; f < b; f++ {
+					x[c.i*b+f] = blk[e*b+f]
+				}
 			}
 		}
+		p.chol.ForwardMany(w[q0*n:(q0+k)*n], r, k)
 	}
-	p.chol.ForwardMany(w, rhs, nc)
 	// W^T W by the factorization's product kernel: w holds W's columns
 	// contiguously, W^T row-major. Every entry is summed in one fixed
 	// order, so the product is exactly symmetric.
@@ -218,6 +225,11 @@ func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
 	}
 	return nil
 }
+
+// schurChunk is the number of A_IB's columns SchurPart.Factorize solves
+// at a time: a multiple of manyBlock (the forward solve treats groups of
+// manyBlock columns, so any multiple gives the same bits as one call).
+const schurChunk = 4 * manyBlock
 
 // MinPivot returns the last Factorize's smallest interior pivot and its
 // coordinate in the part's matrix (+Inf and -1 without interior).
@@ -277,6 +289,7 @@ func (p *SchurPart) SubCouplingT(dst, x []float64) {
 type BoundarySystem struct {
 	b     int
 	m     *BlockSym
+	nval  int // len(m.Val), for a Reset after Release
 	chol  *Cholesky
 	parts [][]int
 }
@@ -346,11 +359,27 @@ func NewBoundarySystem(n, b int, parts [][]int, edges [][2]int, last int) (*Boun
 	if err != nil {
 		return nil, fmt.Errorf("sparse: NewBoundarySystem: %w", err)
 	}
-	return &BoundarySystem{b: b, m: m, chol: chol, parts: parts}, nil
+	return &BoundarySystem{b: b, m: m, nval: len(m.Val), chol: chol, parts: parts}, nil
 }
 
 // Reset zeroes the system before the parts' contributions are added.
-func (s *BoundarySystem) Reset() { clear(s.m.Val) }
+func (s *BoundarySystem) Reset() {
+	if s.m.Val == nil {
+		s.m.Val = make([]float64, s.nval) // Released
+		return
+	}
+	clear(s.m.Val)
+}
+
+// Release lets go of the system's values and its factor's (Cholesky.Release),
+// keeping the analysis: the next Reset and Factorize make them again.
+// Between two certificates the coordinator holds nothing it would solve
+// with, and the values of a boundary system of a thousand poses are tens
+// of megabytes.
+func (s *BoundarySystem) Release() {
+	s.m.Val = nil
+	s.chol.Release()
+}
 
 // AddPart adds part k's Schur complement t (row-major, of order
 // len(parts[k])*b).

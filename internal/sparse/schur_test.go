@@ -138,6 +138,25 @@ func TestDomainCholeskyThreshold(t *testing.T) {
 
 // TestForwardMany: W = L^-1 P B has W^T W = B^T A^-1 B (gonum's dense
 // solve), for several right-hand sides at once and in groups.
+// factorOf factors m, supernodal or simplicial.
+func factorOf(t *testing.T, m *sparse.BlockSym, simplicial bool) *sparse.Cholesky {
+	t.Helper()
+	var chol *sparse.Cholesky
+	var err error
+	if simplicial {
+		chol, err = sparse.AnalyzeSimplicial(sparse.LowerCSC(m, 0, 0), nil)
+	} else {
+		chol, err = sparse.AnalyzeBlocks(m, sparse.BlockAMD(m, 0))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chol.FactorizeBlocks(m, 0); err != nil {
+		t.Fatal(err)
+	}
+	return chol
+}
+
 func TestForwardMany(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	for _, c := range cholCases {
@@ -145,23 +164,26 @@ func TestForwardMany(t *testing.T) {
 		m := shiftedCopy(q, shift)
 		n := m.Dim()
 		for _, simplicial := range []bool{false, true} {
-			var chol *sparse.Cholesky
-			var err error
-			if simplicial {
-				chol, err = sparse.AnalyzeSimplicial(sparse.LowerCSC(m, 0, 0), nil)
-			} else {
-				chol, err = sparse.AnalyzeBlocks(m, sparse.BlockAMD(m, 0))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := chol.FactorizeBlocks(m, 0); err != nil {
-				t.Fatal(err)
-			}
-			nrhs := 11
+			chol := factorOf(t, m, simplicial)
+			nrhs := 45
 			b := randVec(rng, n*nrhs)
 			w := make([]float64, n*nrhs)
 			chol.ForwardMany(w, b, nrhs)
+			// A multiple of the solve's group at a time (as
+			// SchurPart.Factorize calls it, to hold a chunk of A_IB's
+			// columns instead of all of them) gives the bits of one call.
+			for _, chunk := range []int{8, 16, 32} {
+				got := make([]float64, n*nrhs)
+				for q0 := 0; q0 < nrhs; q0 += chunk {
+					k := min(chunk, nrhs-q0)
+					chol.ForwardMany(got[q0*n:(q0+k)*n], b[q0*n:(q0+k)*n], k)
+				}
+				for i := range w {
+					if math.Float64bits(got[i]) != math.Float64bits(w[i]) {
+						t.Fatalf("%+v, simplicial %v, chunks of %d: entry %d is %v, one call gives %v", c, simplicial, chunk, i, got[i], w[i])
+					}
+				}
+			}
 			var ch mat.Cholesky
 			if !ch.Factorize(denseOf(m)) {
 				t.Fatal("gonum Cholesky failed")
@@ -223,4 +245,51 @@ func BenchmarkDomainCholesky(b *testing.B) {
 		}
 		b.ReportMetric(float64(dc.BoundaryBlocks()), "boundary-blocks")
 	})
+}
+
+// TestBoundarySystemRelease: a boundary system released after a
+// factorization and made again from the same contributions gives the same
+// pivots and solves to the bit.
+func TestBoundarySystemRelease(t *testing.T) {
+	const b = 2
+	parts := [][]int{{0, 1}, {2}}
+	s, err := sparse.NewBoundarySystem(3, b, parts, [][2]int{{1, 2}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := []float64{ // 4 x 4, symmetric positive definite
+		4, 1, 0.5, 0,
+		1, 5, 0, 0.25,
+		0.5, 0, 6, 1,
+		0, 0.25, 1, 7,
+	}
+	t1 := []float64{3, 0.5, 0.5, 2}
+	off := []float64{0.3, -0.2, 0.1, 0.4}
+	y := []float64{1, -2, 3, 0.5, -1, 2}
+	solve := func() ([]float64, float64) {
+		s.Reset()
+		s.AddPart(0, t0)
+		s.AddPart(1, t1)
+		if err := s.AddOff(1, 2, off); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Factorize(); err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float64, len(y))
+		s.Solve(x, y)
+		_, piv := s.MinPivot()
+		return x, piv
+	}
+	x1, p1 := solve()
+	s.Release()
+	x2, p2 := solve()
+	if math.Float64bits(p1) != math.Float64bits(p2) {
+		t.Errorf("smallest pivot %v after Release, %v before", p2, p1)
+	}
+	for i := range x1 {
+		if math.Float64bits(x1[i]) != math.Float64bits(x2[i]) {
+			t.Errorf("solution entry %d is %v after Release, %v before", i, x2[i], x1[i])
+		}
+	}
 }

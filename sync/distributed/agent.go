@@ -476,9 +476,7 @@ func (a *agent) onCommand(data []byte) []byte {
 		}
 		rep.F, rep.Grad2, rep.Norm2 = l.stats()
 		rep.Dot = l.block.MomentumInner(l.x)
-		rep.Mem = a.peakRSS()
 	case opGather:
-		rep.Mem = a.peakRSS()
 		rep.Rank, rep.B = l.x.R, l.b
 		rep.Index = make([]uint32, len(l.own))
 		for li, gi := range l.own {
@@ -533,7 +531,10 @@ func (a *agent) onCommand(data []byte) []byte {
 		// Never publish or report a broken estimate.
 		return fail(fmt.Errorf("agent %d: non-finite estimate after command %d", l.part, m.Op))
 	}
-	rep.Seq, rep.Sent = a.seq, a.sent
+	// Every reply carries the peak so far: the certificate, the escape
+	// and the rounding by parts come after the last gather, and their
+	// factors and Schur complements set an agent's peak.
+	rep.Seq, rep.Sent, rep.Mem = a.seq, a.sent, a.peakRSS()
 	return encode(nil, rep)
 }
 

@@ -259,14 +259,12 @@ type coordinator struct {
 	auth    *authBus // nil without a key; its rejections go to stats at the end
 
 	// held marks the point the agents hold, as last set or gathered (nil:
-	// their initial estimates); n is Q X for the exact translations and
-	// the cost.
+	// their initial estimates).
 	held *heldMark
 	last *sparse.Blocks // the last point gathered within this Optimize (checkpoints)
 	// resume is the checkpoint to start from, until the first Optimize
 	// has taken its point.
 	resume *Checkpoint
-	n      *sparse.Blocks
 
 	// fingerprint identifies the problem, partition and overlap; an agent
 	// holding another refuses to join. ckPrint, of the problem and
@@ -560,13 +558,11 @@ func (c *coordinator) checkpoint(x *sparse.Blocks) {
 
 // cost is F(x) = tr(X Q X^T).
 func (c *coordinator) cost(r *bsync.Run, x *sparse.Blocks) float64 {
-	if c.n == nil || c.n.R != x.R {
-		c.n = sparse.NewBlocks(x.R, x.B, x.N)
-	}
-	r.Q().MulBlocks(c.n, x)
+	n := sparse.NewBlocks(x.R, x.B, x.N)
+	r.Q().MulBlocks(n, x)
 	f := 0.0
 	for k, v := range x.Data {
-		f += v * c.n.Data[k]
+		f += v * n.Data[k]
 	}
 	return f
 }
@@ -592,17 +588,15 @@ func (c *coordinator) exactTranslations(r *bsync.Run, x *sparse.Blocks) (float64
 		return 0, nil
 	}
 	q := r.Q()
-	if c.n == nil || c.n.R != x.R {
-		c.n = sparse.NewBlocks(x.R, x.B, x.N)
-	}
-	q.MulBlocks(c.n, x)
-	// A solver of this call's own: its factor of the whole graph's
-	// tau-Laplacian (30 MB at 10^5 poses) is garbage before the
-	// certificate and the rounding, which peak on their own boundary
-	// systems, instead of living through the run. Once per level, the
-	// factorization is cheap against the level's rounds, and the same
-	// factor gives the same translations.
-	return bcm.New(q, c.g.D, c.opts.Sync.Problem).StepTranslations(x, c.n)
+	// Q X and a solver of this call's own: Q X (9 MB at 10^5 poses and
+	// rank 3) and the factor of the whole graph's tau-Laplacian (30 MB)
+	// are garbage before the certificate and the rounding, which peak on
+	// their own boundary systems, instead of living through the run.
+	// Once per level, the factorization is cheap against the level's
+	// rounds, and the same factor gives the same translations.
+	n := sparse.NewBlocks(x.R, x.B, x.N)
+	q.MulBlocks(n, x)
+	return bcm.New(q, c.g.D, c.opts.Sync.Problem).StepTranslations(x, n)
 }
 
 // heldMark identifies the point the agents hold by its rank and a SHA-256

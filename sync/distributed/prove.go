@@ -46,6 +46,13 @@ func (a *agent) prove(m, rep *message) error {
 		return err
 	}
 	l := a.l
+	// The steps' factor is idle until the next rounds, which make it
+	// again, bit for bit: without it the certificate's interior factor
+	// and Schur complement, the agent's peak, do not stack on it.
+	l.block.ReleaseFactor()
+	if l.ov != nil {
+		l.ov.ext.block.ReleaseFactor()
+	}
 	switch m.Op {
 	case opProveSetup:
 		// The boundary poses, their weights, and the blocks of Q to other
@@ -276,5 +283,13 @@ func (pp *partsProver) ProveFactor(sh bsync.ProofShift) (bool, error) {
 			return false, nil
 		}
 	}
-	return pp.bp.Factor(proofs)
+	ok, err := pp.bp.Factor(proofs)
+	if sh.Tau == 0 {
+		// A certificate's test: no solve uses its factor (the escape's
+		// solves use the factors of S + tau I, Tau > 0), and held, the
+		// boundary system (44 MB at the 10^5 lattice's 1007 boundary
+		// poses) sat under the coordinator's rounding and outputs.
+		pp.bp.Release()
+	}
+	return ok, err
 }

@@ -105,9 +105,13 @@ func TestCertificateByPartsFallsBack(t *testing.T) {
 	}
 }
 
-func certificateFallback(t *testing.T, first uint8) {
+// solveRefusing solves the 200-pose test lattice with 4 agents on the bus
+// wrap makes of an in-memory one, and returns the run and the central
+// solve's result.
+func solveRefusing(t *testing.T, wrap func(Bus) Bus) (*bsync.Result, *Stats, *bsync.Result) {
+	t.Helper()
 	g, central, p := lattice(t, 200, 10, 13, 4)
-	bus := refusing{NewMemBus(), first}
+	bus := wrap(NewMemBus())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for k := 0; k < p.K; k++ {
@@ -117,6 +121,11 @@ func certificateFallback(t *testing.T, first uint8) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res, st, central
+}
+
+func certificateFallback(t *testing.T, first uint8) {
+	res, st, central := solveRefusing(t, func(b Bus) Bus { return refusing{b, first} })
 	last := res.Levels[len(res.Levels)-1]
 	t.Logf("%s, F %.12g (central %.12g), certificate %q by %s, %d fallbacks, %d roundings by parts",
 		res.Status, res.Objective, central.Objective, st.Certificate, last.EigMethod, st.ProofFallbacks, st.Roundings)
@@ -128,5 +137,33 @@ func certificateFallback(t *testing.T, first uint8) {
 	}
 	if first == opProveLambda && (st.Certificate != "parts" || last.EigMethod != bsync.MethodCholeskyDD || st.ProofFallbacks == 0) {
 		t.Errorf("certificate %q by %s, %d fallbacks: want the gathered point's test in the agents' order", st.Certificate, last.EigMethod, st.ProofFallbacks)
+	}
+}
+
+// refusingRound is a bus on which agent 1 does not answer the rounding's
+// Gram command.
+type refusingRound struct{ Bus }
+
+func (b refusingRound) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
+	if m, err := decode(data); err == nil && subject == agentSubject("bcmsync", 1) && m.Op == opRoundGram {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return b.Bus.Request(ctx, subject, data)
+}
+
+// A rounding the agents cannot make (agent 1 does not answer) is made by
+// the staircase on the gathered point, with the analysis of Q it makes
+// only then (the coordinator certifies and rounds by parts, so it makes
+// none on the common path): the run still certifies the central optimum,
+// with no rounding by parts counted.
+func TestRoundingByPartsFallsBack(t *testing.T) {
+	res, st, central := solveRefusing(t, func(b Bus) Bus { return refusingRound{b} })
+	t.Logf("%s, F %.12g (central %.12g), certificate %q, %d roundings by parts", res.Status, res.Objective, central.Objective, st.Certificate, st.Roundings)
+	if !res.Certified || math.Abs(res.Objective-central.Objective) > 1e-6*central.Objective {
+		t.Errorf("%s with F %.12g, central %.12g", res.Status, res.Objective, central.Objective)
+	}
+	if st.Certificate != "parts" || st.Roundings != 0 {
+		t.Errorf("certificate %q, %d roundings by parts: want the certificate by parts and the gathered rounding", st.Certificate, st.Roundings)
 	}
 }

@@ -183,11 +183,14 @@ func (c *coordinator) RoundByParts(x *blockmat.Blocks) ([]posegraph.Pose, error)
 	grams := make([][]float64, K)
 	if err := each(func(k int) error {
 		rep, err := c.request(ctx, k, &message{Op: opRoundGram, Rank: r})
-		if err == nil && len(rep.Extra) != r*r {
-			err = fmt.Errorf("agent %d: a Gram matrix of %d values", k, len(rep.Extra))
+		if err != nil {
+			return err // rep is nil: an agent that did not answer
+		}
+		if len(rep.Extra) != r*r {
+			return fmt.Errorf("agent %d: a Gram matrix of %d values", k, len(rep.Extra))
 		}
 		grams[k] = rep.Extra
-		return err
+		return nil
 	}); err != nil {
 		return nil, err
 	}
