@@ -32,7 +32,11 @@ import (
 // factorizations costlier by far more than the ordering saves:
 // docs/online.md.) The symbolic analyses are made afresh from that order,
 // one block analysis a step shared by all its factorizations, the
-// translation system's included. The translation system's numeric factor
+// translation system's included, with the certificate's anchor (the
+// lightest pose of the factor's trailing clique) moved last in it before
+// any factorization (anchorLast), so that the certificate need not
+// analyse again in its own order; the Hessian and S, of one block size in
+// 2-D, share one expanded analysis too (sparse.BlockSymbolic.Analyze). The translation system's numeric factor
 // (the tau-weighted Laplacian's, which changes only where the new edges
 // are) copies from the last step's the supernodes whose subtree did not
 // change and computes only the rest (stepOrder.refactorFrom,
