@@ -265,3 +265,41 @@ func TestAnchorLast(t *testing.T) {
 	}
 	t.Logf("%d graphs moved their anchor", moves)
 }
+
+// TestIncrementalWarmGradTol checks the warm steps' gradient tolerance:
+// warmGradTol by default (the first, cold step Solve's), the caller's
+// Options.GradTol when set, recorded in each Result's Options, and the
+// steps' trust region stopping at it.
+func TestIncrementalWarmGradTol(t *testing.T) {
+	g, _, err := datasets.Manhattan(300, 8, datasets.Config{Kappa: 100, Tau: 25, LoopProb: 0.3, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches, err := Replay(g, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []float64{0, 1e-10} {
+		inc, err := NewIncremental(g.D, Options{GradTol: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range batches {
+			res := solveStep(t, inc, batches, k)
+			want := set
+			if want == 0 {
+				want = DefaultOptions().GradTol
+				if k > 0 {
+					want = warmGradTol
+				}
+			}
+			if res.Options.GradTol != want {
+				t.Fatalf("GradTol %g, step %d: ran with %g, want %g", set, k, res.Options.GradTol, want)
+			}
+			lv := res.Levels[len(res.Levels)-1]
+			if lv.RTRStop == "gradient" && res.History[len(res.History)-1].RelGrad > want {
+				t.Fatalf("GradTol %g, step %d: stopped for the gradient at %g", set, k, res.History[len(res.History)-1].RelGrad)
+			}
+		}
+	}
+}
