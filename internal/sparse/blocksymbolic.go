@@ -57,13 +57,17 @@ type BlockSymbolic struct {
 	parent, cnt    []int // block elimination tree and column counts, in that order
 	sptr, sidx     []int // blocks of L below the diagonal, column k at sidx[sptr[k]:sptr[k+1]]
 
-	// made holds, by block size, an analysis Analyze expanded, never
-	// factored: a later Analyze of that block size returns its copy
-	// (sameAnalysis), sharing its structure, instead of expanding again.
-	// A 2-D solve's Hessian, S and Q + sigma I all have blocks of 3, so
-	// each step of a replay expanded the same analysis two or three times.
+	// made is the last analysis Analyze expanded, never factored: a later
+	// Analyze of its block size returns its copy (sameAnalysis), sharing
+	// its structure, instead of expanding again. A 2-D solve's Hessian (at
+	// rank 2), S and Q + sigma I all have blocks of 3, so each step of a
+	// replay expanded the same analysis two or three times. Only the last
+	// is kept: it shares its structure with the factor analysed last, and
+	// keeping the analyses of other block sizes too (a 3-D Hessian's of 6
+	// and S's of 4, the Hessian's of each rank) would keep structures alive
+	// that the solve has let go of (the last rank's Hessian's).
 	mu   sync.Mutex
-	made []*Cholesky
+	made *Cholesky
 }
 
 // AnalyzeBlockPattern computes the block-level analysis of m's pattern in
@@ -98,16 +102,13 @@ func (s *BlockSymbolic) Analyze(m *BlockSym) (*Cholesky, error) {
 	if !s.samePattern(m) {
 		return nil, errors.New("sparse: BlockSymbolic.Analyze: the matrix's block pattern is not the one analysed")
 	}
-	n := m.N * m.B
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range s.made {
-		if c.n == n {
-			return c.sameAnalysis(), nil
-		}
+	if c := s.made; c != nil && c.n == m.N*m.B {
+		return c.sameAnalysis(), nil
 	}
 	c := s.cholesky(m)
-	s.made = append(s.made, c.sameAnalysis())
+	s.made = c.sameAnalysis()
 	return c, nil
 }
 
