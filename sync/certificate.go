@@ -653,6 +653,67 @@ func (c *certifier) analyze() error {
 	return nil
 }
 
+// anchorLast returns Q's order perm and its block analysis sym with the
+// pose that the certificate's analysis would choose as its anchor (the
+// lightest pose of the trailing clique: analyze) moved to the end, where
+// analyze would move it, or perm and sym as they are when it is there
+// already (or sym is nil, or the analysis fails). Moving it within the
+// trailing clique leaves L's pattern and cost as they are; done before any
+// factorization, it makes the certificate's analysis the one the trust
+// region's Hessian and the translation system share, where analyze would
+// analyse Q's pattern again in the moved order (on most steps of a
+// replay: the lightest pose of the top separator is seldom the last).
+func anchorLast(q *sparse.BlockSym, d int, perm []int, sym *sparse.BlockSymbolic) ([]int, *sparse.BlockSymbolic) {
+	if sym == nil {
+		return perm, sym
+	}
+	c := &certifier{q: q, d: d, scale: jacobiScale(q), free: rotationFreeBlocks(q, d)}
+	isFree := func(i int) bool { return c.free != nil && c.free[i] }
+	order, _ := sym.Tree()
+	nb := len(order)
+	last := -1
+	for k := nb - 1; k >= 0; k-- {
+		if !isFree(order[k]) {
+			last = order[k]
+			break
+		}
+	}
+	if last < 0 {
+		return perm, sym
+	}
+	best, bestW := last, c.poseWeight(last)
+	for k := nb - sym.TrailingClique(); k < nb; k++ {
+		if i := order[k]; !isFree(i) {
+			if w := c.poseWeight(i); w < bestW {
+				best, bestW = i, w
+			}
+		}
+	}
+	if best == last {
+		return perm, sym
+	}
+	b := q.B
+	moved := make([]int, 0, nb*b)
+	for _, i := range order {
+		if i != best {
+			for a := 0; a < b; a++ {
+				moved = append(moved, i*b+a)
+			}
+		}
+	}
+	for a := 0; a < b; a++ {
+		moved = append(moved, best*b+a)
+	}
+	s, err := sparse.AnalyzeBlockPattern(q, moved)
+	if err != nil {
+		return perm, sym
+	}
+	if o, _ := s.Tree(); o[nb-1] != best {
+		return perm, sym
+	}
+	return moved, s
+}
+
 // floorUnits is the ratio of the certificate's unit of F to its rounding
 // floor (see fUnit).
 const floorUnits = 1e7

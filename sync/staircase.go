@@ -239,13 +239,16 @@ func (r *Run) analyse() {
 	} else {
 		r.perm = sparse.BlockOrder(q, 0)
 	}
+	r.sym, _ = sparse.AnalyzeBlockPattern(q, r.perm)
+	if opts.order != nil {
+		// An incremental step: its certificate's anchor goes last in the
+		// one analysis every factorization shares (anchorLast).
+		r.perm, r.sym = anchorLast(q, r.g.D, r.perm, r.sym)
+		opts.order.keep(r.sym)
+	}
 	r.poseOrder = make([]int, q.N)
 	for k := range r.poseOrder {
 		r.poseOrder[k] = r.perm[k*q.B] / q.B
-	}
-	r.sym, _ = sparse.AnalyzeBlockPattern(q, r.perm)
-	if opts.order != nil {
-		opts.order.keep(r.sym)
 	}
 	r.plan = rounding.NewPlan(r.g, r.poseOrder, r.sym)
 	if opts.order != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bcmsync/bcmsync/datasets"
 	"github.com/bcmsync/bcmsync/g2o"
+	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 )
 
@@ -192,4 +193,113 @@ func solveStep(tb testing.TB, inc *Incremental, batches []Batch, k int) *Result 
 		tb.Fatalf("step %d: %s", k, res.Status)
 	}
 	return res
+}
+
+// TestAnchorLast checks anchorLast against the certificate's own choice:
+// the pose it moves last is the anchor analyze picks on the order as it
+// was, L's size and flops do not change, and analyze, given the moved
+// analysis, keeps it (the anchor already last: no second analysis) and
+// picks the same anchor.
+func TestAnchorLast(t *testing.T) {
+	moves := 0
+	for _, n := range []int{30, 80, 200, 400} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			cfg := datasets.Config{Kappa: 100, Tau: 25, LoopProb: 0.3, Seed: seed}
+			g, truth, err := datasets.Manhattan(n, 8, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			graphs := []*posegraph.Graph{g}
+			if gl, _, err := datasets.AddLandmarks(g, truth, datasets.LandmarkConfig{N: n / 10, Range: 2, MaxObservers: 4, Tau: 50, Seed: seed}); err == nil {
+				graphs = append(graphs, gl)
+			}
+			for _, g := range graphs {
+				d, opts := g.D, DefaultOptions()
+				q := g.Laplacian(posegraph.Poses)
+				perm := sparse.BlockOrder(q, 0)
+				sym, err := sparse.AnalyzeBlockPattern(q, perm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, perm, opts.Seed)
+				before.sym = sym
+				if err := before.analyze(); err != nil {
+					t.Fatal(err)
+				}
+				moved, msym := anchorLast(q, d, perm, sym)
+				if msym != sym {
+					moves++
+				}
+				order, _ := msym.Tree()
+				last := len(order) - 1
+				for before.free != nil && before.free[order[last]] {
+					last-- // a landmark: the anchor is the last pose
+				}
+				if order[last] != before.anchor {
+					t.Fatalf("n %d seed %d: anchorLast put pose %d last, the certificate anchors at %d", n, seed, order[last], before.anchor)
+				}
+				nnz0, flops0 := sparse.BlockFactorCost(q, 0, perm)
+				nnz1, flops1 := sparse.BlockFactorCost(q, 0, moved)
+				if nnz0 != nnz1 || flops0 != flops1 {
+					t.Fatalf("n %d seed %d: moving the anchor changed L: nnz %d to %d, flops %g to %g", n, seed, nnz0, nnz1, flops0, flops1)
+				}
+				after := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, moved, opts.Seed)
+				after.sym = msym
+				if err := after.analyze(); err != nil {
+					t.Fatal(err)
+				}
+				if after.anchor != before.anchor {
+					t.Fatalf("n %d seed %d: anchor %d after the move, %d before", n, seed, after.anchor, before.anchor)
+				}
+				b := q.B
+				for k, p := range after.chol.Perm() {
+					if p != order[k/b]*b+k%b {
+						t.Fatalf("n %d seed %d: the certificate analysed another order than the moved one", n, seed)
+					}
+				}
+			}
+		}
+	}
+	if moves == 0 {
+		t.Fatal("no graph moved its anchor: the test checks nothing")
+	}
+	t.Logf("%d graphs moved their anchor", moves)
+}
+
+// TestIncrementalWarmGradTol checks the warm steps' gradient tolerance:
+// warmGradTol by default (the first, cold step Solve's), the caller's
+// Options.GradTol when set, recorded in each Result's Options, and the
+// steps' trust region stopping at it.
+func TestIncrementalWarmGradTol(t *testing.T) {
+	g, _, err := datasets.Manhattan(300, 8, datasets.Config{Kappa: 100, Tau: 25, LoopProb: 0.3, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches, err := Replay(g, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []float64{0, 1e-10} {
+		inc, err := NewIncremental(g.D, Options{GradTol: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range batches {
+			res := solveStep(t, inc, batches, k)
+			want := set
+			if want == 0 {
+				want = DefaultOptions().GradTol
+				if k > 0 {
+					want = warmGradTol
+				}
+			}
+			if res.Options.GradTol != want {
+				t.Fatalf("GradTol %g, step %d: ran with %g, want %g", set, k, res.Options.GradTol, want)
+			}
+			lv := res.Levels[len(res.Levels)-1]
+			if lv.RTRStop == "gradient" && res.History[len(res.History)-1].RelGrad > want {
+				t.Fatalf("GradTol %g, step %d: stopped for the gradient at %g", set, k, res.History[len(res.History)-1].RelGrad)
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 )
 
 // AnalyzeBlocks is Analyze(LowerCSC(m, 0, 0), perm) computed on m's block
@@ -55,6 +56,18 @@ type BlockSymbolic struct {
 	order          []int // the block eliminated k-th, in postorder
 	parent, cnt    []int // block elimination tree and column counts, in that order
 	sptr, sidx     []int // blocks of L below the diagonal, column k at sidx[sptr[k]:sptr[k+1]]
+
+	// made is the last analysis Analyze expanded, never factored: a later
+	// Analyze of its block size returns its copy (sameAnalysis), sharing
+	// its structure, instead of expanding again. A 2-D solve's Hessian (at
+	// rank 2), S and Q + sigma I all have blocks of 3, so each step of a
+	// replay expanded the same analysis two or three times. Only the last
+	// is kept: it shares its structure with the factor analysed last, and
+	// keeping the analyses of other block sizes too (a 3-D Hessian's of 6
+	// and S's of 4, the Hessian's of each rank) would keep structures alive
+	// that the solve has let go of (the last rank's Hessian's).
+	mu   sync.Mutex
+	made *Cholesky
 }
 
 // AnalyzeBlockPattern computes the block-level analysis of m's pattern in
@@ -89,7 +102,14 @@ func (s *BlockSymbolic) Analyze(m *BlockSym) (*Cholesky, error) {
 	if !s.samePattern(m) {
 		return nil, errors.New("sparse: BlockSymbolic.Analyze: the matrix's block pattern is not the one analysed")
 	}
-	return s.cholesky(m), nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.made; c != nil && c.n == m.N*m.B {
+		return c.sameAnalysis(), nil
+	}
+	c := s.cholesky(m)
+	s.made = c.sameAnalysis()
+	return c, nil
 }
 
 // samePattern reports whether m's block pattern is the one s analysed.
@@ -456,4 +476,26 @@ func blockSymOK(m *BlockSym) bool {
 		}
 	}
 	return true
+}
+
+// sameAnalysis returns a Cholesky with c's analysis (the order, the trees,
+// the supernodes and the factorization's schedule), which it shares with c
+// and never changes, and its own values and work space, none made yet: a
+// factorization of either is then what a fresh analysis's would be, bit
+// for bit, and neither disturbs the other. c must be a block analysis
+// (BlockSymbolic.cholesky's), not yet factored.
+func (c *Cholesky) sameAnalysis() *Cholesky {
+	sn := c.sn
+	ns := len(sn.first) - 1
+	return &Cholesky{
+		n: c.n, perm: c.perm, pinv: c.pinv,
+		aNNZ: c.aNNZ, aHash: c.aHash, aHashOf: c.aHashOf, bsig: c.bsig, bsigOK: c.bsigOK,
+		parent: c.parent, colCnt: c.colCnt, nnz: c.nnz,
+		x: make([]float64, c.n),
+		sn: &supernodes{
+			first: sn.first, super: sn.super, rowPtr: sn.rowPtr, rows: sn.rows, valPtr: sn.valPtr,
+			stored: sn.stored, tasks: sn.tasks, top: sn.top,
+			head: make([]int, ns), next: make([]int, ns), dpos: make([]int, ns),
+		},
+	}
 }

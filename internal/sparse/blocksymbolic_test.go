@@ -594,3 +594,84 @@ func TestTrailingClique(t *testing.T) {
 		t.Error("no trial had a trailing clique of two blocks or more to reorder")
 	}
 }
+
+// TestBlockSymbolicAnalyzeAgain checks that a second Analyze of one block
+// size (a copy sharing the first's structure: sameAnalysis) factors and
+// solves bit for bit as a fresh AnalyzeBlocks does, and that factoring the
+// analyses in turn, with different values, leaves each its own factor:
+// the structure is shared, the values and the work space are not.
+func TestBlockSymbolicAnalyzeAgain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, tc := range []struct{ nb, dens int }{{1, 0}, {40, 15}, {150, 4}} {
+		q := randomBlockSym(rng, tc.nb, 3, float64(tc.dens)/100, 1)
+		order := expandBlockOrder(rng.Perm(q.N), q.B)
+		sym, err := AnalyzeBlockPattern(q, order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Two matrices of q's pattern with other values.
+		a, b := *q, *q
+		a.Val, b.Val = slices.Clone(q.Val), slices.Clone(q.Val)
+		addDiag(&b, 2)
+		var got []*Cholesky
+		for range 3 {
+			c, err := sym.Analyze(&a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, c)
+		}
+		fresh := func(m *BlockSym) *Cholesky {
+			c, err := AnalyzeBlocks(m, order)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameSymbolic(t, got[1], c)
+			if err := c.FactorizeBlocks(m, 0); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		wantA, wantB := fresh(&a), fresh(&b)
+		n := q.N * q.B
+		rhs := make([]float64, n)
+		for i := range rhs {
+			rhs[i] = rng.NormFloat64()
+		}
+		solve := func(c *Cholesky) []float64 {
+			x := make([]float64, n)
+			c.Solve(x, rhs)
+			return x
+		}
+		// got[0] and got[2] factor a, got[1] b, interleaved; each solve
+		// must be its own matrix's, bit for bit.
+		for k, m := range []*BlockSym{&a, &b, &a} {
+			if err := got[k].FactorizeBlocks(m, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for k, want := range []*Cholesky{wantA, wantB, wantA} {
+			if !slices.Equal(solve(got[k]), solve(want)) {
+				t.Fatalf("nb %d: analysis %d's solve differs from a fresh analysis's", tc.nb, k)
+			}
+		}
+		// A released factor's storage does not reach its sibling.
+		got[1].Release()
+		if err := got[2].FactorizeBlocks(&b, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(solve(got[0]), solve(wantA)) || !slices.Equal(solve(got[2]), solve(wantB)) {
+			t.Fatalf("nb %d: refactoring one analysis changed another's factor", tc.nb)
+		}
+	}
+}
+
+// addDiag adds v to every diagonal entry of m.
+func addDiag(m *BlockSym, v float64) {
+	for i := 0; i < m.N; i++ {
+		blk := m.Block(m.Diag[i])
+		for a := 0; a < m.B; a++ {
+			blk[a*m.B+a] += v
+		}
+	}
+}

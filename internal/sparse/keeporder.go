@@ -192,3 +192,15 @@ func (s *BlockSymbolic) Tree() (order, parent []int) { return s.order, s.parent 
 // indices, s's own slices): a matrix built on these very slices is
 // recognized as s's pattern without comparing them (Analyze).
 func (s *BlockSymbolic) Pattern() (rowPtr, colIdx []int) { return s.rowPtr, s.colIdx }
+
+// TrailingClique returns how many of the last blocks of s's order have
+// columns of L dense to the end: Cholesky.TrailingClique of any analysis
+// from s, in blocks. Any order of those blocks among themselves gives L
+// the same pattern.
+func (s *BlockSymbolic) TrailingClique() int {
+	nb, k := len(s.order), 0
+	for j := nb - 1; j >= 0 && s.cnt[j] == nb-j; j-- {
+		k++
+	}
+	return k
+}
