@@ -37,6 +37,9 @@ func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 	if err := blockShapeErr(m); err != nil {
 		return nil, fmt.Errorf("sparse: AnalyzeBlocks: %w", err)
 	}
+	if err := orderErr(m.N * m.B); err != nil {
+		return nil, fmt.Errorf("sparse: AnalyzeBlocks: %w", err)
+	}
 	if perm == nil || !blockSymOK(m) || !blockPermOK(perm, m.B, m.N) {
 		return Analyze(LowerCSC(m, 0, 0), perm)
 	}
@@ -88,6 +91,9 @@ func (s *BlockSymbolic) Analyze(m *BlockSym) (*Cholesky, error) {
 	}
 	if !s.samePattern(m) {
 		return nil, errors.New("sparse: BlockSymbolic.Analyze: the matrix's block pattern is not the one analysed")
+	}
+	if err := orderErr(m.N * m.B); err != nil {
+		return nil, fmt.Errorf("sparse: BlockSymbolic.Analyze: %w", err)
 	}
 	return s.cholesky(m), nil
 }
@@ -195,24 +201,16 @@ func (s *BlockSymbolic) cholesky(m *BlockSym) *Cholesky {
 	n := nb * b
 	order, parentB, cnt, sptr, sidx := s.order, s.parent, s.cnt, s.sptr, s.sidx
 	c := &Cholesky{n: n, perm: expandBlockOrder(order, b), pinv: make([]int, n),
-		parent: make([]int, n), colCnt: make([]int, n), x: make([]float64, n)}
+		bb: b, bparent: parentB, bcnt: cnt, x: make([]float64, n)}
 	for k, i := range c.perm {
 		c.pinv[i] = k
 	}
+	// The scalar tree and counts (parentOf, count): within a block each
+	// column's parent is the next, and the last column's is the first of
+	// the parent block's; column t of a block has t fewer entries than
+	// its first.
 	for kb := 0; kb < nb; kb++ {
-		for t := 0; t < b; t++ {
-			j := kb*b + t
-			c.colCnt[j] = b*cnt[kb] - t
-			c.nnz += c.colCnt[j]
-			switch {
-			case t < b-1:
-				c.parent[j] = j + 1
-			case parentB[kb] >= 0:
-				c.parent[j] = parentB[kb] * b
-			default:
-				c.parent[j] = -1
-			}
-		}
+		c.nnz += b*b*cnt[kb] - b*(b-1)/2
 	}
 
 	// Supernodes as the scalar analysis makes them; the rows below a
@@ -224,7 +222,7 @@ func (s *BlockSymbolic) cholesky(m *BlockSym) *Cholesky {
 	sn.valPtr = make([]int, ns+1)
 	for s := 0; s < ns; s++ {
 		nc := sn.first[s+1] - sn.first[s]
-		nr := nc + c.colCnt[sn.first[s+1]-1] - 1
+		nr := nc + c.count(sn.first[s+1]-1) - 1
 		sn.rowPtr[s+1] = sn.rowPtr[s] + nr
 		sn.valPtr[s+1] = sn.valPtr[s] + nr*nc
 	}

@@ -283,7 +283,8 @@ func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float
 		}
 		st.Copied++
 		for k := sn.first[s]; k < sn.first[s+1]; k++ {
-			st.CopiedFlops += float64(c.colCnt[k]) * float64(c.colCnt[k])
+			ck := float64(c.count(k))
+			st.CopiedFlops += ck * ck
 		}
 	}
 	return reuse
@@ -357,7 +358,7 @@ func superParents(c *Cholesky) []int {
 	par := make([]int, ns)
 	for s := range par {
 		par[s] = -1
-		if p := c.parent[sn.first[s+1]-1]; p != -1 {
+		if p := c.parentOf(sn.first[s+1] - 1); p != -1 {
 			par[s] = sn.super[p]
 		}
 	}

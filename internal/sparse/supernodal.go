@@ -125,18 +125,19 @@ func partitionWith(c *Cholesky, sn *supernodes, ok func(nc int, zfrac float64) b
 	sn.first = append(sn.first[:0], 0)
 	f, real, vals := 0, 0, 0
 	for j := 0; j < n; j++ {
-		real += c.colCnt[j]
-		if j+1 < n && c.parent[j] == j+1 {
+		cj := c.count(j)
+		real += cj
+		if j+1 < n && c.parentOf(j) == j+1 {
 			nc := j + 2 - f
-			below := c.colCnt[j+1] - 1
-			stored := nc*(nc+1)/2 + nc*below
-			r := real + c.colCnt[j+1]
+			next := c.count(j + 1)
+			stored := nc*(nc+1)/2 + nc*(next-1)
+			r := real + next
 			if ok(nc, float64(stored-r)/float64(stored)) {
 				continue
 			}
 		}
 		nc := j + 1 - f
-		vals += nc * (nc + c.colCnt[j] - 1)
+		vals += nc * (nc + cj - 1)
 		sn.first = append(sn.first, j+1)
 		f, real = j+1, 0
 	}
@@ -156,7 +157,7 @@ func supernodeTree(c *Cholesky, sn *supernodes) (sparent, chead, cnext []int) {
 	}
 	for s := ns - 1; s >= 0; s-- {
 		sparent[s] = -1
-		if p := c.parent[sn.first[s+1]-1]; p != -1 {
+		if p := c.parentOf(sn.first[s+1] - 1); p != -1 {
 			sparent[s] = sn.super[p]
 			cnext[s] = chead[sparent[s]]
 			chead[sparent[s]] = s
@@ -247,7 +248,7 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 		nc := l - f + 1
 		sort.Ints(sn.rows[start+nc:])
 		nr := len(sn.rows) - start
-		if nr != nc+c.colCnt[l]-1 {
+		if nr != nc+c.count(l)-1 {
 			panic("sparse: supernode structure disagrees with the column counts")
 		}
 		sn.rowPtr[s+1] = len(sn.rows)

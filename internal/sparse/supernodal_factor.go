@@ -22,7 +22,12 @@ const blasThreshold = 8192
 
 // snWork is the work space of one goroutine of the factorization.
 type snWork struct {
-	relMap []int
+	// relMap[i] is the local row of row i in the supernode being factored:
+	// four bytes, as a supernode's rows are far fewer than 2^31 (the
+	// analysis refuses a factor of that order, maxOrder), for one array of
+	// the factor's order per thread (48 MB for the Hessian's at a million
+	// poses, against 96).
+	relMap []int32
 	cbuf   []float64
 	raised int // pivots changed by FactorizeBlocksModified
 	// A block row's values and the work space of the function that
@@ -113,7 +118,7 @@ func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, w *snWork) 
 				if pr == q {
 					v += sn.shift
 				}
-				ls[relMap[pr]*nc+q-f] = v
+				ls[int(relMap[pr])*nc+q-f] = v
 			}
 		}
 	}
@@ -152,7 +157,7 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 	}
 	threads := min(runtime.GOMAXPROCS(0), len(sn.tasks))
 	for len(sn.work) < max(threads, 1) {
-		sn.work = append(sn.work, &snWork{relMap: make([]int, c.n)})
+		sn.work = append(sn.work, &snWork{relMap: make([]int32, c.n)})
 	}
 	for _, w := range sn.work {
 		w.raised = 0
@@ -249,7 +254,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]] // holds A's columns f..l (assemble)
 	relMap := w.relMap
 	for r, i := range rows {
-		relMap[i] = r
+		relMap[i] = int32(r)
 	}
 	if sn.src != nil {
 		sn.assembleNode(c, s, ls, w)
@@ -279,7 +284,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 			smallUpdate(cb, ld[p1*ncd:(p1+m)*ncd], m, wd, ncd)
 		}
 		for r := 0; r < m; r++ {
-			tr := relMap[drows[p1+r]] * nc
+			tr := int(relMap[drows[p1+r]]) * nc
 			cr := cb[r*wd : r*wd+wd]
 			for q := 0; q < wd && q <= r; q++ {
 				ls[tr+drows[p1+q]-f] -= cr[q]

@@ -40,7 +40,7 @@ func TestSplitTasks(t *testing.T) {
 			t.Fatalf("supernode %d in no task", s)
 		}
 		// The parent of a task supernode is in the same task or on top.
-		if p := c.parent[sn.first[s+1]-1]; p >= 0 && owner[s] >= 0 {
+		if p := c.parentOf(sn.first[s+1] - 1); p >= 0 && owner[s] >= 0 {
 			if op := owner[sn.super[p]]; op != owner[s] && op != -2 {
 				t.Fatalf("supernode %d (task %d) has its parent in task %d", s, owner[s], op)
 			}
