@@ -226,16 +226,16 @@ func (s *BlockSymbolic) cholesky(m *BlockSym) *Cholesky {
 		sn.rowPtr[s+1] = sn.rowPtr[s] + nr
 		sn.valPtr[s+1] = sn.valPtr[s] + nr*nc
 	}
-	sn.rows = make([]int, 0, sn.rowPtr[ns])
+	sn.rows = make([]int32, 0, sn.rowPtr[ns])
 	for s := 0; s < ns; s++ {
 		f, l := sn.first[s], sn.first[s+1]-1
 		for j := f; j < (l/b+1)*b; j++ {
-			sn.rows = append(sn.rows, j)
+			sn.rows = append(sn.rows, int32(j))
 		}
 		lb := l / b
 		for _, i := range sidx[sptr[lb]:sptr[lb+1]] {
 			for t := 0; t < b; t++ {
-				sn.rows = append(sn.rows, i*b+t)
+				sn.rows = append(sn.rows, int32(i*b+t))
 			}
 		}
 		if len(sn.rows) != sn.rowPtr[s+1] {

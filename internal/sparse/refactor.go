@@ -327,7 +327,7 @@ func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []
 		}
 		i := c.pinv[j*b+oc%b]
 		switch {
-		case r < nc && i != rows[r]:
+		case r < nc && i != int(rows[r]):
 			return -1 // the columns themselves, in order
 		case r >= nc && (w.mark[i] != s || w.pos[i] < nc):
 			return -1
@@ -402,7 +402,7 @@ func (sn *supernodes) copyNode(s int, link func(d, t int)) {
 		dnext := sn.next[d]
 		drows := sn.rows[sn.rowPtr[d]:sn.rowPtr[d+1]]
 		p2 := sn.dpos[d]
-		for p2 < len(drows) && drows[p2] <= l {
+		for p2 < len(drows) && int(drows[p2]) <= l {
 			p2++
 		}
 		if p2 < len(drows) {

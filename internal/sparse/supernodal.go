@@ -1,7 +1,7 @@
 package sparse
 
 import (
-	"sort"
+	"slices"
 )
 
 // supernodes is the supernodal layout of L: supernode s holds the
@@ -25,7 +25,7 @@ type supernodes struct {
 	first  []int
 	super  []int // column -> supernode
 	rowPtr []int
-	rows   []int
+	rows   []int32 // four bytes: a factor's order is at most maxOrder
 	valPtr []int
 	val    []float64
 	stored int
@@ -225,28 +225,28 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 		f, l := sn.first[s], sn.first[s+1]-1
 		start := len(sn.rows)
 		for j := f; j <= l; j++ {
-			sn.rows = append(sn.rows, j)
+			sn.rows = append(sn.rows, int32(j))
 			mark[j] = s
 		}
 		for j := f; j <= l; j++ {
 			for p := lp[j]; p < lp[j+1]; p++ {
 				if i := li[p]; i > l && mark[i] != s {
 					mark[i] = s
-					sn.rows = append(sn.rows, i)
+					sn.rows = append(sn.rows, int32(i))
 				}
 			}
 		}
 		for ch := chead[s]; ch != -1; ch = cnext[ch] {
 			nc := sn.first[ch+1] - sn.first[ch]
 			for _, i := range sn.rows[sn.rowPtr[ch]+nc : sn.rowPtr[ch+1]] {
-				if i > l && mark[i] != s {
+				if int(i) > l && mark[i] != s {
 					mark[i] = s
 					sn.rows = append(sn.rows, i)
 				}
 			}
 		}
 		nc := l - f + 1
-		sort.Ints(sn.rows[start+nc:])
+		slices.Sort(sn.rows[start+nc:])
 		nr := len(sn.rows) - start
 		if nr != nc+c.count(l)-1 {
 			panic("sparse: supernode structure disagrees with the column counts")

@@ -75,7 +75,7 @@ func (sn *supernodes) ensureVmap(c *Cholesky, a *CSC) {
 			s := sn.super[lo]
 			f := sn.first[s]
 			nc := sn.first[s+1] - f
-			row, _ := slices.BinarySearch(sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], hi)
+			row, _ := slices.BinarySearch(sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], int32(hi))
 			vmap[p] = sn.valPtr[s] + row*nc + lo - f
 		}
 	}
@@ -268,7 +268,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		ld := sn.val[sn.valPtr[d]:sn.valPtr[d+1]]
 		p1 := sn.dpos[d]
 		p2 := p1
-		for p2 < nrd && drows[p2] <= l {
+		for p2 < nrd && int(drows[p2]) <= l {
 			p2++
 		}
 		m, wd := nrd-p1, p2-p1
@@ -287,7 +287,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 			tr := int(relMap[drows[p1+r]]) * nc
 			cr := cb[r*wd : r*wd+wd]
 			for q := 0; q < wd && q <= r; q++ {
-				ls[tr+drows[p1+q]-f] -= cr[q]
+				ls[tr+int(drows[p1+q])-f] -= cr[q]
 			}
 		}
 		if p2 < nrd {
