@@ -284,10 +284,14 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 			smallUpdate(cb, ld[p1*ncd:(p1+m)*ncd], m, wd, ncd)
 		}
 		for r := 0; r < m; r++ {
+			// Row r of cb, up to its diagonal, goes to row drows[p1+r]
+			// of s, columns drows[p1+q] (inside s's columns).
+			w := min(wd, r+1)
 			tr := int(relMap[drows[p1+r]]) * nc
-			cr := cb[r*wd : r*wd+wd]
-			for q := 0; q < wd && q <= r; q++ {
-				ls[tr+int(drows[p1+q])-f] -= cr[q]
+			lr := ls[tr : tr+nc]
+			cols := drows[p1 : p1+w]
+			for q, v := range cb[r*wd : r*wd+w] {
+				lr[int(cols[q])-f] -= v
 			}
 		}
 		if p2 < nrd {
