@@ -20,6 +20,14 @@ import (
 // gonum's BLAS rather than plain loops (call overhead dominates below).
 const blasThreshold = 8192
 
+// maxKeptWork is the largest work space (bytes, all goroutines') that a
+// factor keeps for its next factorization. A larger one is let go when
+// the factorization ends and made again by the next: at a million poses
+// the Hessian's is 140 MB (the row maps and the largest update), which the
+// trust region's solves, made next to the factor, do not need, and beside
+// a factorization of seconds its allocation costs nothing.
+var maxKeptWork = 32 << 20 // a variable for tests
+
 // snWork is the work space of one goroutine of the factorization.
 type snWork struct {
 	// relMap[i] is the local row of row i in the supernode being factored:
@@ -164,8 +172,13 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 	}
 	defer func() {
 		c.raised = 0
+		kept := 0
 		for _, w := range sn.work {
 			c.raised += w.raised
+			kept += 4*len(w.relMap) + 8*(cap(w.cbuf)+cap(w.rowBuf)+cap(w.rowWork))
+		}
+		if kept >= maxKeptWork {
+			sn.work = nil
 		}
 	}()
 	if len(sn.errs) < len(sn.tasks) {
