@@ -978,7 +978,7 @@ func (c *Cholesky) MinPivot() (col int, pivot float64) {
 		if c.simplicial {
 			d = c.lx[c.lp[k]]
 		} else {
-			s := c.sn.super[k]
+			s := int(c.sn.super[k])
 			f := c.sn.first[s]
 			nc := c.sn.first[s+1] - f
 			d = c.sn.val[c.sn.valPtr[s]+(k-f)*nc+(k-f)]

@@ -304,7 +304,7 @@ func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []
 		return -1
 	}
 	q := prev.pinv[i*b+c.perm[f]%b]
-	o := ps.super[q]
+	o := int(ps.super[q])
 	nc, nr := sn.first[s+1]-f, sn.rowPtr[s+1]-sn.rowPtr[s]
 	if ps.first[o] != q || ps.first[o+1]-q != nc || ps.rowPtr[o+1]-ps.rowPtr[o] != nr {
 		return -1
@@ -359,7 +359,7 @@ func superParents(c *Cholesky) []int {
 	for s := range par {
 		par[s] = -1
 		if p := c.parentOf(sn.first[s+1] - 1); p != -1 {
-			par[s] = sn.super[p]
+			par[s] = int(sn.super[p])
 		}
 	}
 	return par
@@ -407,13 +407,13 @@ func (sn *supernodes) copyNode(s int, link func(d, t int)) {
 		}
 		if p2 < len(drows) {
 			sn.dpos[d] = p2
-			link(d, sn.super[drows[p2]])
+			link(d, int(sn.super[drows[p2]]))
 		}
 		d = dnext
 	}
 	nc := l - sn.first[s] + 1
 	if sn.rowPtr[s+1]-sn.rowPtr[s] > nc {
 		sn.dpos[s] = nc
-		link(s, sn.super[sn.rows[sn.rowPtr[s]+nc]])
+		link(s, int(sn.super[sn.rows[sn.rowPtr[s]+nc]]))
 	}
 }

@@ -133,7 +133,7 @@ func (si *SelectedInverse) gather(dst []float64, r []int32, pos []int) {
 	sn := si.c.sn
 	m := len(r)
 	for b := 0; b < m; {
-		t := sn.super[r[b]]
+		t := int(sn.super[r[b]])
 		ft, lt := sn.first[t], sn.first[t+1]
 		nct := lt - ft
 		trows := sn.rows[sn.rowPtr[t]:sn.rowPtr[t+1]]
@@ -180,7 +180,7 @@ func (si *SelectedInverse) At(i, j int) (float64, bool) {
 	sn := c.sn
 	pi, pj := c.pinv[i], c.pinv[j]
 	lo, hi := min(pi, pj), max(pi, pj)
-	s := sn.super[lo]
+	s := int(sn.super[lo])
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
 	row, ok := slices.BinarySearch(rows, int32(hi))
 	if !ok {

@@ -267,7 +267,7 @@ func (sn *supernodes) newSolveSchedule(splitMin float64) *solveSchedule {
 		p.maxNc = max(p.maxNc, nc)
 		sparent[s] = -1
 		if nr > nc {
-			sparent[s] = sn.super[sn.rows[sn.rowPtr[s]+nc]]
+			sparent[s] = int(sn.super[sn.rows[sn.rowPtr[s]+nc]])
 			cnext[s] = chead[sparent[s]]
 			chead[sparent[s]] = s
 		}
@@ -345,7 +345,7 @@ func (sn *supernodes) newSolveSchedule(splitMin float64) *solveSchedule {
 			at, _ := slices.BinarySearch(rows[nc:], int32(end))
 			p.split[s] = nc + at
 			for _, i := range rows[p.split[s]:] {
-				if !isTop[sn.super[i]] {
+				if !isTop[int(sn.super[i])] {
 					panic("sparse: a subtree of the solve updates a row outside it that is not on top")
 				}
 				if int(pos[i]) < start {

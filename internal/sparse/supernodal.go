@@ -23,7 +23,7 @@ import (
 // with it, and solveschedule.go runs the solve's parts concurrently.
 type supernodes struct {
 	first  []int
-	super  []int // column -> supernode
+	super  []int32 // column -> supernode (four bytes: see maxOrder)
 	rowPtr []int
 	rows   []int32 // four bytes: a factor's order is at most maxOrder
 	valPtr []int
@@ -57,7 +57,8 @@ type supernodes struct {
 	tasks [][2]int
 	top   []int
 
-	// Work space for the numeric factorization.
+	// Work space for the numeric factorization, made by it (and let go
+	// after it with work, when large: maxKeptWork).
 	head, next []int
 	dpos       []int
 	work       []*snWork
@@ -86,14 +87,14 @@ func relaxOK(nc int, zfrac float64) bool {
 // more is partitioned again with strictOK instead.
 func partitionSupernodes(c *Cholesky) *supernodes {
 	n := c.n
-	sn := &supernodes{super: make([]int, n)}
+	sn := &supernodes{super: make([]int32, n)}
 	if partitionWith(c, sn, relaxOK) >= relaxedMaxVals {
 		partitionWith(c, sn, strictOK)
 	}
 	ns := len(sn.first) - 1
 	for s := 0; s < ns; s++ {
 		for j := sn.first[s]; j < sn.first[s+1]; j++ {
-			sn.super[j] = s
+			sn.super[j] = int32(s)
 		}
 	}
 	return sn
@@ -158,7 +159,7 @@ func supernodeTree(c *Cholesky, sn *supernodes) (sparent, chead, cnext []int) {
 	for s := ns - 1; s >= 0; s-- {
 		sparent[s] = -1
 		if p := c.parentOf(sn.first[s+1] - 1); p != -1 {
-			sparent[s] = sn.super[p]
+			sparent[s] = int(sn.super[p])
 			cnext[s] = chead[sparent[s]]
 			chead[sparent[s]] = s
 		}
@@ -179,9 +180,6 @@ func (sn *supernodes) finish(sparent, chead, cnext []int) {
 	// val is allocated by the first factorization, so that Analyze alone
 	// (to compare orderings by Flops, say) stays cheap.
 	sn.splitTasks(chead, cnext, sparent)
-	sn.head = make([]int, ns)
-	sn.next = make([]int, ns)
-	sn.dpos = make([]int, ns)
 }
 
 func newSupernodes(c *Cholesky, a *CSC) *supernodes {

@@ -23,9 +23,10 @@ const blasThreshold = 8192
 // maxKeptWork is the largest work space (bytes, all goroutines') that a
 // factor keeps for its next factorization. A larger one is let go when
 // the factorization ends and made again by the next: at a million poses
-// the Hessian's is 140 MB (the row maps and the largest update), which the
-// trust region's solves, made next to the factor, do not need, and beside
-// a factorization of seconds its allocation costs nothing.
+// the Hessian's is 170 MB (the row maps, the largest update, the lists of
+// pending updates), which the trust region's solves, made next to the
+// factor, do not need, and beside a factorization of seconds its
+// allocation costs nothing.
 var maxKeptWork = 32 << 20 // a variable for tests
 
 // snWork is the work space of one goroutine of the factorization.
@@ -80,7 +81,7 @@ func (sn *supernodes) ensureVmap(c *Cholesky, a *CSC) {
 		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
 			pi := c.pinv[a.RowIdx[p]]
 			lo, hi := min(pi, pj), max(pi, pj)
-			s := sn.super[lo]
+			s := int(sn.super[lo])
 			f := sn.first[s]
 			nc := sn.first[s+1] - f
 			row, _ := slices.BinarySearch(sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], int32(hi))
@@ -160,6 +161,9 @@ func (sn *supernodes) clearVal() {
 
 // factorAssembled factors val in place, which holds A (assemble).
 func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
+	if ns := len(sn.first) - 1; len(sn.head) != ns {
+		sn.head, sn.next, sn.dpos = make([]int, ns), make([]int, ns), make([]int, ns)
+	}
 	for s := range sn.head {
 		sn.head[s] = -1
 	}
@@ -177,8 +181,9 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 			c.raised += w.raised
 			kept += 4*len(w.relMap) + 8*(cap(w.cbuf)+cap(w.rowBuf)+cap(w.rowWork))
 		}
+		kept += 8 * (len(sn.head) + len(sn.next) + len(sn.dpos))
 		if kept >= maxKeptWork {
-			sn.work = nil
+			sn.work, sn.head, sn.next, sn.dpos = nil, nil, nil, nil
 		}
 	}()
 	if len(sn.errs) < len(sn.tasks) {
@@ -241,7 +246,7 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 	}
 	for t := range sn.tasks {
 		for _, d := range deferred[t] {
-			link(d, sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]])
+			link(d, int(sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]]))
 		}
 	}
 	for _, s := range sn.top {
@@ -309,7 +314,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		}
 		if p2 < nrd {
 			sn.dpos[d] = p2
-			link(d, sn.super[drows[p2]])
+			link(d, int(sn.super[drows[p2]]))
 		}
 		d = dnext
 	}
@@ -320,7 +325,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 	}
 	if nr > nc {
 		sn.dpos[s] = nc
-		link(s, sn.super[rows[nc]])
+		link(s, int(sn.super[rows[nc]]))
 	}
 	return nil
 }
