@@ -200,10 +200,10 @@ func (s *BlockSymbolic) cholesky(m *BlockSym) *Cholesky {
 	b, nb := m.B, m.N
 	n := nb * b
 	order, parentB, cnt, sptr, sidx := s.order, s.parent, s.cnt, s.sptr, s.sidx
-	c := &Cholesky{n: n, perm: expandBlockOrder(order, b), pinv: make([]int, n),
+	c := &Cholesky{n: n, perm: expandBlockOrder(order, b), pinv: make([]int32, n),
 		bb: b, bparent: parentB, bcnt: cnt, x: make([]float64, n)}
 	for k, i := range c.perm {
-		c.pinv[i] = k
+		c.pinv[i] = int32(k)
 	}
 	// The scalar tree and counts (parentOf, count): within a block each
 	// column's parent is the next, and the last column's is the first of

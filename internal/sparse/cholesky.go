@@ -45,8 +45,8 @@ func IsNotPositiveDefinite(err error) bool {
 // Cholesky must not be used by several goroutines at once.
 type Cholesky struct {
 	n    int
-	perm []int // perm[k] = original index of pivot k
-	pinv []int
+	perm []int   // perm[k] = original index of pivot k
+	pinv []int32 // four bytes: see maxOrder
 
 	// The pattern of A it was built for, to check refactorizations: its
 	// number of entries and a hash of its column pointers and row indices
@@ -278,15 +278,15 @@ func patternHash(a *CSC) uint64 {
 func (c *Cholesky) permute(a *CSC) {
 	n := a.N
 	nnz := a.ColPtr[n]
-	c.pinv = make([]int, n)
+	c.pinv = make([]int32, n)
 	for k, i := range c.perm {
-		c.pinv[i] = k
+		c.pinv[i] = int32(k)
 	}
 	// Entry (i, j) of A goes to row min, column max of (pinv[i], pinv[j]).
 	c.cp = make([]int, n+1)
 	for j := 0; j < n; j++ {
 		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
-			pi, pj := c.pinv[a.RowIdx[p]], c.pinv[j]
+			pi, pj := int(c.pinv[a.RowIdx[p]]), int(c.pinv[j])
 			c.cp[max(pi, pj)+1]++
 		}
 	}
@@ -298,7 +298,7 @@ func (c *Cholesky) permute(a *CSC) {
 	c.amap = make([]int, nnz)
 	for j := 0; j < n; j++ {
 		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
-			pi, pj := c.pinv[a.RowIdx[p]], c.pinv[j]
+			pi, pj := int(c.pinv[a.RowIdx[p]]), int(c.pinv[j])
 			col := max(pi, pj)
 			q := next[col]
 			next[col]++

@@ -303,7 +303,7 @@ func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []
 	if i < 0 {
 		return -1
 	}
-	q := prev.pinv[i*b+c.perm[f]%b]
+	q := int(prev.pinv[i*b+c.perm[f]%b])
 	o := int(ps.super[q])
 	nc, nr := sn.first[s+1]-f, sn.rowPtr[s+1]-sn.rowPtr[s]
 	if ps.first[o] != q || ps.first[o+1]-q != nc || ps.rowPtr[o+1]-ps.rowPtr[o] != nr {
@@ -325,7 +325,7 @@ func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []
 		if j < 0 {
 			return -1
 		}
-		i := c.pinv[j*b+oc%b]
+		i := int(c.pinv[j*b+oc%b])
 		switch {
 		case r < nc && i != int(rows[r]):
 			return -1 // the columns themselves, in order

@@ -178,7 +178,7 @@ func (si *SelectedInverse) N() int { return si.c.n }
 func (si *SelectedInverse) At(i, j int) (float64, bool) {
 	c := si.c
 	sn := c.sn
-	pi, pj := c.pinv[i], c.pinv[j]
+	pi, pj := int(c.pinv[i]), int(c.pinv[j])
 	lo, hi := min(pi, pj), max(pi, pj)
 	s := int(sn.super[lo])
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]

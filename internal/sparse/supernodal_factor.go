@@ -77,9 +77,9 @@ func (sn *supernodes) ensureVmap(c *Cholesky, a *CSC) {
 	}
 	vmap := make([]int, len(a.RowIdx))
 	for j := 0; j < a.N; j++ {
-		pj := c.pinv[j]
+		pj := int(c.pinv[j])
 		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
-			pi := c.pinv[a.RowIdx[p]]
+			pi := int(c.pinv[a.RowIdx[p]])
 			lo, hi := min(pi, pj), max(pi, pj)
 			s := int(sn.super[lo])
 			f := sn.first[s]
@@ -120,7 +120,7 @@ func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, w *snWork) 
 			blk := row[off : off+b]
 			pi := c.pinv[i*b : i*b+b]
 			for a, v := range blk {
-				pr := pi[a]
+				pr := int(pi[a])
 				if pr < q {
 					continue // above the diagonal: column pr holds it
 				}
