@@ -94,7 +94,6 @@ type hessianPrecond struct {
 	hdiag   []float64
 	lam     []float64
 	chol    *sparse.Cholesky
-	perm    []int     // Q's ordering expanded to k scalars per block
 	w       []float64 // W_i, r x r row-major, at w[i*r*r:]
 	c       []float64 // coordinates (n k): right-hand side, then solution (Solve works in place)
 
@@ -272,18 +271,6 @@ func (p *hessianPrecond) setRank(r int) {
 				}
 			}
 		}
-	}
-	// The Hessian's block pattern is Q's, and a block ordering of Q is an
-	// ordering of H expanded to k scalars per block.
-	p.perm = p.perm[:0]
-	for t := 0; t < len(p.qper); t += b {
-		i := p.qper[t] / b
-		for l := 0; l < k; l++ {
-			p.perm = append(p.perm, i*k+l)
-		}
-	}
-	if len(p.qper) == 0 {
-		p.perm = nil // let the factorization order H itself
 	}
 	p.chol, p.rung, p.resume, p.resumed = nil, 0, false, false
 	p.w = make([]float64, q.N*r*r)
@@ -499,7 +486,14 @@ func (p *hessianPrecond) analyze() bool {
 		// Not the shared pattern: the scalar analysis reads values.
 		p.h, p.lazy, p.rows, p.hdiag = p.rows.Dense(), false, nil, nil
 	}
-	c, err := analyzeWith(p.sym, p.h, p.perm)
+	var c *sparse.Cholesky
+	var err error
+	if p.sym != nil {
+		c, err = p.sym.Analyze(p.h)
+	}
+	if p.sym == nil || err != nil {
+		c, err = sparse.AnalyzeBlocks(p.h, p.scalarPerm())
+	}
 	if err != nil {
 		p.ok = false
 		p.failed++
@@ -507,6 +501,26 @@ func (p *hessianPrecond) analyze() bool {
 	}
 	p.chol = c
 	return true
+}
+
+// scalarPerm returns Q's block ordering expanded to k scalars per block,
+// an ordering of H (whose block pattern is Q's), or nil to let the
+// factorization order H itself. It is made only for an analysis without
+// the shared block analysis: kept, it would be 8 bytes per scalar column
+// beside the Hessian's factor (48 MB at a million poses).
+func (p *hessianPrecond) scalarPerm() []int {
+	if len(p.qper) == 0 {
+		return nil
+	}
+	b, k := p.b, p.k
+	perm := make([]int, 0, len(p.qper)/b*k)
+	for t := 0; t < len(p.qper); t += b {
+		i := p.qper[t] / b
+		for l := 0; l < k; l++ {
+			perm = append(perm, i*k+l)
+		}
+	}
+	return perm
 }
 
 // updateFull is update's assembly and factorization of the full Hessian,

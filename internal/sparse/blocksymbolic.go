@@ -38,6 +38,9 @@ func AnalyzeBlocks(m *BlockSym, perm []int) (*Cholesky, error) {
 	if err := blockShapeErr(m); err != nil {
 		return nil, fmt.Errorf("sparse: AnalyzeBlocks: %w", err)
 	}
+	if err := orderErr(m.N * m.B); err != nil {
+		return nil, fmt.Errorf("sparse: AnalyzeBlocks: %w", err)
+	}
 	if perm == nil || !blockSymOK(m) || !blockPermOK(perm, m.B, m.N) {
 		return Analyze(LowerCSC(m, 0, 0), perm)
 	}
@@ -101,6 +104,9 @@ func (s *BlockSymbolic) Analyze(m *BlockSym) (*Cholesky, error) {
 	}
 	if !s.samePattern(m) {
 		return nil, errors.New("sparse: BlockSymbolic.Analyze: the matrix's block pattern is not the one analysed")
+	}
+	if err := orderErr(m.N * m.B); err != nil {
+		return nil, fmt.Errorf("sparse: BlockSymbolic.Analyze: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -214,25 +220,17 @@ func (s *BlockSymbolic) cholesky(m *BlockSym) *Cholesky {
 	b, nb := m.B, m.N
 	n := nb * b
 	order, parentB, cnt, sptr, sidx := s.order, s.parent, s.cnt, s.sptr, s.sidx
-	c := &Cholesky{n: n, perm: expandBlockOrder(order, b), pinv: make([]int, n),
-		parent: make([]int, n), colCnt: make([]int, n), x: make([]float64, n)}
+	c := &Cholesky{n: n, perm: expandBlockOrder(order, b), pinv: make([]int32, n),
+		bb: b, bparent: parentB, bcnt: cnt, x: make([]float64, n)}
 	for k, i := range c.perm {
-		c.pinv[i] = k
+		c.pinv[i] = int32(k)
 	}
+	// The scalar tree and counts (parentOf, count): within a block each
+	// column's parent is the next, and the last column's is the first of
+	// the parent block's; column t of a block has t fewer entries than
+	// its first.
 	for kb := 0; kb < nb; kb++ {
-		for t := 0; t < b; t++ {
-			j := kb*b + t
-			c.colCnt[j] = b*cnt[kb] - t
-			c.nnz += c.colCnt[j]
-			switch {
-			case t < b-1:
-				c.parent[j] = j + 1
-			case parentB[kb] >= 0:
-				c.parent[j] = parentB[kb] * b
-			default:
-				c.parent[j] = -1
-			}
-		}
+		c.nnz += b*b*cnt[kb] - b*(b-1)/2
 	}
 
 	// Supernodes as the scalar analysis makes them; the rows below a
@@ -244,20 +242,20 @@ func (s *BlockSymbolic) cholesky(m *BlockSym) *Cholesky {
 	sn.valPtr = make([]int, ns+1)
 	for s := 0; s < ns; s++ {
 		nc := sn.first[s+1] - sn.first[s]
-		nr := nc + c.colCnt[sn.first[s+1]-1] - 1
+		nr := nc + c.count(sn.first[s+1]-1) - 1
 		sn.rowPtr[s+1] = sn.rowPtr[s] + nr
 		sn.valPtr[s+1] = sn.valPtr[s] + nr*nc
 	}
-	sn.rows = make([]int, 0, sn.rowPtr[ns])
+	sn.rows = make([]int32, 0, sn.rowPtr[ns])
 	for s := 0; s < ns; s++ {
 		f, l := sn.first[s], sn.first[s+1]-1
 		for j := f; j < (l/b+1)*b; j++ {
-			sn.rows = append(sn.rows, j)
+			sn.rows = append(sn.rows, int32(j))
 		}
 		lb := l / b
 		for _, i := range sidx[sptr[lb]:sptr[lb+1]] {
 			for t := 0; t < b; t++ {
-				sn.rows = append(sn.rows, i*b+t)
+				sn.rows = append(sn.rows, int32(i*b+t))
 			}
 		}
 		if len(sn.rows) != sn.rowPtr[s+1] {
@@ -486,16 +484,15 @@ func blockSymOK(m *BlockSym) bool {
 // (BlockSymbolic.cholesky's), not yet factored.
 func (c *Cholesky) sameAnalysis() *Cholesky {
 	sn := c.sn
-	ns := len(sn.first) - 1
 	return &Cholesky{
 		n: c.n, perm: c.perm, pinv: c.pinv,
 		aNNZ: c.aNNZ, aHash: c.aHash, aHashOf: c.aHashOf, bsig: c.bsig, bsigOK: c.bsigOK,
 		parent: c.parent, colCnt: c.colCnt, nnz: c.nnz,
+		bb: c.bb, bparent: c.bparent, bcnt: c.bcnt,
 		x: make([]float64, c.n),
 		sn: &supernodes{
 			first: sn.first, super: sn.super, rowPtr: sn.rowPtr, rows: sn.rows, valPtr: sn.valPtr,
 			stored: sn.stored, tasks: sn.tasks, top: sn.top,
-			head: make([]int, ns), next: make([]int, ns), dpos: make([]int, ns),
 		},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -132,16 +133,43 @@ func analyzeBoth(t *testing.T, q *BlockSym, perm []int) (got, want *Cholesky) {
 	return got, want
 }
 
+// ints widens the int32 row lists of the supernodes for comparison.
+func ints(a []int32) []int {
+	b := make([]int, len(a))
+	for i, v := range a {
+		b[i] = int(v)
+	}
+	return b
+}
+
+// scalarParents and scalarCounts are c's elimination tree and column
+// counts, stored (a scalar analysis) or derived from the block ones.
+func scalarParents(c *Cholesky) []int {
+	p := make([]int, c.n)
+	for j := range p {
+		p[j] = c.parentOf(j)
+	}
+	return p
+}
+
+func scalarCounts(c *Cholesky) []int {
+	p := make([]int, c.n)
+	for j := range p {
+		p[j] = c.count(j)
+	}
+	return p
+}
+
 func sameSymbolic(t *testing.T, got, want *Cholesky) {
 	t.Helper()
 	ints := []struct {
 		name      string
 		got, want []int
 	}{
-		{"perm", got.perm, want.perm}, {"pinv", got.pinv, want.pinv},
-		{"parent", got.parent, want.parent}, {"colCnt", got.colCnt, want.colCnt},
-		{"first", got.sn.first, want.sn.first}, {"super", got.sn.super, want.sn.super},
-		{"rowPtr", got.sn.rowPtr, want.sn.rowPtr}, {"rows", got.sn.rows, want.sn.rows},
+		{"perm", got.perm, want.perm}, {"pinv", ints(got.pinv), ints(want.pinv)},
+		{"parent", scalarParents(got), scalarParents(want)}, {"colCnt", scalarCounts(got), scalarCounts(want)},
+		{"first", got.sn.first, want.sn.first}, {"super", ints(got.sn.super), ints(want.sn.super)},
+		{"rowPtr", got.sn.rowPtr, want.sn.rowPtr}, {"rows", ints(got.sn.rows), ints(want.sn.rows)},
 		{"valPtr", got.sn.valPtr, want.sn.valPtr},
 		{"top", got.sn.top, want.sn.top},
 	}
@@ -672,6 +700,38 @@ func addDiag(m *BlockSym, v float64) {
 		blk := m.Block(m.Diag[i])
 		for a := 0; a < m.B; a++ {
 			blk[a*m.B+a] += v
+		}
+	}
+}
+
+// TestAnalyzeOrderLimit: a matrix whose order is beyond maxOrder (the
+// four-byte row maps of the factorization) is refused by every analysis
+// with an error that says so, and one at the limit is analysed.
+func TestAnalyzeOrderLimit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	q := randomBlockSym(rng, 10, 3, 0.3, 1)
+	order := rng.Perm(q.N)
+	perm := expandBlockOrder(order, q.B)
+	sym, err := AnalyzeBlockPattern(q, perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(m int) { maxOrder = m }(maxOrder)
+	maxOrder = q.N * q.B
+	if _, err := AnalyzeBlocks(q, perm); err != nil {
+		t.Fatalf("at the limit: %v", err)
+	}
+	maxOrder = q.N*q.B - 1
+	for name, analyse := range map[string]func() (*Cholesky, error){
+		"AnalyzeBlocks":          func() (*Cholesky, error) { return AnalyzeBlocks(q, perm) },
+		"AnalyzeBlocks, no perm": func() (*Cholesky, error) { return AnalyzeBlocks(q, nil) },
+		"BlockSymbolic.Analyze":  func() (*Cholesky, error) { return sym.Analyze(q) },
+		"Analyze":                func() (*Cholesky, error) { return Analyze(LowerCSC(q, 0, 0), perm) },
+		"AnalyzeSimplicial":      func() (*Cholesky, error) { return AnalyzeSimplicial(LowerCSC(q, 0, 0), nil) },
+	} {
+		c, err := analyse()
+		if err == nil || c != nil || !strings.Contains(err.Error(), "beyond the factorization's limit") {
+			t.Errorf("%s: got %v, %v; want the order limit's error", name, c, err)
 		}
 	}
 }

@@ -45,8 +45,8 @@ func IsNotPositiveDefinite(err error) bool {
 // Cholesky must not be used by several goroutines at once.
 type Cholesky struct {
 	n    int
-	perm []int // perm[k] = original index of pivot k
-	pinv []int
+	perm []int   // perm[k] = original index of pivot k
+	pinv []int32 // four bytes: see maxOrder
 
 	// The pattern of A it was built for, to check refactorizations: its
 	// number of entries and a hash of its column pointers and row indices
@@ -70,6 +70,13 @@ type Cholesky struct {
 	parent []int
 	colCnt []int // nonzeros of each column of L, diagonal included
 	nnz    int
+	// A block analysis (BlockSymbolic) leaves parent and colCnt nil: the
+	// scalar tree and counts follow from its block tree bparent and block
+	// counts bcnt (block size bb; parentOf, count), which it keeps anyway,
+	// and two scalar arrays would be 16 bytes per column beside the factor
+	// (96 MB for the Hessian's at a million poses).
+	bb            int
+	bparent, bcnt []int
 
 	// Simplicial (up-looking) factor: amap sends A's entry p to C's entry
 	// amap[p]; L by columns, diagonal first, rows increasing.
@@ -143,6 +150,9 @@ func AnalyzeSimplicial(a *CSC, perm []int) (*Cholesky, error) {
 
 func analyze(a *CSC, perm []int, simplicial bool) (*Cholesky, error) {
 	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if err := orderErr(a.N); err != nil {
 		return nil, err
 	}
 	if perm == nil {
@@ -268,15 +278,15 @@ func patternHash(a *CSC) uint64 {
 func (c *Cholesky) permute(a *CSC) {
 	n := a.N
 	nnz := a.ColPtr[n]
-	c.pinv = make([]int, n)
+	c.pinv = make([]int32, n)
 	for k, i := range c.perm {
-		c.pinv[i] = k
+		c.pinv[i] = int32(k)
 	}
 	// Entry (i, j) of A goes to row min, column max of (pinv[i], pinv[j]).
 	c.cp = make([]int, n+1)
 	for j := 0; j < n; j++ {
 		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
-			pi, pj := c.pinv[a.RowIdx[p]], c.pinv[j]
+			pi, pj := int(c.pinv[a.RowIdx[p]]), int(c.pinv[j])
 			c.cp[max(pi, pj)+1]++
 		}
 	}
@@ -288,7 +298,7 @@ func (c *Cholesky) permute(a *CSC) {
 	c.amap = make([]int, nnz)
 	for j := 0; j < n; j++ {
 		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
-			pi, pj := c.pinv[a.RowIdx[p]], c.pinv[j]
+			pi, pj := int(c.pinv[a.RowIdx[p]]), int(c.pinv[j])
 			col := max(pi, pj)
 			q := next[col]
 			next[col]++
@@ -808,12 +818,18 @@ func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 // y[i*k:]) so that L is read once per group.
 func (c *Cholesky) manyGroups(x, b []float64, nrhs int, backward bool) {
 	n := c.n
+	buf := c.ymany
 	for k0 := 0; k0 < nrhs; k0 += manyBlock {
 		k := min(manyBlock, nrhs-k0)
-		if len(c.ymany) < n*k {
-			c.ymany = make([]float64, n*manyBlock)
+		if len(buf) < n*k {
+			if 8*n*manyBlock <= maxKeptMany {
+				c.ymany = make([]float64, n*manyBlock)
+				buf = c.ymany
+			} else {
+				buf = make([]float64, n*k)
+			}
 		}
-		y := c.ymany[:n*k]
+		y := buf[:n*k]
 		for t := 0; t < k; t++ {
 			bt := b[(k0+t)*n : (k0+t+1)*n]
 			for p, i := range c.perm {
@@ -880,8 +896,56 @@ func (c *Cholesky) ForwardMany(w, b []float64, nrhs int) {
 	c.manyGroups(w, b, nrhs, false)
 }
 
+// maxOrder is the largest order of a matrix the analyses accept: the
+// factorization's row maps (snWork.relMap) hold four-byte integers. A
+// variable for tests.
+var maxOrder = math.MaxInt32
+
+// orderErr is the error for a matrix of order n beyond maxOrder.
+func orderErr(n int) error {
+	if n > maxOrder {
+		return fmt.Errorf("sparse: a matrix of order %d is beyond the factorization's limit of %d rows", n, maxOrder)
+	}
+	return nil
+}
+
+// parentOf is the parent of column j in the elimination tree of L (-1: a
+// root).
+func (c *Cholesky) parentOf(j int) int {
+	if c.parent != nil {
+		return c.parent[j]
+	}
+	b := c.bb
+	kb := j / b
+	switch {
+	case j-kb*b < b-1:
+		return j + 1
+	case c.bparent[kb] >= 0:
+		return c.bparent[kb] * b
+	}
+	return -1
+}
+
+// count is the number of nonzeros of column j of L, its diagonal
+// included.
+func (c *Cholesky) count(j int) int {
+	if c.colCnt != nil {
+		return c.colCnt[j]
+	}
+	b := c.bb
+	kb := j / b
+	return b*c.bcnt[kb] - (j - kb*b)
+}
+
 // manyBlock is the number of right-hand sides SolveMany treats together.
 const manyBlock = 8
+
+// maxKeptMany is the largest work space (bytes) of SolveMany and
+// ForwardMany that the factor keeps for its next call. A larger one is
+// made for the call and let go: a translation system at a million poses
+// would keep 64 MB through the whole solve for the two calls that
+// recover translations (the chordal initialization and the rounding).
+const maxKeptMany = 16 << 20
 
 // PreconditionMany applies the factor to k vectors stored column-major:
 // it is SolveMany, and lets LOBPCG precondition its whole block at once.
@@ -896,7 +960,8 @@ func (c *Cholesky) Precondition(dst, r []float64) { c.Solve(dst, r) }
 // measure; relaxed supernodes do a little more).
 func (c *Cholesky) Flops() float64 {
 	f := 0.0
-	for _, v := range c.colCnt {
+	for j := 0; j < c.n; j++ {
+		v := c.count(j)
 		f += float64(v) * float64(v)
 	}
 	return f
@@ -913,7 +978,7 @@ func (c *Cholesky) MinPivot() (col int, pivot float64) {
 		if c.simplicial {
 			d = c.lx[c.lp[k]]
 		} else {
-			s := c.sn.super[k]
+			s := int(c.sn.super[k])
 			f := c.sn.first[s]
 			nc := c.sn.first[s+1] - f
 			d = c.sn.val[c.sn.valPtr[s]+(k-f)*nc+(k-f)]
@@ -938,7 +1003,7 @@ func (c *Cholesky) LastPivot() int { return c.perm[c.n-1] }
 // block wholly inside it can be made the last pivot at no cost in fill.
 func (c *Cholesky) TrailingClique() int {
 	k := 0
-	for j := c.n - 1; j >= 0 && c.colCnt[j] == c.n-j; j-- {
+	for j := c.n - 1; j >= 0 && c.count(j) == c.n-j; j-- {
 		k++
 	}
 	return k

@@ -195,7 +195,7 @@ func checkPlan(t *testing.T, sn *supernodes, c psolveCase) {
 			case !inside && o != -2:
 				t.Fatalf("supernode %d (task %d): row %d outside its task is not on top (owner %d)", s, ti, rows[r], o)
 			case !inside:
-				j := p.loc[p.locPtr[s]+r-p.split[s]]
+				j := int(p.loc[p.locPtr[s]+r-p.split[s]])
 				if j < p.extPtr[ti] || j >= p.extPtr[ti+1] || p.ext[j] != rows[r] {
 					t.Fatalf("supernode %d: row %d goes to accumulator %d", s, rows[r], j)
 				}

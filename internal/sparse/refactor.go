@@ -283,7 +283,8 @@ func (c *Cholesky) reusePlan(from *refactorSource, m *BlockSym, shift, thr float
 		}
 		st.Copied++
 		for k := sn.first[s]; k < sn.first[s+1]; k++ {
-			st.CopiedFlops += float64(c.colCnt[k]) * float64(c.colCnt[k])
+			ck := float64(c.count(k))
+			st.CopiedFlops += ck * ck
 		}
 	}
 	return reuse
@@ -302,8 +303,8 @@ func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []
 	if i < 0 {
 		return -1
 	}
-	q := prev.pinv[i*b+c.perm[f]%b]
-	o := ps.super[q]
+	q := int(prev.pinv[i*b+c.perm[f]%b])
+	o := int(ps.super[q])
 	nc, nr := sn.first[s+1]-f, sn.rowPtr[s+1]-sn.rowPtr[s]
 	if ps.first[o] != q || ps.first[o+1]-q != nc || ps.rowPtr[o+1]-ps.rowPtr[o] != nr {
 		return -1
@@ -324,9 +325,9 @@ func (c *Cholesky) counterpart(prev *Cholesky, s int, oldOf, bmap []int, same []
 		if j < 0 {
 			return -1
 		}
-		i := c.pinv[j*b+oc%b]
+		i := int(c.pinv[j*b+oc%b])
 		switch {
-		case r < nc && i != rows[r]:
+		case r < nc && i != int(rows[r]):
 			return -1 // the columns themselves, in order
 		case r >= nc && (w.mark[i] != s || w.pos[i] < nc):
 			return -1
@@ -357,8 +358,8 @@ func superParents(c *Cholesky) []int {
 	par := make([]int, ns)
 	for s := range par {
 		par[s] = -1
-		if p := c.parent[sn.first[s+1]-1]; p != -1 {
-			par[s] = sn.super[p]
+		if p := c.parentOf(sn.first[s+1] - 1); p != -1 {
+			par[s] = int(sn.super[p])
 		}
 	}
 	return par
@@ -401,18 +402,18 @@ func (sn *supernodes) copyNode(s int, link func(d, t int)) {
 		dnext := sn.next[d]
 		drows := sn.rows[sn.rowPtr[d]:sn.rowPtr[d+1]]
 		p2 := sn.dpos[d]
-		for p2 < len(drows) && drows[p2] <= l {
+		for p2 < len(drows) && int(drows[p2]) <= l {
 			p2++
 		}
 		if p2 < len(drows) {
 			sn.dpos[d] = p2
-			link(d, sn.super[drows[p2]])
+			link(d, int(sn.super[drows[p2]]))
 		}
 		d = dnext
 	}
 	nc := l - sn.first[s] + 1
 	if sn.rowPtr[s+1]-sn.rowPtr[s] > nc {
 		sn.dpos[s] = nc
-		link(s, sn.super[sn.rows[sn.rowPtr[s]+nc]])
+		link(s, int(sn.super[sn.rows[sn.rowPtr[s]+nc]]))
 	}
 }

@@ -129,11 +129,11 @@ func (si *SelectedInverse) node(s int, w *selinvWork) {
 // known. The rows of r that fall in one supernode t come together (t's
 // columns are consecutive), and every row of r from there on lies in t's
 // row structure, so one forward walk over t's rows places them.
-func (si *SelectedInverse) gather(dst []float64, r []int, pos []int) {
+func (si *SelectedInverse) gather(dst []float64, r []int32, pos []int) {
 	sn := si.c.sn
 	m := len(r)
 	for b := 0; b < m; {
-		t := sn.super[r[b]]
+		t := int(sn.super[r[b]])
 		ft, lt := sn.first[t], sn.first[t+1]
 		nct := lt - ft
 		trows := sn.rows[sn.rowPtr[t]:sn.rowPtr[t+1]]
@@ -142,22 +142,22 @@ func (si *SelectedInverse) gather(dst []float64, r []int, pos []int) {
 		e := b
 		p := nct
 		for a := b; a < m; a++ {
-			ra := r[a]
+			ra := int(r[a])
 			if ra < lt {
 				pos[a] = ra - ft // t's own columns come first, in order
 				e = a + 1
 				continue
 			}
-			for p < len(trows) && trows[p] < ra {
+			for p < len(trows) && int(trows[p]) < ra {
 				p++
 			}
-			if p == len(trows) || trows[p] != ra {
+			if p == len(trows) || int(trows[p]) != ra {
 				panic("sparse: SelectedInverse: a row structure is not closed (a supernode's rows are missing from an ancestor's)")
 			}
 			pos[a] = p
 		}
 		for c := b; c < e; c++ {
-			zcol := zt[(r[c]-ft)*nrt : (r[c]-ft+1)*nrt] // column r[c] of Z
+			zcol := zt[(int(r[c])-ft)*nrt : (int(r[c])-ft+1)*nrt] // column r[c] of Z
 			for a := c; a < m; a++ {
 				v := zcol[pos[a]]
 				dst[a*m+c] = v
@@ -178,11 +178,11 @@ func (si *SelectedInverse) N() int { return si.c.n }
 func (si *SelectedInverse) At(i, j int) (float64, bool) {
 	c := si.c
 	sn := c.sn
-	pi, pj := c.pinv[i], c.pinv[j]
+	pi, pj := int(c.pinv[i]), int(c.pinv[j])
 	lo, hi := min(pi, pj), max(pi, pj)
-	s := sn.super[lo]
+	s := int(sn.super[lo])
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
-	row, ok := slices.BinarySearch(rows, hi)
+	row, ok := slices.BinarySearch(rows, int32(hi))
 	if !ok {
 		return 0, false
 	}

@@ -2,6 +2,7 @@ package sparse
 
 import (
 	"runtime"
+	"slices"
 	"sort"
 	stdsync "sync"
 	"sync/atomic"
@@ -33,9 +34,9 @@ type solveSchedule struct {
 	top    []int    // the other supernodes, increasing
 	split  []int    // rows[split[s]:] of supernode s lie outside its task (nr on top)
 	locPtr []int    // loc[locPtr[s]:] indexes ext for those rows (task supernodes)
-	loc    []int
+	loc    []int32
 	extPtr []int // task t's top columns are ext[extPtr[t]:extPtr[t+1]]
-	ext    []int
+	ext    []int32
 	buf    []float64 // len(ext) * k accumulators
 	acc    []float64 // accChunks blocks of columns of a backward rectangle
 	maxNr  int       // rows of the tallest supernode
@@ -49,10 +50,10 @@ type solveSchedule struct {
 
 	// The job that the goroutines share (see run).
 	job    int
-	s      int   // supernode of a rectangle job
-	r0, r1 int   // its rows
-	c0, c1 int   // and columns
-	idx    []int // destination (forward) or source (backward) rows
+	s      int     // supernode of a rectangle job
+	r0, r1 int     // its rows
+	c0, c1 int     // and columns
+	idx    []int32 // destination (forward) or source (backward) rows
 	y      []float64
 	k      int
 	nchunk int
@@ -194,7 +195,7 @@ func (p *solveSchedule) work(sn *supernodes) {
 // their own (at most accChunks), added in chunk order after the join
 // (cutting by columns instead would need no sums but makes each row of L
 // a few short pieces, measured 10% slower over the whole solve).
-func (p *solveSchedule) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int) {
+func (p *solveSchedule) rect(sn *supernodes, job, s, r0, r1, c0, c1 int, idx []int32) {
 	m, w := r1-r0, c1-c0
 	if m <= 0 || w <= 0 {
 		return
@@ -266,7 +267,7 @@ func (sn *supernodes) newSolveSchedule(splitMin float64) *solveSchedule {
 		p.maxNc = max(p.maxNc, nc)
 		sparent[s] = -1
 		if nr > nc {
-			sparent[s] = sn.super[sn.rows[sn.rowPtr[s]+nc]]
+			sparent[s] = int(sn.super[sn.rows[sn.rowPtr[s]+nc]])
 			cnext[s] = chead[sparent[s]]
 			chead[sparent[s]] = s
 		}
@@ -331,7 +332,7 @@ func (sn *supernodes) newSolveSchedule(splitMin float64) *solveSchedule {
 	p.tmp = make([]float64, p.maxNr)
 	p.locPtr = make([]int, ns)
 	p.extPtr = make([]int, len(p.tasks)+1)
-	pos := make([]int, sn.n())
+	pos := make([]int32, sn.n())
 	for i := range pos {
 		pos[i] = -1
 	}
@@ -341,20 +342,21 @@ func (sn *supernodes) newSolveSchedule(splitMin float64) *solveSchedule {
 		for s := r[0]; s < r[1]; s++ {
 			nc := sn.first[s+1] - sn.first[s]
 			rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
-			p.split[s] = nc + sort.SearchInts(rows[nc:], end)
+			at, _ := slices.BinarySearch(rows[nc:], int32(end))
+			p.split[s] = nc + at
 			for _, i := range rows[p.split[s]:] {
-				if !isTop[sn.super[i]] {
+				if !isTop[int(sn.super[i])] {
 					panic("sparse: a subtree of the solve updates a row outside it that is not on top")
 				}
-				if pos[i] < start {
-					pos[i] = len(p.ext)
+				if int(pos[i]) < start {
+					pos[i] = int32(len(p.ext))
 					p.ext = append(p.ext, i)
 				}
 			}
 		}
-		sort.Ints(p.ext[start:])
+		slices.Sort(p.ext[start:])
 		for j := start; j < len(p.ext); j++ {
-			pos[p.ext[j]] = j
+			pos[p.ext[j]] = int32(j)
 		}
 		p.extPtr[t+1] = len(p.ext)
 		for s := r[0]; s < r[1]; s++ {

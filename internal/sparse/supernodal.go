@@ -1,7 +1,7 @@
 package sparse
 
 import (
-	"sort"
+	"slices"
 )
 
 // supernodes is the supernodal layout of L: supernode s holds the
@@ -23,9 +23,9 @@ import (
 // with it, and solveschedule.go runs the solve's parts concurrently.
 type supernodes struct {
 	first  []int
-	super  []int // column -> supernode
+	super  []int32 // column -> supernode (four bytes: see maxOrder)
 	rowPtr []int
-	rows   []int
+	rows   []int32 // four bytes: a factor's order is at most maxOrder
 	valPtr []int
 	val    []float64
 	stored int
@@ -57,7 +57,8 @@ type supernodes struct {
 	tasks [][2]int
 	top   []int
 
-	// Work space for the numeric factorization.
+	// Work space for the numeric factorization, made by it (and let go
+	// after it with work, when large: maxKeptWork).
 	head, next []int
 	dpos       []int
 	work       []*snWork
@@ -86,14 +87,14 @@ func relaxOK(nc int, zfrac float64) bool {
 // more is partitioned again with strictOK instead.
 func partitionSupernodes(c *Cholesky) *supernodes {
 	n := c.n
-	sn := &supernodes{super: make([]int, n)}
+	sn := &supernodes{super: make([]int32, n)}
 	if partitionWith(c, sn, relaxOK) >= relaxedMaxVals {
 		partitionWith(c, sn, strictOK)
 	}
 	ns := len(sn.first) - 1
 	for s := 0; s < ns; s++ {
 		for j := sn.first[s]; j < sn.first[s+1]; j++ {
-			sn.super[j] = s
+			sn.super[j] = int32(s)
 		}
 	}
 	return sn
@@ -125,18 +126,19 @@ func partitionWith(c *Cholesky, sn *supernodes, ok func(nc int, zfrac float64) b
 	sn.first = append(sn.first[:0], 0)
 	f, real, vals := 0, 0, 0
 	for j := 0; j < n; j++ {
-		real += c.colCnt[j]
-		if j+1 < n && c.parent[j] == j+1 {
+		cj := c.count(j)
+		real += cj
+		if j+1 < n && c.parentOf(j) == j+1 {
 			nc := j + 2 - f
-			below := c.colCnt[j+1] - 1
-			stored := nc*(nc+1)/2 + nc*below
-			r := real + c.colCnt[j+1]
+			next := c.count(j + 1)
+			stored := nc*(nc+1)/2 + nc*(next-1)
+			r := real + next
 			if ok(nc, float64(stored-r)/float64(stored)) {
 				continue
 			}
 		}
 		nc := j + 1 - f
-		vals += nc * (nc + c.colCnt[j] - 1)
+		vals += nc * (nc + cj - 1)
 		sn.first = append(sn.first, j+1)
 		f, real = j+1, 0
 	}
@@ -156,8 +158,8 @@ func supernodeTree(c *Cholesky, sn *supernodes) (sparent, chead, cnext []int) {
 	}
 	for s := ns - 1; s >= 0; s-- {
 		sparent[s] = -1
-		if p := c.parent[sn.first[s+1]-1]; p != -1 {
-			sparent[s] = sn.super[p]
+		if p := c.parentOf(sn.first[s+1] - 1); p != -1 {
+			sparent[s] = int(sn.super[p])
 			cnext[s] = chead[sparent[s]]
 			chead[sparent[s]] = s
 		}
@@ -178,9 +180,6 @@ func (sn *supernodes) finish(sparent, chead, cnext []int) {
 	// val is allocated by the first factorization, so that Analyze alone
 	// (to compare orderings by Flops, say) stays cheap.
 	sn.splitTasks(chead, cnext, sparent)
-	sn.head = make([]int, ns)
-	sn.next = make([]int, ns)
-	sn.dpos = make([]int, ns)
 }
 
 func newSupernodes(c *Cholesky, a *CSC) *supernodes {
@@ -224,30 +223,30 @@ func newSupernodes(c *Cholesky, a *CSC) *supernodes {
 		f, l := sn.first[s], sn.first[s+1]-1
 		start := len(sn.rows)
 		for j := f; j <= l; j++ {
-			sn.rows = append(sn.rows, j)
+			sn.rows = append(sn.rows, int32(j))
 			mark[j] = s
 		}
 		for j := f; j <= l; j++ {
 			for p := lp[j]; p < lp[j+1]; p++ {
 				if i := li[p]; i > l && mark[i] != s {
 					mark[i] = s
-					sn.rows = append(sn.rows, i)
+					sn.rows = append(sn.rows, int32(i))
 				}
 			}
 		}
 		for ch := chead[s]; ch != -1; ch = cnext[ch] {
 			nc := sn.first[ch+1] - sn.first[ch]
 			for _, i := range sn.rows[sn.rowPtr[ch]+nc : sn.rowPtr[ch+1]] {
-				if i > l && mark[i] != s {
+				if int(i) > l && mark[i] != s {
 					mark[i] = s
 					sn.rows = append(sn.rows, i)
 				}
 			}
 		}
 		nc := l - f + 1
-		sort.Ints(sn.rows[start+nc:])
+		slices.Sort(sn.rows[start+nc:])
 		nr := len(sn.rows) - start
-		if nr != nc+c.colCnt[l]-1 {
+		if nr != nc+c.count(l)-1 {
 			panic("sparse: supernode structure disagrees with the column counts")
 		}
 		sn.rowPtr[s+1] = len(sn.rows)

@@ -20,9 +20,23 @@ import (
 // gonum's BLAS rather than plain loops (call overhead dominates below).
 const blasThreshold = 8192
 
+// maxKeptWork is the largest work space (bytes, all goroutines') that a
+// factor keeps for its next factorization. A larger one is let go when
+// the factorization ends and made again by the next: at a million poses
+// the Hessian's is 170 MB (the row maps, the largest update, the lists of
+// pending updates), which the trust region's solves, made next to the
+// factor, do not need, and beside a factorization of seconds its
+// allocation costs nothing.
+var maxKeptWork = 32 << 20 // a variable for tests
+
 // snWork is the work space of one goroutine of the factorization.
 type snWork struct {
-	relMap []int
+	// relMap[i] is the local row of row i in the supernode being factored:
+	// four bytes, as a supernode's rows are far fewer than 2^31 (the
+	// analysis refuses a factor of that order, maxOrder), for one array of
+	// the factor's order per thread (48 MB for the Hessian's at a million
+	// poses, against 96).
+	relMap []int32
 	cbuf   []float64
 	raised int // pivots changed by FactorizeBlocksModified
 	// A block row's values and the work space of the function that
@@ -63,14 +77,14 @@ func (sn *supernodes) ensureVmap(c *Cholesky, a *CSC) {
 	}
 	vmap := make([]int, len(a.RowIdx))
 	for j := 0; j < a.N; j++ {
-		pj := c.pinv[j]
+		pj := int(c.pinv[j])
 		for p := a.ColPtr[j]; p < a.ColPtr[j+1]; p++ {
-			pi := c.pinv[a.RowIdx[p]]
+			pi := int(c.pinv[a.RowIdx[p]])
 			lo, hi := min(pi, pj), max(pi, pj)
-			s := sn.super[lo]
+			s := int(sn.super[lo])
 			f := sn.first[s]
 			nc := sn.first[s+1] - f
-			row, _ := slices.BinarySearch(sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], hi)
+			row, _ := slices.BinarySearch(sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]], int32(hi))
 			vmap[p] = sn.valPtr[s] + row*nc + lo - f
 		}
 	}
@@ -106,14 +120,14 @@ func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, w *snWork) 
 			blk := row[off : off+b]
 			pi := c.pinv[i*b : i*b+b]
 			for a, v := range blk {
-				pr := pi[a]
+				pr := int(pi[a])
 				if pr < q {
 					continue // above the diagonal: column pr holds it
 				}
 				if pr == q {
 					v += sn.shift
 				}
-				ls[relMap[pr]*nc+q-f] = v
+				ls[int(relMap[pr])*nc+q-f] = v
 			}
 		}
 	}
@@ -147,20 +161,29 @@ func (sn *supernodes) clearVal() {
 
 // factorAssembled factors val in place, which holds A (assemble).
 func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
+	if ns := len(sn.first) - 1; len(sn.head) != ns {
+		sn.head, sn.next, sn.dpos = make([]int, ns), make([]int, ns), make([]int, ns)
+	}
 	for s := range sn.head {
 		sn.head[s] = -1
 	}
 	threads := min(runtime.GOMAXPROCS(0), len(sn.tasks))
 	for len(sn.work) < max(threads, 1) {
-		sn.work = append(sn.work, &snWork{relMap: make([]int, c.n)})
+		sn.work = append(sn.work, &snWork{relMap: make([]int32, c.n)})
 	}
 	for _, w := range sn.work {
 		w.raised = 0
 	}
 	defer func() {
 		c.raised = 0
+		kept := 0
 		for _, w := range sn.work {
 			c.raised += w.raised
+			kept += 4*len(w.relMap) + 8*(cap(w.cbuf)+cap(w.rowBuf)+cap(w.rowWork))
+		}
+		kept += 8 * (len(sn.head) + len(sn.next) + len(sn.dpos))
+		if kept >= maxKeptWork {
+			sn.work, sn.head, sn.next, sn.dpos = nil, nil, nil, nil
 		}
 	}()
 	if len(sn.errs) < len(sn.tasks) {
@@ -223,7 +246,7 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 	}
 	for t := range sn.tasks {
 		for _, d := range deferred[t] {
-			link(d, sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]])
+			link(d, int(sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]]))
 		}
 	}
 	for _, s := range sn.top {
@@ -249,7 +272,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 	ls := sn.val[sn.valPtr[s]:sn.valPtr[s+1]] // holds A's columns f..l (assemble)
 	relMap := w.relMap
 	for r, i := range rows {
-		relMap[i] = r
+		relMap[i] = int32(r)
 	}
 	if sn.src != nil {
 		sn.assembleNode(c, s, ls, w)
@@ -263,7 +286,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		ld := sn.val[sn.valPtr[d]:sn.valPtr[d+1]]
 		p1 := sn.dpos[d]
 		p2 := p1
-		for p2 < nrd && drows[p2] <= l {
+		for p2 < nrd && int(drows[p2]) <= l {
 			p2++
 		}
 		m, wd := nrd-p1, p2-p1
@@ -279,15 +302,19 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 			smallUpdate(cb, ld[p1*ncd:(p1+m)*ncd], m, wd, ncd)
 		}
 		for r := 0; r < m; r++ {
-			tr := relMap[drows[p1+r]] * nc
-			cr := cb[r*wd : r*wd+wd]
-			for q := 0; q < wd && q <= r; q++ {
-				ls[tr+drows[p1+q]-f] -= cr[q]
+			// Row r of cb, up to its diagonal, goes to row drows[p1+r]
+			// of s, columns drows[p1+q] (inside s's columns).
+			w := min(wd, r+1)
+			tr := int(relMap[drows[p1+r]]) * nc
+			lr := ls[tr : tr+nc]
+			cols := drows[p1 : p1+w]
+			for q, v := range cb[r*wd : r*wd+w] {
+				lr[int(cols[q])-f] -= v
 			}
 		}
 		if p2 < nrd {
 			sn.dpos[d] = p2
-			link(d, sn.super[drows[p2]])
+			link(d, int(sn.super[drows[p2]]))
 		}
 		d = dnext
 	}
@@ -298,7 +325,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 	}
 	if nr > nc {
 		sn.dpos[s] = nc
-		link(s, sn.super[rows[nc]])
+		link(s, int(sn.super[rows[nc]]))
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ func (sn *supernodes) solveHalves(y []float64, k int, backward bool) {
 		// The tasks' updates of top rows, in task order.
 		for t := range p.extPtr[:len(p.tasks)] {
 			for j := p.extPtr[t]; j < p.extPtr[t+1]; j++ {
-				yc := y[p.ext[j]*k : p.ext[j]*k+k]
+				yc := y[int(p.ext[j])*k : int(p.ext[j])*k+k]
 				for q, v := range p.buf[j*k : j*k+k] {
 					yc[q] += v
 				}
@@ -134,7 +134,7 @@ func (sn *supernodes) backwardTask(t int, tmp []float64) {
 }
 
 // gather sets g[i] = src[idx[i]].
-func gather(g []float64, idx []int, src []float64) {
+func gather(g []float64, idx []int32, src []float64) {
 	g = g[:len(idx)]
 	for i, r := range idx {
 		g[i] = src[r]
@@ -194,7 +194,7 @@ const tinyNode = 256
 // forwardTiny is the forward solve of the small supernode s for one
 // right-hand side in plain loops: its triangle, then its rows below, rows
 // [nc, split) into y and rows [split, nr) into buf at loc.
-func (sn *supernodes) forwardTiny(s int, y []float64, split int, loc []int, buf []float64) {
+func (sn *supernodes) forwardTiny(s int, y []float64, split int, loc []int32, buf []float64) {
 	f := sn.first[s]
 	nc := sn.first[s+1] - f
 	rows := sn.rows[sn.rowPtr[s]:sn.rowPtr[s+1]]
@@ -260,7 +260,7 @@ const smallRect = 256
 // rowsFwd does dst[idx[r-r0]] -= L[r, c0:c1] y[cols c0:c1] for rows r0 <=
 // r < r1 of supernode s (k interleaved right-hand sides). tmp (a value per
 // row) and xbuf (w*k values) are scratch.
-func (sn *supernodes) rowsFwd(s, r0, r1, c0, c1 int, idx []int, dst, tmp, xbuf []float64) {
+func (sn *supernodes) rowsFwd(s, r0, r1, c0, c1 int, idx []int32, dst, tmp, xbuf []float64) {
 	m, w := r1-r0, c1-c0
 	if m <= 0 || w <= 0 {
 		return
@@ -296,7 +296,7 @@ func (sn *supernodes) rowsFwd(s, r0, r1, c0, c1 int, idx []int, dst, tmp, xbuf [
 		transpose(xt, x, w, k)
 		for i, r := range idx {
 			li := l[i*nc : i*nc+w]
-			d := dst[r*k : r*k+k]
+			d := dst[int(r)*k : int(r)*k+k]
 			for q := range d {
 				d[q] -= floats.Dot(li, xt[q*w:q*w+w])
 			}
@@ -309,7 +309,7 @@ func (sn *supernodes) rowsFwd(s, r0, r1, c0, c1 int, idx []int, dst, tmp, xbuf [
 // colsBwd does y[cols c0:c1] -= L[r0:r1, c0:c1]^T src[idx] for supernode s;
 // for a single right-hand side g holds src[idx] gathered. xbuf (w*k
 // values) is scratch.
-func (sn *supernodes) colsBwd(s, r0, r1, c0, c1 int, idx []int, src, g, xbuf []float64) {
+func (sn *supernodes) colsBwd(s, r0, r1, c0, c1 int, idx []int32, src, g, xbuf []float64) {
 	m, w := r1-r0, c1-c0
 	if m <= 0 || w <= 0 {
 		return
@@ -320,7 +320,7 @@ func (sn *supernodes) colsBwd(s, r0, r1, c0, c1 int, idx []int, src, g, xbuf []f
 }
 
 // colsBwdTo is colsBwd into x (w*k values) in place of y's columns.
-func (sn *supernodes) colsBwdTo(x []float64, s, r0, r1, c0, c1 int, idx []int, src, g, xbuf []float64) {
+func (sn *supernodes) colsBwdTo(x []float64, s, r0, r1, c0, c1 int, idx []int32, src, g, xbuf []float64) {
 	m, w := r1-r0, c1-c0
 	nc := sn.first[s+1] - sn.first[s]
 	k := sn.sched.k
@@ -343,7 +343,7 @@ func (sn *supernodes) colsBwdTo(x []float64, s, r0, r1, c0, c1 int, idx []int, s
 		transpose(xt, x, w, k)
 		for i, r := range idx[:m] {
 			li := l[i*nc : i*nc+w]
-			for q, v := range src[r*k : r*k+k] {
+			for q, v := range src[int(r)*k : int(r)*k+k] {
 				floats.AddScaled(xt[q*w:q*w+w], -v, li)
 			}
 		}
@@ -465,7 +465,7 @@ func triBwd1(l []float64, ld int, x []float64) {
 // rowsFwdK does dst[idx[i]] -= l[i*ld : i*ld+w] x for i < m and k
 // interleaved right-hand sides (x holds w rows of k), four rows of L at a
 // time so that x is loaded once for four.
-func rowsFwdK(l []float64, ld, m int, x []float64, idx []int, dst []float64, k int) {
+func rowsFwdK(l []float64, ld, m int, x []float64, idx []int32, dst []float64, k int) {
 	w := len(x) / k
 	idx = idx[:m]
 	i := 0
@@ -485,10 +485,10 @@ func rowsFwdK(l []float64, ld, m int, x []float64, idx []int, dst []float64, k i
 				a3[t] += v3 * v
 			}
 		}
-		d0 := dst[idx[i]*k : idx[i]*k+k]
-		d1 := dst[idx[i+1]*k : idx[i+1]*k+k]
-		d2 := dst[idx[i+2]*k : idx[i+2]*k+k]
-		d3 := dst[idx[i+3]*k : idx[i+3]*k+k]
+		d0 := dst[int(idx[i])*k : int(idx[i])*k+k]
+		d1 := dst[int(idx[i+1])*k : int(idx[i+1])*k+k]
+		d2 := dst[int(idx[i+2])*k : int(idx[i+2])*k+k]
+		d3 := dst[int(idx[i+3])*k : int(idx[i+3])*k+k]
 		for t := range d0 {
 			d0[t] -= a0[t]
 			d1[t] -= a1[t]
@@ -503,7 +503,7 @@ func rowsFwdK(l []float64, ld, m int, x []float64, idx []int, dst []float64, k i
 				a[t] += v * xv
 			}
 		}
-		d := dst[idx[i]*k : idx[i]*k+k]
+		d := dst[int(idx[i])*k : int(idx[i])*k+k]
 		for t := range d {
 			d[t] -= a[t]
 		}
@@ -513,7 +513,7 @@ func rowsFwdK(l []float64, ld, m int, x []float64, idx []int, dst []float64, k i
 // colsBwdK does x -= sum_i l[i*ld : i*ld+w]^T src[idx[i]] for k
 // interleaved right-hand sides, four rows of L at a time so that x is
 // loaded and stored once for four.
-func colsBwdK(l []float64, ld, m int, x []float64, idx []int, src []float64, k int) {
+func colsBwdK(l []float64, ld, m int, x []float64, idx []int32, src []float64, k int) {
 	w := len(x) / k
 	idx = idx[:m]
 	i := 0
@@ -522,10 +522,10 @@ func colsBwdK(l []float64, ld, m int, x []float64, idx []int, src []float64, k i
 		l1 := l[(i+1)*ld : (i+1)*ld+w]
 		l2 := l[(i+2)*ld : (i+2)*ld+w]
 		l3 := l[(i+3)*ld : (i+3)*ld+w]
-		s0 := src[idx[i]*k : idx[i]*k+k]
-		s1 := src[idx[i+1]*k : idx[i+1]*k+k]
-		s2 := src[idx[i+2]*k : idx[i+2]*k+k]
-		s3 := src[idx[i+3]*k : idx[i+3]*k+k]
+		s0 := src[int(idx[i])*k : int(idx[i])*k+k]
+		s1 := src[int(idx[i+1])*k : int(idx[i+1])*k+k]
+		s2 := src[int(idx[i+2])*k : int(idx[i+2])*k+k]
+		s3 := src[int(idx[i+3])*k : int(idx[i+3])*k+k]
 		for c := range l0 {
 			xc := x[c*k : c*k+k]
 			v0, v1, v2, v3 := l0[c], l1[c], l2[c], l3[c]
@@ -535,7 +535,7 @@ func colsBwdK(l []float64, ld, m int, x []float64, idx []int, src []float64, k i
 		}
 	}
 	for ; i < m; i++ {
-		si := src[idx[i]*k : idx[i]*k+k]
+		si := src[int(idx[i])*k : int(idx[i])*k+k]
 		for c, v := range l[i*ld : i*ld+w] {
 			xc := x[c*k : c*k+k]
 			for t := range xc {

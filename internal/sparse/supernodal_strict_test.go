@@ -50,7 +50,7 @@ func TestStrictSupernodes(t *testing.T) {
 		nc, nr := l-f+1, ss.rowPtr[s+1]-ss.rowPtr[s]
 		real := 0
 		for j := f; j <= l; j++ {
-			real += strict.colCnt[j]
+			real += strict.count(j)
 		}
 		if stored := nc*(nc+1)/2 + (nr-nc)*nc; nc > 4 && stored != real {
 			t.Fatalf("strict supernode %d (%d columns) stores %d values for %d nonzeros", s, nc, stored, real)
@@ -73,7 +73,7 @@ func TestStrictSupernodes(t *testing.T) {
 		nc, nr := l-f+1, c.sn.rowPtr[s+1]-c.sn.rowPtr[s]
 		real := 0
 		for j := f; j <= l; j++ {
-			real += c.colCnt[j]
+			real += c.count(j)
 		}
 		if stored := nc*(nc+1)/2 + (nr-nc)*nc; nc > 4 && stored != real {
 			t.Fatalf("block analysis: strict supernode %d (%d columns) stores %d values for %d nonzeros", s, nc, stored, real)
