@@ -115,10 +115,10 @@ type Outcome struct {
 // Run is a solve in progress as a LevelOptimizer sees it: the graph, Q,
 // the options (defaults filled in), and where the optimizer reports.
 type Run struct {
-	g               *posegraph.Graph
-	opts            Options
-	q               *sparse.BlockSym
-	perm, poseOrder []int // Q's fill-reducing block order, and by pose
+	g    *posegraph.Graph
+	opts Options
+	q    *sparse.BlockSym
+	perm []int // Q's fill-reducing block order
 	// sym is the block analysis of Q's pattern in perm's order (nil when
 	// it failed: each factorization then analyses alone), which every
 	// matrix of that pattern a solve factors shares (symbolic.go); plan is
@@ -246,11 +246,11 @@ func (r *Run) analyse() {
 		r.perm, r.sym = anchorLast(q, r.g.D, r.perm, r.sym)
 		opts.order.keep(r.sym)
 	}
-	r.poseOrder = make([]int, q.N)
-	for k := range r.poseOrder {
-		r.poseOrder[k] = r.perm[k*q.B] / q.B
+	poseOrder := make([]int, q.N)
+	for k := range poseOrder {
+		poseOrder[k] = r.perm[k*q.B] / q.B
 	}
-	r.plan = rounding.NewPlan(r.g, r.poseOrder, r.sym)
+	r.plan = rounding.NewPlan(r.g, poseOrder, r.sym)
 	if opts.order != nil {
 		opts.order.refactorFrom(r.plan, r.g.N())
 	}
@@ -298,7 +298,10 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	q := g.Laplacian(opts.Problem)
 	r.q = q
 	pp, byParts := m.(PartsProviders)
-	if !byParts || opts.order != nil {
+	if opts.order != nil {
+		// An incremental step's order and analysis are kept for the next
+		// step (steporder.go) whoever uses them; otherwise each user
+		// makes them when it first needs them (analyse).
 		r.analyse()
 	}
 	init, name, err := m.Init(ctx, r)

@@ -1,6 +1,6 @@
 package sparse
 
-import "sync/atomic"
+import "sync"
 
 // kernel6x8 adds alpha times the product of a packed 6 x k strip of A and
 // a packed 8 x k strip of B (transposed) to the 6 x 8 tile of C at c with
@@ -13,35 +13,13 @@ func cpuid(op, op2 uint32) (eax, ebx, ecx, edx uint32)
 
 func xgetbv() (eax, edx uint32)
 
-// fmaSupport caches detectFMA: 0 before the first call of hasFMA, then
-// fmaNo or fmaYes.
-var fmaSupport atomic.Uint32
-
-const (
-	fmaNo = 1 + iota
-	fmaYes
-)
-
 // hasFMA reports whether the CPU and the operating system support the
 // AVX2 and FMA instructions kernel6x8 uses. It asks the CPU on its first
 // call rather than at package initialization: in a virtual machine each
 // CPUID instruction exits to the hypervisor, a cost a process whose
 // factorizations never reach the kernel (a small graph's tiles) need not
 // pay (docs/tuning.md).
-func hasFMA() bool {
-	switch fmaSupport.Load() {
-	case fmaYes:
-		return true
-	case fmaNo:
-		return false
-	}
-	v := uint32(fmaNo)
-	if detectFMA() {
-		v = fmaYes
-	}
-	fmaSupport.Store(v)
-	return v == fmaYes
-}
+var hasFMA = sync.OnceValue(detectFMA)
 
 func detectFMA() bool {
 	maxID, _, _, _ := cpuid(0, 0)

@@ -136,8 +136,6 @@ func TestDomainCholeskyThreshold(t *testing.T) {
 	}
 }
 
-// TestForwardMany: W = L^-1 P B has W^T W = B^T A^-1 B (gonum's dense
-// solve), for several right-hand sides at once and in groups.
 // factorOf factors m, supernodal or simplicial.
 func factorOf(t *testing.T, m *sparse.BlockSym, simplicial bool) *sparse.Cholesky {
 	t.Helper()
@@ -157,6 +155,8 @@ func factorOf(t *testing.T, m *sparse.BlockSym, simplicial bool) *sparse.Cholesk
 	return chol
 }
 
+// TestForwardMany: W = L^-1 P B has W^T W = B^T A^-1 B (gonum's dense
+// solve), for several right-hand sides at once and in groups.
 func TestForwardMany(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	for _, c := range cholCases {

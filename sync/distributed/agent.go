@@ -52,8 +52,8 @@ type AgentOptions struct {
 	// poses within Overlap+1 hops of the cut.
 	Overlap int
 	// PeakRSS, if set, measures the agent's peak resident set in bytes;
-	// the agent sends it with its replies to the statistics and gather
-	// commands, and the run's report lists it per agent (Stats.AgentRSS).
+	// the agent sends it with every reply, and the run's report lists the
+	// largest it received per agent (Stats.AgentRSS).
 	// The bcmsync agent command sets it to the process's VmHWM; agents
 	// sharing a process (SolveOn) leave it nil: they could only report
 	// the process's.

@@ -250,6 +250,13 @@ func (pp *partsProver) ProveFactor(sh bsync.ProofShift) (bool, error) {
 		c.stats.EscapeFactorizations++
 	} else {
 		c.stats.ProofFactorizations++
+		// A certificate's test: no solve uses its factor (the escape's
+		// solves use the factors of S + tau I, Tau > 0), and held, the
+		// boundary system (44 MB at the 10^5 lattice's 1007 boundary
+		// poses) sat under the coordinator's rounding and outputs. It
+		// goes on every return: an agent's failed pivot or error leaves
+		// the last escape's system (S + tau I) behind too.
+		defer pp.bp.Release()
 	}
 	err := parallel(allParts(c.p.K), func(k int) error {
 		rep, err := c.request(pp.ctx, k, &message{Op: opProveFactor, Rank: c.rank, F: sh.Sigma, Grad2: sh.Mu, Norm2: anchorOnly,
@@ -283,13 +290,5 @@ func (pp *partsProver) ProveFactor(sh bsync.ProofShift) (bool, error) {
 			return false, nil
 		}
 	}
-	ok, err := pp.bp.Factor(proofs)
-	if sh.Tau == 0 {
-		// A certificate's test: no solve uses its factor (the escape's
-		// solves use the factors of S + tau I, Tau > 0), and held, the
-		// boundary system (44 MB at the 10^5 lattice's 1007 boundary
-		// poses) sat under the coordinator's rounding and outputs.
-		pp.bp.Release()
-	}
-	return ok, err
+	return pp.bp.Factor(proofs)
 }
