@@ -115,6 +115,7 @@ func (s *BlockSymbolic) Analyze(m *BlockSym) (*Cholesky, error) {
 	}
 	c := s.cholesky(m)
 	s.made = c.sameAnalysis()
+	s.made.x = nil // only copied from: never solves
 	return c, nil
 }
 
@@ -486,9 +487,8 @@ func (c *Cholesky) sameAnalysis() *Cholesky {
 	sn := c.sn
 	return &Cholesky{
 		n: c.n, perm: c.perm, pinv: c.pinv,
-		aNNZ: c.aNNZ, aHash: c.aHash, aHashOf: c.aHashOf, bsig: c.bsig, bsigOK: c.bsigOK,
-		parent: c.parent, colCnt: c.colCnt, nnz: c.nnz,
-		bb: c.bb, bparent: c.bparent, bcnt: c.bcnt,
+		aNNZ: c.aNNZ, aHashOf: c.aHashOf, bsig: c.bsig, bsigOK: c.bsigOK,
+		nnz: c.nnz, bb: c.bb, bparent: c.bparent, bcnt: c.bcnt,
 		x: make([]float64, c.n),
 		sn: &supernodes{
 			first: sn.first, super: sn.super, rowPtr: sn.rowPtr, rows: sn.rows, valPtr: sn.valPtr,

@@ -649,6 +649,13 @@ func TestBlockSymbolicAnalyzeAgain(t *testing.T) {
 			}
 			got = append(got, c)
 		}
+		// The later analyses are the first's, not made again: they
+		// share its structure.
+		for k := 1; k < len(got); k++ {
+			if &got[k].sn.first[0] != &got[0].sn.first[0] || &got[k].pinv[0] != &got[0].pinv[0] {
+				t.Fatalf("nb %d: analysis %d was made again instead of shared", tc.nb, k)
+			}
+		}
 		fresh := func(m *BlockSym) *Cholesky {
 			c, err := AnalyzeBlocks(m, order)
 			if err != nil {

@@ -797,7 +797,8 @@ func (c *Cholesky) solvePerm(y []float64) {
 
 // SolveMany solves A X = B for nrhs right-hand sides stored column-major
 // (column k at b[k*n:(k+1)*n]). x and b may alias. After the first solve
-// with as many right-hand sides it does not allocate.
+// with as many right-hand sides it does not allocate, up to a work space of
+// maxKeptMany bytes; a larger factor makes its work space once per call.
 func (c *Cholesky) SolveMany(x, b []float64, nrhs int) {
 	n := c.n
 	if nrhs < 0 || len(x) < n*nrhs || len(b) < n*nrhs {

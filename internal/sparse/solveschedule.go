@@ -1,6 +1,7 @@
 package sparse
 
 import (
+	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -355,6 +356,11 @@ func (sn *supernodes) newSolveSchedule(splitMin float64) *solveSchedule {
 			}
 		}
 		slices.Sort(p.ext[start:])
+		if len(p.ext) > math.MaxInt32 {
+			// The rows of all tasks together, beyond the four-byte
+			// positions (maxOrder bounds each task's, not their sum).
+			panic("sparse: the solve schedule's external rows exceed 2^31")
+		}
 		for j := start; j < len(p.ext); j++ {
 			pos[p.ext[j]] = int32(j)
 		}
