@@ -30,7 +30,18 @@ const (
 	// unused memory, and the targets are their peak RSS
 	// (docs/distributed.md, "Memory").
 	distributedGCPercent = 20
+	// hugeHeapGCPercent is the percentage once a collection finds more
+	// than hugeHeap bytes live: a solve of that size holds its factors and
+	// vectors to the end, and at the 10^6-pose lattice's 5 GB live even
+	// 20% of headroom is a gigabyte of memory for no use. At 10 its peak
+	// RSS was 5.92e9 bytes against 6.31e9 at 50, for 72 s against 67 s
+	// (docs/tuning.md, "The peak memory, third pass").
+	hugeHeapGCPercent = 10
 )
+
+// hugeHeap is the live heap past which hugeHeapGCPercent applies (a
+// variable for the tests).
+var hugeHeap uint64 = 1 << 30
 
 // A process whose heap was reserved in huge pages (reserveHeap) collects
 // less while its heap is small: at up to reservedHeapGCPercent, as long as
@@ -63,19 +74,21 @@ var (
 	smallPercent atomic.Int64
 	reserved     atomic.Int64
 	// largePercent is the percentage checkHeap switches to once the
-	// live heap is large (setGCPolicy).
+	// live heap is large (setGCPolicy); large is set when it has.
 	largePercent atomic.Int64
+	large        atomic.Bool
 )
 
 // setGCPolicy sets the collector's percentage to smallHeapGCPercent and,
 // unless command is one that keeps it (watchesHeap), watches the live heap
 // after each collection, until it exceeds largeHeap; from then on the
 // percentage is largeHeapGCPercent (distributedGCPercent for distributed
-// and agent).
+// and agent), and past hugeHeap live hugeHeapGCPercent.
 func setGCPolicy(command string) {
 	debug.SetGCPercent(smallHeapGCPercent)
 	smallPercent.Store(smallHeapGCPercent)
 	largePercent.Store(largeHeapGCPercent)
+	large.Store(false)
 	if command == "distributed" || command == "agent" {
 		largePercent.Store(distributedGCPercent)
 	}
@@ -128,7 +141,8 @@ func armHeapWatch() {
 
 // checkHeap runs on the finalizer goroutine after a collection: it
 // switches to largeHeapGCPercent when the live heap exceeds largeHeap,
-// and otherwise waits for the next collection.
+// then to hugeHeapGCPercent when it exceeds hugeHeap, and otherwise waits
+// for the next collection.
 //
 // The live heap is read from the heap goal the collection set, which at
 // a percentage p is (1 + p/100) times the live heap plus the roots (stacks
@@ -144,9 +158,22 @@ func checkHeap(*heapSentinel) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	if large.Load() {
+		// The large heap's percentage is in force: past hugeHeap live,
+		// the smaller one, and the watch ends.
+		lp := uint64(largePercent.Load())
+		if ms.NextGC > hugeHeap*(100+lp)/100 {
+			debug.SetGCPercent(min(hugeHeapGCPercent, int(lp)))
+			return
+		}
+		armHeapWatch()
+		return
+	}
 	p := uint64(smallPercent.Load())
 	if ms.NextGC > largeHeap*(100+p)/100 {
 		debug.SetGCPercent(int(largePercent.Load()))
+		large.Store(true)
+		armHeapWatch()
 		return
 	}
 	if r := reserved.Load(); r > 0 && ms.NextGC > uint64(r) {

@@ -42,6 +42,10 @@ func gcPolicy(t *testing.T, cmd string, want int) {
 	}
 	runtime.KeepAlive(small)
 	collectUntil(t, largeHeap+1<<20, want)
+	// Past hugeHeap live (lowered for the test), the smaller percentage.
+	defer func(h uint64) { hugeHeap = h }(hugeHeap)
+	hugeHeap = 2 * largeHeap
+	collectUntil(t, 2*largeHeap+1<<20, min(hugeHeapGCPercent, want))
 }
 
 // collectUntil keeps n bytes live (written, so resident) and collects until
@@ -84,6 +88,7 @@ func TestGCPolicyReplay(t *testing.T) {
 func resetGCPolicy(p int) {
 	policyOn.Store(false)
 	largePercent.Store(largeHeapGCPercent)
+	large.Store(false)
 	reserved.Store(0)
 	smallPercent.Store(smallHeapGCPercent)
 	debug.SetGCPercent(p)

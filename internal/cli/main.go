@@ -214,7 +214,8 @@ func writeUsage(w io.Writer) {
 		"standard input or output where one file is read or written.\n\n")
 	fmt.Fprintf(&b, "memory: on Linux, solve and view of a file of %d KB or more (replay: %d KB) ask for\n"+
 		"transparent huge pages for their heap (fewer page faults); %s=0 turns that off.\n"+
-		"GOGC, if set, replaces the collector's own setting.\n\n",
+		"The collector runs at 50%% once 32 MB are live and 10%% past 1 GiB (distributed and\n"+
+		"agent: 20%%, then 10%%; replay: 100%% throughout); GOGC, if set, replaces that.\n\n",
 		minReserve/heapPerInputByte>>10, minReserve/replayPerInputByte>>10, hugeheap.Env)
 	exitStatusHelp(&b)
 	io.WriteString(w, b.String())
