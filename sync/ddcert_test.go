@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -397,5 +398,46 @@ func TestPartsCertificateStopsAtDeadline(t *testing.T) {
 	}
 	if saddles == 0 {
 		t.Skip("no saddle among the suite points")
+	}
+}
+
+// TestPartCertifierRelease: a part's factor let go (PartCertifier.Release,
+// what an agent does when its rounds resume) is made again by the next
+// Factor to the bit, and the inverse iteration refuses to solve with the
+// factor it no longer has.
+func TestPartCertifierRelease(t *testing.T) {
+	tc := suitePoints(t)[0]
+	q := tc.g.Laplacian(posegraph.Poses)
+	part := runsPartition(q.N, 4)
+	ref := newCertifier(q, tc.g.D, tc.res.Options.GapTol, tc.res.Options.GapAbs, tc.res.Options.EigTol, nil, tc.res.Options.Seed)
+	ref.ddPart = part
+	m := newManifold(q, tc.g.D, tc.res.final.R, 1)
+	if _, err := ref.check(m, tc.res.final); err != nil {
+		t.Fatal(err)
+	}
+	lp := newLocalParts(t, q, part, ref.anchor)
+	if _, err := lp.ProveLambda(tc.res.final); err != nil {
+		t.Fatal(err)
+	}
+	for k, pc := range lp.pcs {
+		for _, sh := range []ProofShift{{Sigma: 1e-3, Anchor: lp.anchor}, {Tau: 1, Anchor: lp.anchor}} {
+			first, err := pc.Factor(sh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := *first
+			want.Schur = slices.Clone(first.Schur)
+			pc.Release()
+			if _, err := pc.EigReduce(1); err == nil {
+				t.Fatalf("part %d: the inverse iteration solved with a released factor", k)
+			}
+			got, err := pc.Factor(sh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Failed != want.Failed || got.MinPivot != want.MinPivot || got.MaxDiag != want.MaxDiag || !slices.Equal(got.Schur, want.Schur) {
+				t.Fatalf("part %d, shift %+v: the factor made again differs", k, sh)
+			}
+		}
 	}
 }

@@ -164,6 +164,17 @@ func (p *PartCertifier) Lambda(x *blockmat.Blocks) float64 {
 	return tr
 }
 
+// Release lets go of what the last Factor and the inverse iteration made
+// (the interior factor's values, the complement's work space, the
+// iteration's vectors) until the next Factor: the agent's rounds, which
+// make the Newton steps' factor again, need none of it (an escape ends
+// before they start), and held, it stacked on that factor.
+func (p *PartCertifier) Release() {
+	p.part.Release()
+	p.tauFactor = false
+	p.eig = nil
+}
+
 // Factor builds the part's rows of D S D plus the shift sh (with the last
 // Lambda's blocks) and factors their interior block.
 func (p *PartCertifier) Factor(sh ProofShift) (*PartProof, error) {

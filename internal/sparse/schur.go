@@ -112,6 +112,14 @@ func NewSchurPart(a *BlockSym, nInterior int) (*SchurPart, error) {
 	return p, nil
 }
 
+// Release lets go of the interior factor's values and the complement's
+// work space (Cholesky.Release) until the next Factorize, which makes them
+// again; the solves need a Factorize first.
+func (p *SchurPart) Release() {
+	p.chol.Release()
+	p.wtw = nil
+}
+
 // Boundary is the number of boundary blocks; Interior of interior ones.
 func (p *SchurPart) Boundary() int { return p.nB }
 

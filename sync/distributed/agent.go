@@ -458,6 +458,13 @@ func (a *agent) onCommand(data []byte) []byte {
 		if m.Rank != l.x.R {
 			return fail(fmt.Errorf("update at rank %d, agent at %d", m.Rank, l.x.R))
 		}
+		if a.proof != nil {
+			// The rounds make the Newton steps' factor again (prove
+			// let it go); the certificate's factor and the inverse
+			// iteration's vectors wait for the next test instead of
+			// stacking on it.
+			a.proof.Release()
+		}
 		if !a.waitNeeds(m.Needs) {
 			rep.Status, rep.Needs = statusStale, a.unmet(m.Needs)
 			break
