@@ -624,17 +624,13 @@ func (c *certifier) analyze() error {
 	}
 	c.chol, c.anchor = chol, c.lastPose(chol)
 	b, n := c.q.B, c.q.Dim()
-	best, bestW := c.anchor, c.poseWeight(c.anchor)
+	var clique []int
 	for k := n - chol.TrailingClique(); k < n; k++ {
-		i := chol.Pivot(k) / b
-		if (c.free != nil && c.free[i]) || chol.Pivot(k)%b != 0 || k+b > n {
-			continue // a landmark, or not the start of a block wholly inside
-		}
-		if w := c.poseWeight(i); w < bestW {
-			best, bestW = i, w
+		if chol.Pivot(k)%b == 0 && k+b <= n { // the start of a block wholly inside
+			clique = append(clique, chol.Pivot(k)/b)
 		}
 	}
-	if best != c.anchor {
+	if best := c.lightest(c.anchor, clique); best != c.anchor {
 		perm := make([]int, 0, n)
 		for _, p := range chol.Perm() {
 			if p/b != best {
@@ -651,6 +647,23 @@ func (c *certifier) analyze() error {
 	c.weightAnchor = c.poseWeight(c.anchor)
 	c.floor = math.Min(c.cost(shift{anchor: true, sigma: 10 * c.eigTol}), c.cost(shift{sigma: c.eigTol}))
 	return nil
+}
+
+// lightest returns the anchor analyze chooses: among the poses of the
+// trailing clique, the one that is not a landmark and whose shift costs
+// the bound least (poseWeight), or last, the pose the order eliminates
+// last, when none is strictly lighter.
+func (c *certifier) lightest(last int, clique []int) int {
+	best, bestW := last, c.poseWeight(last)
+	for _, i := range clique {
+		if c.free != nil && c.free[i] {
+			continue
+		}
+		if w := c.poseWeight(i); w < bestW {
+			best, bestW = i, w
+		}
+	}
+	return best
 }
 
 // anchorLast returns Q's order perm and its block analysis sym with the
@@ -681,14 +694,7 @@ func anchorLast(q *sparse.BlockSym, d int, perm []int, sym *sparse.BlockSymbolic
 	if last < 0 {
 		return perm, sym
 	}
-	best, bestW := last, c.poseWeight(last)
-	for k := nb - sym.TrailingClique(); k < nb; k++ {
-		if i := order[k]; !isFree(i) {
-			if w := c.poseWeight(i); w < bestW {
-				best, bestW = i, w
-			}
-		}
-	}
+	best := c.lightest(last, order[nb-sym.TrailingClique():])
 	if best == last {
 		return perm, sym
 	}
