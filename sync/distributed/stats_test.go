@@ -3,6 +3,8 @@ package distributed
 import (
 	"context"
 	"encoding/json"
+	gosync "sync"
+	"sync/atomic"
 	"testing"
 
 	bsync "github.com/bcmsync/bcmsync/sync"
@@ -96,6 +98,36 @@ func TestStatsReport(t *testing.T) {
 	for k, a := range mo.AgentOptions {
 		if a != (agentRecord{Sweeps: 2, NewtonSteps: 1, MaxInner: 2, Wait: 2}) {
 			t.Errorf("agent %d reported options %+v", k, a)
+		}
+	}
+}
+
+// Every reply carries the agent's peak so far, the last ones of a run (the
+// certificate and the rounding by parts) included: an agent whose measure
+// rises with each reply is reported at the value of its last reply before
+// the run's stop, the one reply the statistics do not see.
+func TestEveryReplyCarriesPeak(t *testing.T) {
+	g, _, p := lattice(t, 200, 10, 13, 4)
+	bus := NewMemBus()
+	calls := make([]atomic.Int64, p.K)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg gosync.WaitGroup
+	for k := 0; k < p.K; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			RunAgent(ctx, bus, g, p, k, AgentOptions{PeakRSS: func() int64 { return calls[k].Add(1) }})
+		}()
+	}
+	res, st, err := Solve(ctx, bus, g, p, Options{})
+	if err != nil || !res.Certified {
+		t.Fatalf("%v", err)
+	}
+	wg.Wait() // the agents have answered their stop
+	for k := range calls {
+		if got, want := st.AgentRSS[k], calls[k].Load()-1; got != want || want < 2 {
+			t.Errorf("agent %d: reported %d, want %d: the measure of its last reply before the stop (one measure per reply)", k, got, want)
 		}
 	}
 }
