@@ -298,8 +298,10 @@ func TestFactorizeBlocksFrom(t *testing.T) {
 	t.Logf("%d of %d supernodes copied, %d with their rows reordered", copied, total, permuted)
 }
 
-// TestFactorizeBlocksFromTop checks a factor large enough for the
-// concurrent schedule (tasks and a top, which is always computed).
+// TestFactorizeBlocksFromTop checks factors large enough for the
+// concurrent schedule: a random graph (one task, its root supernode too
+// heavy for a top) and a lattice, whose small separators make independent
+// tasks below a sequential top, the part that is always computed.
 func TestFactorizeBlocksFromTop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	g0 := newRefGraph(rng, 600, 3, 0.006)
@@ -315,6 +317,49 @@ func TestFactorizeBlocksFromTop(t *testing.T) {
 		t.Fatalf("%d of %d supernodes copied, %d with their rows reordered", st.Copied, st.Supernodes, st.Permuted)
 	}
 	t.Logf("%d of %d supernodes copied (%d with their rows reordered), %.3g of %.3g flops", st.Copied, st.Supernodes, st.Permuted, st.CopiedFlops, st.Flops)
+
+	// A 40 x 40 lattice; the step changes one edge's block in a corner and
+	// adds a vertex beside it, so that most tasks are copied, the corner's
+	// path to the roots is not, and the top must be computed.
+	const side = 40
+	lat := &refGraph{b: 3, edges: map[[2]int][]float64{}}
+	for v := 0; v < side*side; v++ {
+		lat.addVertex(rng)
+	}
+	for r := 0; r < side; r++ {
+		for c := 0; c < side; c++ {
+			if c+1 < side {
+				lat.addEdge(rng, r*side+c, r*side+c+1)
+			}
+			if r+1 < side {
+				lat.addEdge(rng, r*side+c, (r+1)*side+c)
+			}
+		}
+	}
+	lat1 := lat.clone()
+	delete(lat1.edges, [2]int{0, 1})
+	lat1.addEdge(rng, 0, 1)
+	v := lat1.addVertex(rng)
+	lat1.addEdge(rng, side, v)
+	touched = make([]bool, lat1.n)
+	touched[0], touched[1], touched[side], touched[v] = true, true, true, true
+	q := lat1.matrix(nil)
+	sym, err := AnalyzeBlockPattern(q, BlockOrder(q, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sym.Analyze(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.sn.top) == 0 || len(c.sn.tasks) < 2 {
+		t.Fatalf("the lattice's factor has %d tasks and %d top supernodes: the case checks no concurrent schedule", len(c.sn.tasks), len(c.sn.top))
+	}
+	st = refactorStep(t, "lattice", lat, lat1, nil, nil, touched, false)
+	if st.Copied == 0 || st.Copied == st.Supernodes {
+		t.Fatalf("lattice: %d of %d supernodes copied", st.Copied, st.Supernodes)
+	}
+	t.Logf("lattice: %d of %d supernodes copied (%d with their rows reordered), %.3g of %.3g flops", st.Copied, st.Supernodes, st.Permuted, st.CopiedFlops, st.Flops)
 }
 
 // TestFactorizeBlocksFromThreshold checks that a copied pivot the grown
