@@ -60,12 +60,11 @@ func (f *partFlags) overlapHops() int {
 	return h
 }
 
-// args returns the flags that make an agent process build the same problem.
-func (f *partFlags) args() []string {
-	a := []string{"--agents", strconv.Itoa(f.agents), "--split", f.split, "--subject", f.subject, "--overlap", f.overlap}
-	if f.partition != "" {
-		a = append(a, "--partition", f.partition)
-	}
+// args returns the flags that make an agent process of a run of k parts
+// build the same problem. Not the split: the partition is sent to the
+// agents when they join, and k bounds their --part.
+func (f *partFlags) args(k int) []string {
+	a := []string{"--agents", strconv.Itoa(k), "--subject", f.subject, "--overlap", f.overlap}
 	sf := &f.solve
 	for _, b := range []struct {
 		on   bool
@@ -263,6 +262,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if natsLink == nil {
 		return execNATS("agent", args)
 	}
+	// The coordinator sends the partition: say so to a user who gave one
+	// here expecting it to count (after the hand-over to bcmsync-nats, so
+	// that it is said once).
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "split" || fl.Name == "partition" {
+			fmt.Fprintf(stderr, "bcmsync agent: --%s is not read by an agent: the partition is the coordinator's (bcmsync distributed), sent when the agent joins\n", fl.Name)
+		}
+	})
 	key, err := sec.readKey(stderr, os.Getenv(spawnedEnv) == "")
 	if err != nil {
 		return err
@@ -457,7 +464,7 @@ func runDistributed(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 		for k := 0; k < p.K; k++ {
-			a := append([]string{"agent", "--nats", serverURL, "--part", strconv.Itoa(k)}, f.args()...)
+			a := append([]string{"agent", "--nats", serverURL, "--part", strconv.Itoa(k)}, f.args(p.K)...)
 			a = append(a, agentArgs...)
 			cmd := exec.Command(exe, append(a, abs)...)
 			cmd.Stdout, cmd.Stderr = stderr, stderr

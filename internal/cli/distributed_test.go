@@ -303,3 +303,19 @@ func TestDistributedAgentDiesAndResume(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// An agent does not read --split or --partition (the coordinator sends
+// the partition) and says so, once; the agents distributed starts are
+// not given them, so they say nothing (TestDistributedCommand's runs).
+func TestAgentIgnoresSplitAloud(t *testing.T) {
+	dir := t.TempDir()
+	in := demoFile(t, dir, "in.g2o")
+	for _, flag := range [][]string{{"--partition", in}, {"--split", "bfs"}} {
+		args := append([]string{"agent", "--nats", "nats://127.0.0.1:1", "--agents", "2", "--part", "0"}, flag...)
+		code, _, stderr := runCmd(append(args, in)...)
+		want := "bcmsync agent: " + flag[0] + " is not read by an agent"
+		if code == 0 || strings.Count(stderr, want) != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want an error (no server) and %q once", flag, code, stderr, want)
+		}
+	}
+}
