@@ -15,9 +15,9 @@ import (
 // block (and every block pair is present).
 type schurCase struct {
 	nI, nB, b, lone int
-	dens          float64
-	all           bool
-	grid          int // > 0: a grid x grid x grid lattice whose last face is the boundary (nI, nB ignored)
+	dens            float64
+	all             bool
+	grid            int // > 0: a grid x grid x grid lattice whose last face is the boundary (nI, nB ignored)
 }
 
 func (c schurCase) String() string {
