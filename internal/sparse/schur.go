@@ -53,9 +53,8 @@ type SchurPart struct {
 	coup    [][]coupling
 	coupVal []float64
 	// bb lists the positions of blocks (nI+j, nI+j') of the part's matrix.
-	bb  []bbEntry
-	wtw []float64 // work space of the Schur complement: W^T W
-	wr  *schurReach
+	bb []bbEntry
+	wr *schurReach // W's structure, made by the first Factorize
 	// minPivot and maxDiag are the last Factorize's smallest interior
 	// pivot (+Inf without interior) and largest |diagonal entry| of the
 	// whole part.
@@ -113,12 +112,12 @@ func NewSchurPart(a *BlockSym, nInterior int) (*SchurPart, error) {
 	return p, nil
 }
 
-// Release lets go of the interior factor's values and the complement's
-// work space (Cholesky.Release) until the next Factorize, which makes them
-// again; the solves need a Factorize first.
+// Release lets go of the interior factor's values (Cholesky.Release)
+// until the next Factorize, which makes them again; the solves need a
+// Factorize first. W and the complement's work space live in Factorize
+// only.
 func (p *SchurPart) Release() {
 	p.chol.Release()
-	p.wtw = nil // W's structure (reach) is the pattern's, and kept
 }
 
 // Boundary is the number of boundary blocks; Interior of interior ones.
@@ -196,8 +195,10 @@ func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
 // at a time, the solve's own group of right-hand sides, so W's values are
 // the bits a solve of all columns at once gives (TestForwardMany), and
 // W^T W is the sum over the supernodes s of W_s^T W_s, each product by
-// the factorization's kernel (gemmNT), summed in increasing s and
-// mirrored from one triangle, so exactly symmetric.
+// the factorization's kernel (gemmNT) and subtracted from t in increasing
+// s, as a left-looking factorization subtracts its descendants' updates;
+// one triangle of each product is subtracted from both of t's, so t is
+// exactly symmetric (as A_BB is).
 func (p *SchurPart) complement(t []float64) {
 	b, m := p.b, p.nB*p.b
 	r := p.reach()
@@ -206,12 +207,6 @@ func (p *SchurPart) complement(t []float64) {
 		return
 	}
 	w := p.packedW(r)
-	// wtw's lower triangle accumulates W^T W over W's nc columns.
-	if cap(p.wtw) < nc*nc {
-		p.wtw = make([]float64, nc*nc)
-	}
-	wtw := p.wtw[:nc*nc]
-	clear(wtw)
 	prod := make([]float64, r.maxCols*b*r.maxCols*b)
 	for s := 0; s+1 < len(r.first); s++ {
 		cs := r.cols[r.colPtr[s]:r.colPtr[s+1]]
@@ -221,23 +216,17 @@ func (p *SchurPart) complement(t []float64) {
 		ms, ns := len(cs)*b, r.first[s+1]-r.first[s]
 		ws := w[r.valPtr[s]:r.valPtr[s+1]] // W_s^T, row-major: ms rows of ns
 		gemmNT(ms, ms, ns, 1, ws, ns, ws, ns, 0, prod[:ms*ms], ms)
+		// One triangle of the product, subtracted from both of t's: t
+		// stays as symmetric as A_BB.
 		for x1 := 0; x1 < ms; x1++ {
-			g1 := int(cs[x1/b])*b + x1%b
-			row := wtw[g1*nc:]
-			for x2 := 0; x2 <= x1; x2++ {
-				row[int(cs[x2/b])*b+x2%b] += prod[x1*ms+x2]
-			}
-		}
-	}
-	for q1 := 0; q1 < nc; q1++ {
-		c1 := r.bcols[q1/b]*b + q1%b
-		for q2 := 0; q2 <= q1; q2++ {
-			c2 := r.bcols[q2/b]*b + q2%b
-			v := wtw[q1*nc+q2]
-			t[c1*m+c2] -= v
-			if c1 != c2 {
+			c1 := r.bcols[cs[x1/b]]*b + x1%b
+			for x2 := 0; x2 < x1; x2++ {
+				c2 := r.bcols[cs[x2/b]]*b + x2%b
+				v := prod[x1*ms+x2]
+				t[c1*m+c2] -= v
 				t[c2*m+c1] -= v
 			}
+			t[c1*m+c1] -= prod[x1*ms+x1]
 		}
 	}
 }
