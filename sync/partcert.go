@@ -175,6 +175,13 @@ func (p *PartCertifier) Release() {
 	p.eig = nil
 }
 
+// WSize reports the size, in values, of the matrix W = L_I^-1 M_IB the
+// last Factor formed its Schur complement from, as it was stored (by the
+// reach of its columns in the interior's elimination tree,
+// sparse.SchurPart) and as a dense matrix would hold it: the memory the
+// certificate by parts costs a part beside its interior factor.
+func (p *PartCertifier) WSize() (stored, dense int) { return p.part.WStats() }
+
 // Factor builds the part's rows of D S D plus the shift sh (with the last
 // Lambda's blocks) and factors their interior block.
 func (p *PartCertifier) Factor(sh ProofShift) (*PartProof, error) {
