@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // A domain-decomposition Cholesky factors a symmetric block matrix A whose
@@ -232,13 +233,73 @@ func (p *SchurPart) complement(t []float64) {
 }
 
 // packedW returns W = L_I^-1 P A_IB stored by r (see schurReach), from the
-// last Factorize.
+// last Factorize. A group of schurChunk columns at a time, the forward
+// solve runs on the supernodes their columns reach only
+// (supernodes.forwardNodes): on a lattice's part they are about 1% of
+// L_I, which a whole solve per group would read every time.
 func (p *SchurPart) packedW(r *schurReach) []float64 {
 	b := p.b
 	nc := len(r.bcols) * b
 	n := p.nI * b
 	w := make([]float64, r.valPtr[len(r.valPtr)-1])
 	chunk := min(nc, schurChunk)
+	if p.chol.simplicial {
+		p.packedWDense(r, w, chunk)
+		return w
+	}
+	pinv := p.chol.pinv
+	y := make([]float64, n*chunk) // interleaved, pivot order; zero outside the last group's reach
+	ns := len(r.first) - 1
+	mark := make([]int, ns)
+	for s := range mark {
+		mark[s] = -1
+	}
+	var nodes []int32
+	for q0 := 0; q0 < nc; q0 += chunk {
+		k := min(chunk, nc-q0)
+		nodes = nodes[:0]
+		for q := q0; q < q0+k; q++ {
+			jb, e := q/b, q%b
+			for x := r.reachPtr[jb]; x < r.reachPtr[jb+1]; x++ {
+				if s := r.reachNode[x]; mark[s] != q0 {
+					mark[s] = q0
+					nodes = append(nodes, s)
+				}
+			}
+			j, t := r.bcols[jb], q-q0
+			for _, c := range p.coup[j] {
+				blk := p.coupVal[c.v : c.v+b*b] // block (j, i): row e is column e of A_IB's block (i, j)
+				for f := 0; f < b; f++ {
+					y[int(pinv[c.i*b+f])*k+t] = blk[e*b+f]
+				}
+			}
+		}
+		slices.Sort(nodes)
+		p.chol.sn.forwardNodes(y[:n*k], k, nodes)
+		for q := q0; q < q0+k; q++ {
+			jb, e, t := q/b, q%b, q-q0
+			for x := r.reachPtr[jb]; x < r.reachPtr[jb+1]; x++ {
+				s, pos := int(r.reachNode[x]), int(r.reachPos[x])
+				f, l := r.first[s], r.first[s+1]
+				dst := w[r.valPtr[s]+(pos*b+e)*(l-f):]
+				for i := f; i < l; i++ {
+					dst[i-f] = y[i*k+t]
+				}
+			}
+		}
+		for _, s := range nodes {
+			clear(y[r.first[s]*k : r.first[s+1]*k])
+		}
+	}
+	return w
+}
+
+// packedWDense is packedW for a simplicial factor: whole forward solves
+// (Cholesky.ForwardMany), chunk columns at a time.
+func (p *SchurPart) packedWDense(r *schurReach, w []float64, chunk int) {
+	b := p.b
+	nc := len(r.bcols) * b
+	n := p.nI * b
 	rhs := make([]float64, n*chunk)
 	sol := make([]float64, n*chunk)
 	for q0 := 0; q0 < nc; q0 += chunk {
@@ -249,7 +310,7 @@ func (p *SchurPart) packedW(r *schurReach) []float64 {
 			j, e := r.bcols[q/b], q%b
 			xq := x[(q-q0)*n : (q-q0+1)*n]
 			for _, c := range p.coup[j] {
-				blk := p.coupVal[c.v : c.v+b*b] // block (j, i): row e is column e of A_IB's block (i, j)
+				blk := p.coupVal[c.v : c.v+b*b]
 				copy(xq[c.i*b:(c.i+1)*b], blk[e*b:(e+1)*b])
 			}
 		}
@@ -265,7 +326,6 @@ func (p *SchurPart) packedW(r *schurReach) []float64 {
 			}
 		}
 	}
-	return w
 }
 
 // schurChunk is the number of A_IB's columns SchurPart.Factorize solves

@@ -95,6 +95,32 @@ func (sn *supernodes) solveHalves(y []float64, k int, backward bool) {
 	p.y = nil
 }
 
+// forwardNodes is forwardK on the supernodes nodes only (increasing): for
+// right-hand sides nonzero only on their rows, when nodes holds every
+// ancestor of each of them (the rows' reach in the elimination tree), the
+// other rows of L^-1 y are zero and no other supernode is touched. Each
+// supernode runs as a top supernode would (forwardTop): the bits differ
+// from forwardK's, which sums a subtree's updates of the rows above it
+// apart, by the rounding of that order.
+func (sn *supernodes) forwardNodes(y []float64, k int, nodes []int32) {
+	if k > manyBlock {
+		panic("sparse: supernodal solve of more than manyBlock right-hand sides at once")
+	}
+	if sn.sched == nil {
+		sn.sched = sn.newSolveSchedule(solveSplitMin)
+	}
+	p := sn.sched
+	p.y, p.k = y, k
+	p.scratch(1)
+	for _, s := range nodes {
+		sn.forwardTop(int(s))
+	}
+	p.quit.Store(true)
+	p.wg.Wait()
+	p.quit.Store(false)
+	p.y = nil
+}
+
 // forwardTask runs the forward solve of task t.
 func (sn *supernodes) forwardTask(t int, tmp []float64) {
 	p := sn.sched
