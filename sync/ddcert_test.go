@@ -420,14 +420,26 @@ func TestPartCertifierRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, pc := range lp.pcs {
+		// The rows, their analysis and the complement are made by the
+		// first Factor and let go by Release (an agent's rounds come
+		// between its set-up and its first test).
+		if pc.a != nil || pc.part != nil || pc.schur != nil {
+			t.Fatalf("part %d: the certificate's rows made before a Factor", k)
+		}
 		for _, sh := range []ProofShift{{Sigma: 1e-3, Anchor: lp.anchor}, {Tau: 1, Anchor: lp.anchor}} {
 			first, err := pc.Factor(sh)
 			if err != nil {
 				t.Fatal(err)
 			}
+			if stored, dense := pc.WSize(); pc.nI > 0 && (stored <= 0 || stored > dense) {
+				t.Fatalf("part %d: W of %d values stored, %d dense", k, stored, dense)
+			}
 			want := *first
 			want.Schur = slices.Clone(first.Schur)
 			pc.Release()
+			if pc.a != nil || pc.part != nil || pc.schur != nil {
+				t.Fatalf("part %d: Release kept the certificate's rows", k)
+			}
 			if _, err := pc.EigReduce(1); err == nil {
 				t.Fatalf("part %d: the inverse iteration solved with a released factor", k)
 			}

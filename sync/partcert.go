@@ -113,6 +113,20 @@ func NewPartCertifier(q *blockmat.BlockSym, ids []int, nOwn, d, anchor int) (*Pa
 			p.nI = len(p.order)
 		}
 	}
+	return p, nil
+}
+
+// rows makes the part's rows of D S D in the interior-first order, their
+// analysis and the complement's array, which Release lets go of. They are
+// made by the first Factor, not by NewPartCertifier: an agent sets its
+// certificate up (its boundary poses and cross blocks) before its rounds,
+// and these, 14 MB for a part of 12,000 poses in 3-D, would sit under the
+// rounds' own peak until the first test.
+func (p *PartCertifier) rows() error {
+	if p.part != nil {
+		return nil
+	}
+	q, nOwn, b := p.q, p.nOwn, p.b
 	at := make([]int, nOwn)
 	for x, i := range p.order {
 		at[i] = x
@@ -126,21 +140,20 @@ func NewPartCertifier(q *blockmat.BlockSym, ids []int, nOwn, d, anchor int) (*Pa
 			}
 		}
 	}
-	p.a = bb.Build()
-	p.src = make([]int, len(p.a.ColIdx))
+	a := bb.Build()
+	src := make([]int, len(a.ColIdx))
 	for x := 0; x < nOwn; x++ {
-		for k := p.a.RowPtr[x]; k < p.a.RowPtr[x+1]; k++ {
-			p.src[k] = q.Find(p.order[x], p.order[p.a.ColIdx[k]])
+		for k := a.RowPtr[x]; k < a.RowPtr[x+1]; k++ {
+			src[k] = q.Find(p.order[x], p.order[a.ColIdx[k]])
 		}
 	}
-	var err error
-	if p.part, err = sparse.NewSchurPart(p.a, p.nI); err != nil {
-		return nil, fmt.Errorf("sync: part certificate: %w", err)
+	part, err := sparse.NewSchurPart(a, p.nI)
+	if err != nil {
+		return fmt.Errorf("sync: part certificate: %w", err)
 	}
 	nb := (nOwn - p.nI) * b
-	p.schur = make([]float64, nb*nb)
-	p.lam = make([]float64, nOwn*d*d)
-	return p, nil
+	p.a, p.src, p.part, p.schur = a, src, part, make([]float64, nb*nb)
+	return nil
 }
 
 // Lambda computes the own poses' Lambda blocks at x (the part's blocks:
@@ -148,6 +161,9 @@ func NewPartCertifier(q *blockmat.BlockSym, ids []int, nOwn, d, anchor int) (*Pa
 // the sum of their traces, the part's share of tr(Lambda).
 func (p *PartCertifier) Lambda(x *blockmat.Blocks) float64 {
 	r, b, d := x.R, p.b, p.d
+	if p.lam == nil {
+		p.lam = make([]float64, p.nOwn*d*d)
+	}
 	if len(p.nq) != r*b {
 		p.nq = make([]float64, r*b)
 	}
@@ -164,15 +180,29 @@ func (p *PartCertifier) Lambda(x *blockmat.Blocks) float64 {
 	return tr
 }
 
-// Release lets go of what the last Factor and the inverse iteration made
-// (the interior factor's values, the complement's work space, the
-// iteration's vectors) until the next Factor: the agent's rounds, which
-// make the Newton steps' factor again, need none of it (an escape ends
-// before they start), and held, it stacked on that factor.
+// Release lets go of what Factor and the inverse iteration made (the
+// part's rows of D S D, their interior's analysis and factor, the
+// complement, the iteration's vectors) until the next Factor, which makes
+// them again, bit for bit: the agent's rounds, which make the Newton
+// steps' factor again, need none of it (an escape ends before they
+// start), and held, it stacked on that factor. The Lambda blocks stay.
 func (p *PartCertifier) Release() {
-	p.part.Release()
+	p.a, p.src, p.part, p.schur = nil, nil, nil, nil
 	p.tauFactor = false
 	p.eig = nil
+}
+
+// WSize reports the size, in values, of the matrix W = L_I^-1 M_IB the
+// last Factor formed its Schur complement from, as it was stored (by the
+// reach of its columns in the interior's elimination tree,
+// sparse.SchurPart) and as a dense matrix would hold it: the memory the
+// certificate by parts costs a part beside its interior factor.
+// Both are 0 when the rows are not made (before Factor, after Release).
+func (p *PartCertifier) WSize() (stored, dense int) {
+	if p.part == nil {
+		return 0, 0
+	}
+	return p.part.WStats()
 }
 
 // Factor builds the part's rows of D S D plus the shift sh (with the last
@@ -180,6 +210,9 @@ func (p *PartCertifier) Release() {
 func (p *PartCertifier) Factor(sh ProofShift) (*PartProof, error) {
 	if !p.haveLam {
 		return nil, errors.New("sync: PartCertifier.Factor before Lambda")
+	}
+	if err := p.rows(); err != nil {
+		return nil, err
 	}
 	b, d := p.b, p.d
 	a := p.a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // A domain-decomposition Cholesky factors a symmetric block matrix A whose
@@ -53,8 +54,8 @@ type SchurPart struct {
 	coup    [][]coupling
 	coupVal []float64
 	// bb lists the positions of blocks (nI+j, nI+j') of the part's matrix.
-	bb  []bbEntry
-	wtw []float64 // work space of the Schur complement: W^T W
+	bb []bbEntry
+	wr *schurReach // W's structure, made by the first Factorize
 	// minPivot and maxDiag are the last Factorize's smallest interior
 	// pivot (+Inf without interior) and largest |diagonal entry| of the
 	// whole part.
@@ -112,12 +113,12 @@ func NewSchurPart(a *BlockSym, nInterior int) (*SchurPart, error) {
 	return p, nil
 }
 
-// Release lets go of the interior factor's values and the complement's
-// work space (Cholesky.Release) until the next Factorize, which makes them
-// again; the solves need a Factorize first.
+// Release lets go of the interior factor's values (Cholesky.Release)
+// until the next Factorize, which makes them again; the solves need a
+// Factorize first. W and the complement's work space live in Factorize
+// only.
 func (p *SchurPart) Release() {
 	p.chol.Release()
-	p.wtw = nil
 }
 
 // Boundary is the number of boundary blocks; Interior of interior ones.
@@ -176,68 +177,258 @@ func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
 		return err
 	}
 	p.minCol, p.minPivot = p.chol.MinPivot()
-	// W = L_I^-1 P A_IB, then t -= W^T W: the Schur complement as the
-	// factorization of the whole matrix in this order computes it (the
-	// rows of L below the interior are W^T), with the rounding of one
-	// triangular solve. Boundary blocks with no interior neighbour have
-	// zero columns.
-	n := nI * b
-	var cols []int
-	for j := 0; j < nB; j++ {
-		if len(p.coup[j]) == 0 {
-			continue
-		}
-		for e := 0; e < b; e++ {
-			cols = append(cols, j*b+e)
-		}
-	}
-	nc := len(cols)
-	// W is dense, n nc doubles (190 MB for an agent of 12,000 interior
-	// and 125 boundary poses in 3-D), and lives in this call only: kept,
-	// it sat under everything the part did next (its rounding, the next
-	// level's steps). A_IB's columns go through the forward solve
-	// schurChunk at a time instead of all at once (another n nc doubles);
-	// schurChunk is a multiple of the solve's own group of right-hand
-	// sides, so W is the same to the bit.
-	w := make([]float64, n*nc)
-	chunk := min(nc, schurChunk)
-	rhs := make([]float64, n*chunk)
-	for q0 := 0; q0 < nc; q0 += chunk {
-		k := min(chunk, nc-q0)
-		r := rhs[:n*k]
-		clear(r)
-		for q, col := range cols[q0 : q0+k] {
-			j, e := col/b, col%b
-			x := r[q*n : (q+1)*n]
-			for _, c := range p.coup[j] {
-				blk := p.coupVal[c.v : c.v+b*b] // block (j, i): row e is column e of A_IB's block (i, j)
-				for f := 0; f < b; f++ {
-					x[c.i*b+f] = blk[e*b+f]
-				}
-			}
-		}
-		p.chol.ForwardMany(w[q0*n:(q0+k)*n], r, k)
-	}
-	// W^T W by the factorization's product kernel: w holds W's columns
-	// contiguously, W^T row-major. Every entry is summed in one fixed
-	// order, so the product is exactly symmetric.
-	if cap(p.wtw) < nc*nc {
-		p.wtw = make([]float64, nc*nc)
-	}
-	wtw := p.wtw[:nc*nc]
-	gemmNT(nc, nc, n, 1, w, n, w, n, 0, wtw, nc)
-	for q1, c1 := range cols {
-		for q2, c2 := range cols {
-			t[c1*m+c2] -= wtw[q1*nc+q2]
-		}
-	}
+	p.complement(t)
 	return nil
 }
 
+// complement subtracts W^T W from t, W = L_I^-1 P A_IB: the Schur
+// complement as the factorization of the whole part in this order
+// computes it (the rows of L below the interior are W^T), with the
+// rounding of one triangular solve. Boundary blocks with no interior
+// neighbour have zero columns and are left out.
+//
+// W is stored by supernode of L_I (schurReach): column q of W is nonzero
+// only on the supernodes its right-hand side's rows reach in the
+// elimination tree (the forward solve leaves the other rows exactly
+// zero), so W takes nnz of its reach, not n_I b times its columns (a
+// dense W was 190 MB for a part of 12,000 interior and 125 boundary
+// poses in 3-D). A_IB's columns go through the forward solve schurChunk
+// at a time, the solve's own group of right-hand sides, so W's values are
+// the bits a solve of all columns at once gives (TestForwardMany), and
+// W^T W is the sum over the supernodes s of W_s^T W_s, each product by
+// the factorization's kernel (gemmNT) and subtracted from t in increasing
+// s, as a left-looking factorization subtracts its descendants' updates;
+// one triangle of each product is subtracted from both of t's, so t is
+// exactly symmetric (as A_BB is).
+func (p *SchurPart) complement(t []float64) {
+	b, m := p.b, p.nB*p.b
+	r := p.reach()
+	nc := len(r.bcols) * b
+	if nc == 0 {
+		return
+	}
+	w := p.packedW(r)
+	prod := make([]float64, r.maxCols*b*r.maxCols*b)
+	for s := 0; s+1 < len(r.first); s++ {
+		cs := r.cols[r.colPtr[s]:r.colPtr[s+1]]
+		if len(cs) == 0 {
+			continue
+		}
+		ms, ns := len(cs)*b, r.first[s+1]-r.first[s]
+		ws := w[r.valPtr[s]:r.valPtr[s+1]] // W_s^T, row-major: ms rows of ns
+		gemmNT(ms, ms, ns, 1, ws, ns, ws, ns, 0, prod[:ms*ms], ms)
+		// One triangle of the product, subtracted from both of t's: t
+		// stays as symmetric as A_BB.
+		for x1 := 0; x1 < ms; x1++ {
+			c1 := r.bcols[cs[x1/b]]*b + x1%b
+			for x2 := 0; x2 < x1; x2++ {
+				c2 := r.bcols[cs[x2/b]]*b + x2%b
+				v := prod[x1*ms+x2]
+				t[c1*m+c2] -= v
+				t[c2*m+c1] -= v
+			}
+			t[c1*m+c1] -= prod[x1*ms+x1]
+		}
+	}
+}
+
+// packedW returns W = L_I^-1 P A_IB stored by r (see schurReach), from the
+// last Factorize. A group of schurChunk columns at a time, the forward
+// solve runs on the supernodes their columns reach only
+// (supernodes.forwardNodes): on a lattice's part they are about 1% of
+// L_I, which a whole solve per group would read every time.
+func (p *SchurPart) packedW(r *schurReach) []float64 {
+	b := p.b
+	nc := len(r.bcols) * b
+	n := p.nI * b
+	w := make([]float64, r.valPtr[len(r.valPtr)-1])
+	chunk := min(nc, schurChunk)
+	if p.chol.simplicial {
+		p.packedWDense(r, w, chunk)
+		return w
+	}
+	pinv := p.chol.pinv
+	y := make([]float64, n*chunk) // interleaved, pivot order; zero outside the last group's reach
+	ns := len(r.first) - 1
+	mark := make([]int, ns)
+	for s := range mark {
+		mark[s] = -1
+	}
+	var nodes []int32
+	for q0 := 0; q0 < nc; q0 += chunk {
+		k := min(chunk, nc-q0)
+		nodes = nodes[:0]
+		for q := q0; q < q0+k; q++ {
+			jb, e := q/b, q%b
+			for x := r.reachPtr[jb]; x < r.reachPtr[jb+1]; x++ {
+				if s := r.reachNode[x]; mark[s] != q0 {
+					mark[s] = q0
+					nodes = append(nodes, s)
+				}
+			}
+			j, t := r.bcols[jb], q-q0
+			for _, c := range p.coup[j] {
+				blk := p.coupVal[c.v : c.v+b*b] // block (j, i): row e is column e of A_IB's block (i, j)
+				for f := 0; f < b; f++ {
+					y[int(pinv[c.i*b+f])*k+t] = blk[e*b+f]
+				}
+			}
+		}
+		slices.Sort(nodes)
+		p.chol.sn.forwardNodes(y[:n*k], k, nodes)
+		for q := q0; q < q0+k; q++ {
+			jb, e, t := q/b, q%b, q-q0
+			for x := r.reachPtr[jb]; x < r.reachPtr[jb+1]; x++ {
+				s, pos := int(r.reachNode[x]), int(r.reachPos[x])
+				f, l := r.first[s], r.first[s+1]
+				dst := w[r.valPtr[s]+(pos*b+e)*(l-f):]
+				for i := f; i < l; i++ {
+					dst[i-f] = y[i*k+t]
+				}
+			}
+		}
+		for _, s := range nodes {
+			clear(y[r.first[s]*k : r.first[s+1]*k])
+		}
+	}
+	return w
+}
+
+// packedWDense is packedW for a simplicial factor: whole forward solves
+// (Cholesky.ForwardMany), chunk columns at a time.
+func (p *SchurPart) packedWDense(r *schurReach, w []float64, chunk int) {
+	b := p.b
+	nc := len(r.bcols) * b
+	n := p.nI * b
+	rhs := make([]float64, n*chunk)
+	sol := make([]float64, n*chunk)
+	for q0 := 0; q0 < nc; q0 += chunk {
+		k := min(chunk, nc-q0)
+		x := rhs[:n*k]
+		clear(x)
+		for q := q0; q < q0+k; q++ {
+			j, e := r.bcols[q/b], q%b
+			xq := x[(q-q0)*n : (q-q0+1)*n]
+			for _, c := range p.coup[j] {
+				blk := p.coupVal[c.v : c.v+b*b]
+				copy(xq[c.i*b:(c.i+1)*b], blk[e*b:(e+1)*b])
+			}
+		}
+		p.chol.ForwardMany(sol[:n*k], x, k)
+		for q := q0; q < q0+k; q++ {
+			jb, e := q/b, q%b
+			yq := sol[(q-q0)*n : (q-q0+1)*n]
+			for x := r.reachPtr[jb]; x < r.reachPtr[jb+1]; x++ {
+				s, pos := int(r.reachNode[x]), int(r.reachPos[x])
+				f, l := r.first[s], r.first[s+1]
+				off := r.valPtr[s] + (pos*b+e)*(l-f)
+				copy(w[off:off+l-f], yq[f:l])
+			}
+		}
+	}
+}
+
 // schurChunk is the number of A_IB's columns SchurPart.Factorize solves
-// at a time: a multiple of manyBlock (the forward solve treats groups of
-// manyBlock columns, so any multiple gives the same bits as one call).
-const schurChunk = 4 * manyBlock
+// at a time: the forward solve's own group of right-hand sides (manyBlock;
+// any multiple gives the same bits as one call), so that its work space
+// stays that of one group.
+const schurChunk = manyBlock
+
+// schurReach is the structure of W = L_I^-1 P A_IB by supernode of L_I,
+// from the pattern alone (made once, by the first Factorize). The
+// right-hand side of boundary block j's columns is nonzero on the rows of
+// its interior neighbours, and the forward solve fills, from there, the
+// rows of the supernodes on their paths to the root of the supernodal
+// elimination tree: j's reach. W's values are stored node by node: for
+// supernode s, the columns of the boundary blocks that reach it,
+// cols[colPtr[s]:colPtr[s+1]] (increasing), as a row-major block of
+// len(cols) b rows (W's columns) by the node's columns
+// first[s]..first[s+1]-1 (W's rows, in pivot order), at
+// valPtr[s]:valPtr[s+1].
+type schurReach struct {
+	first          []int   // supernode s holds pivot rows first[s]..first[s+1]-1
+	bcols          []int   // boundary blocks with an interior neighbour: W's column blocks
+	colPtr, valPtr []int   // per supernode
+	cols           []int32 // indices into bcols
+	maxCols        int     // the most column blocks reaching one supernode
+	// The reach of bcols[jb]: supernodes reachNode[reachPtr[jb]:reachPtr[jb+1]],
+	// at position reachPos in each one's cols.
+	reachPtr            []int
+	reachNode, reachPos []int32
+}
+
+// reach returns W's structure, made on first use.
+func (p *SchurPart) reach() *schurReach {
+	if p.wr != nil {
+		return p.wr
+	}
+	b := p.b
+	first, parent := p.chol.forwardTree()
+	ns := len(first) - 1
+	node := make([]int32, p.nI*b) // pivot row -> node
+	for s := 0; s < ns; s++ {
+		for i := first[s]; i < first[s+1]; i++ {
+			node[i] = int32(s)
+		}
+	}
+	pinv := p.chol.pinv
+	r := &schurReach{first: first, colPtr: make([]int, ns+1), valPtr: make([]int, ns+1)}
+	mark := make([]int, ns)
+	for s := range mark {
+		mark[s] = -1
+	}
+	var reachNode []int32
+	r.reachPtr = []int{0}
+	for j, cs := range p.coup {
+		if len(cs) == 0 {
+			continue
+		}
+		jb := len(r.bcols)
+		r.bcols = append(r.bcols, j)
+		for _, c := range cs {
+			for f := 0; f < b; f++ {
+				for s := int(node[pinv[c.i*b+f]]); s != -1 && mark[s] != jb; s = parent[s] {
+					mark[s] = jb
+					reachNode = append(reachNode, int32(s))
+					r.colPtr[s+1]++
+				}
+			}
+		}
+		r.reachPtr = append(r.reachPtr, len(reachNode))
+	}
+	for s := 0; s < ns; s++ {
+		cnt := r.colPtr[s+1]
+		r.maxCols = max(r.maxCols, cnt)
+		r.valPtr[s+1] = r.valPtr[s] + cnt*b*(first[s+1]-first[s])
+		r.colPtr[s+1] += r.colPtr[s]
+	}
+	// Columns of each node in increasing jb, as they were found.
+	r.cols = make([]int32, len(reachNode))
+	r.reachPos = make([]int32, len(reachNode))
+	next := append([]int(nil), r.colPtr[:ns]...)
+	for jb := range r.bcols {
+		for x := r.reachPtr[jb]; x < r.reachPtr[jb+1]; x++ {
+			s := reachNode[x]
+			r.cols[next[s]] = int32(jb)
+			r.reachPos[x] = int32(next[s] - r.colPtr[s])
+			next[s]++
+		}
+	}
+	r.reachNode = reachNode
+	p.wr = r
+	return r
+}
+
+// WStats reports the size of W = L_I^-1 P A_IB as the last Factorize
+// stored it (by its reach) and as a dense matrix would: its n_I b rows
+// times the columns of the boundary blocks with an interior neighbour.
+// Both are 0 before the first Factorize or without interior.
+func (p *SchurPart) WStats() (stored, dense int) {
+	if p.wr == nil {
+		return 0, 0
+	}
+	return p.wr.valPtr[len(p.wr.valPtr)-1], p.nI * p.b * len(p.wr.bcols) * p.b
+}
 
 // MinPivot returns the last Factorize's smallest interior pivot and its
 // coordinate in the part's matrix (+Inf and -1 without interior).

@@ -54,15 +54,7 @@ func (sn *supernodes) forwardK(y []float64, k int) { sn.solveHalves(y, k, false)
 // solveHalves is the forward solve with L and, when backward, the
 // backward solve with L^T.
 func (sn *supernodes) solveHalves(y []float64, k int, backward bool) {
-	if k > manyBlock {
-		panic("sparse: supernodal solve of more than manyBlock right-hand sides at once")
-	}
-	if sn.sched == nil {
-		sn.sched = sn.newSolveSchedule(solveSplitMin)
-	}
-	p := sn.sched
-	p.y, p.k = y, k
-	p.scratch(1)
+	p := sn.solveBegin(y, k)
 	if len(p.tasks) > 0 {
 		if len(p.buf) < len(p.ext)*k {
 			p.buf = make([]float64, len(p.ext)*k)
@@ -89,10 +81,45 @@ func (sn *supernodes) solveHalves(y []float64, k int, backward bool) {
 			p.run(sn, jobTaskBwd, len(p.tasks))
 		}
 	}
+	p.solveEnd()
+}
+
+// solveBegin sets the schedule (made on the first solve) up for a solve
+// of k interleaved right-hand sides in y.
+func (sn *supernodes) solveBegin(y []float64, k int) *solveSchedule {
+	if k > manyBlock {
+		panic("sparse: supernodal solve of more than manyBlock right-hand sides at once")
+	}
+	if sn.sched == nil {
+		sn.sched = sn.newSolveSchedule(solveSplitMin)
+	}
+	p := sn.sched
+	p.y, p.k = y, k
+	p.scratch(1)
+	return p
+}
+
+// solveEnd lets the helpers of a solve go and drops its vector.
+func (p *solveSchedule) solveEnd() {
 	p.quit.Store(true)
 	p.wg.Wait()
 	p.quit.Store(false)
 	p.y = nil
+}
+
+// forwardNodes is forwardK on the supernodes nodes only (increasing): for
+// right-hand sides nonzero only on their rows, when nodes holds every
+// ancestor of each of them (the rows' reach in the elimination tree), the
+// other rows of L^-1 y are zero and no other supernode is touched. Each
+// supernode runs as a top supernode would (forwardTop): the bits differ
+// from forwardK's, which sums a subtree's updates of the rows above it
+// apart, by the rounding of that order.
+func (sn *supernodes) forwardNodes(y []float64, k int, nodes []int32) {
+	p := sn.solveBegin(y, k)
+	for _, s := range nodes {
+		sn.forwardTop(int(s))
+	}
+	p.solveEnd()
 }
 
 // forwardTask runs the forward solve of task t.

@@ -78,9 +78,16 @@ func (a *agent) prove(m, rep *message) error {
 		if len(m.Ints) != 1 {
 			return errors.New("certificate: no anchor")
 		}
+		stored0, _ := pc.WSize()
 		pr, err := pc.Factor(bsync.ProofShift{Sigma: m.F, Mu: m.Grad2, AnchorOnly: m.Norm2 == 1, Anchor: int(m.Ints[0]), Tau: m.Dot})
 		if err != nil {
 			return err
+		}
+		if stored, dense := pc.WSize(); stored0 == 0 && dense > 0 {
+			// W's size, once per level (the first factorization after
+			// the rows are made): the reach that keeps it small.
+			a.opts.Logger.Info("certificate's W", "part", a.k, "boundary_poses", len(pr.Boundary),
+				"w_mb", 8*float64(stored)/1e6, "dense_w_mb", 8*float64(dense)/1e6, "reach", float64(stored)/float64(dense))
 		}
 		if pr.Failed || math.IsNaN(pr.MaxDiag) || math.IsInf(pr.MaxDiag, 0) {
 			rep.Norm2 = 1
