@@ -728,6 +728,7 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 	fPrev := math.Inf(1)
 	f, rel, gnorm = math.NaN(), math.NaN(), math.NaN()
 	agentGrad := make([]float64, c.p.K)
+	shares := make([][4]float64, c.p.K) // each part's F, ||grad||^2, ||2XQ||^2 and momentum test of a round
 	since := 0 // rounds since the momentum's last restart
 	for round := 1; ; round++ {
 		if round > c.opts.MaxRounds {
@@ -784,7 +785,6 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 			}
 		}
 		c.stats.Rounds++
-		var sf, sg, sn, sd float64
 		complete := true
 		err := parallel(all, func(k int) error {
 			rep, err := c.requestHealed(ctx, k, func() *message {
@@ -805,10 +805,7 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 				complete = false
 				return nil
 			}
-			sf += rep.F
-			sg += rep.Grad2
-			sn += rep.Norm2
-			sd += rep.Dot
+			shares[k] = [4]float64{rep.F, rep.Grad2, rep.Norm2, rep.Dot}
 			agentGrad[k] = math.Sqrt(rep.Grad2)
 			return nil
 		})
@@ -817,6 +814,16 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 		}
 		if !complete {
 			continue
+		}
+		// Summed in the parts' order, not the replies': the same run
+		// gives the same F and gradient to the bit, and so takes the
+		// same decisions (restart, stop) on them.
+		var sf, sg, sn, sd float64
+		for _, sh := range shares {
+			sf += sh[0]
+			sg += sh[1]
+			sn += sh[2]
+			sd += sh[3]
 		}
 		if sd > 0 && beta > 0 {
 			// Adaptive restart, by the gradient test: the round's motion

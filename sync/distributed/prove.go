@@ -225,20 +225,23 @@ func (pp *partsProver) ProveLambda(x *blockmat.Blocks) (float64, error) {
 		}
 		c.held = markOf(x)
 	}
-	var mu stdsync.Mutex
-	tr := 0.0
+	parts := make([]float64, c.p.K)
 	err := parallel(allParts(c.p.K), func(k int) error {
 		rep, err := c.request(pp.ctx, k, &message{Op: opProveLambda, Rank: x.R})
 		if err != nil {
 			return err
 		}
-		mu.Lock()
-		tr += rep.F
-		mu.Unlock()
+		parts[k] = rep.F
 		return nil
 	})
 	if err != nil {
 		c.stats.ProofFallbacks++
+	}
+	// Summed in the parts' order, not the replies': the same bits in
+	// every run.
+	tr := 0.0
+	for _, v := range parts {
+		tr += v
 	}
 	return tr, err
 }

@@ -3,9 +3,12 @@ package distributed
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
@@ -128,6 +131,63 @@ func TestEveryReplyCarriesPeak(t *testing.T) {
 	for k := range calls {
 		if got, want := st.AgentRSS[k], calls[k].Load()-1; got != want || want < 2 {
 			t.Errorf("agent %d: reported %d, want %d: the measure of its last reply before the stop (one measure per reply)", k, got, want)
+		}
+	}
+}
+
+// jitterBus delays each reply by a random few hundred microseconds, so
+// that the agents' replies to a command come back in another order in
+// every run.
+type jitterBus struct {
+	Bus
+	mu  gosync.Mutex
+	rng *rand.Rand
+}
+
+func (b *jitterBus) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
+	rep, err := b.Bus.Request(ctx, subject, data)
+	b.mu.Lock()
+	d := time.Duration(b.rng.IntN(300)) * time.Microsecond
+	b.mu.Unlock()
+	time.Sleep(d)
+	return rep, err
+}
+
+// The coordinator sums the parts' shares of F, of the gradient and of
+// tr(Lambda) in the parts' order, so that a run gives the same figures,
+// and takes the same decisions on them, whatever order the replies come
+// in: two runs whose replies come back in different orders record the
+// same rounds to the bit. (Summed as the replies came, the last bits of F
+// and of the relative gradient changed from run to run.)
+func TestSharesSummedInPartOrder(t *testing.T) {
+	g, _, p := lattice(t, 200, 10, 13, 4)
+	run := func(seed uint64) *bsync.Result {
+		bus := &jitterBus{Bus: NewMemBus(), rng: rand.New(rand.NewPCG(seed, 1))}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for k := 0; k < p.K; k++ {
+			go RunAgent(ctx, bus, g, p, k, AgentOptions{})
+		}
+		res, _, err := Solve(ctx, bus, g, p, Options{})
+		if err != nil || !res.Certified {
+			t.Fatalf("%v", err)
+		}
+		return res
+	}
+	a, b := run(1), run(2)
+	if len(a.History) != len(b.History) || len(a.History) == 0 {
+		t.Fatalf("%d and %d records", len(a.History), len(b.History))
+	}
+	for i, ra := range a.History {
+		rb := b.History[i]
+		if math.Float64bits(ra.F) != math.Float64bits(rb.F) || math.Float64bits(ra.RelGrad) != math.Float64bits(rb.RelGrad) {
+			t.Fatalf("record %d: F %v and %v, relative gradient %v and %v", i, ra.F, rb.F, ra.RelGrad, rb.RelGrad)
+		}
+	}
+	for _, v := range [][2]float64{{a.Objective, b.Objective}, {a.RelaxationObjective, b.RelaxationObjective}, {a.DualBound, b.DualBound}} {
+		if math.Float64bits(v[0]) != math.Float64bits(v[1]) {
+			t.Errorf("objective, relaxation objective and bound: %v and %v", []float64{a.Objective, a.RelaxationObjective, a.DualBound}, []float64{b.Objective, b.RelaxationObjective, b.DualBound})
+			break
 		}
 	}
 }
