@@ -729,7 +729,7 @@ func (c *coordinator) level(ctx context.Context, r *bsync.Run, phase string, fir
 	f, rel, gnorm = math.NaN(), math.NaN(), math.NaN()
 	agentGrad := make([]float64, c.p.K)
 	shares := make([][4]float64, c.p.K) // each part's F, ||grad||^2, ||2XQ||^2 and momentum test of a round
-	since := 0 // rounds since the momentum's last restart
+	since := 0                          // rounds since the momentum's last restart
 	for round := 1; ; round++ {
 		if round > c.opts.MaxRounds {
 			return round - 1, "rounds", f, rel, gnorm, nil
