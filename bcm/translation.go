@@ -1,10 +1,12 @@
 package bcm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // transSolver minimizes F jointly over all translation columns p_i with the
@@ -77,6 +79,16 @@ func extTransSolver(n int, ext TranslationSolver) (*transSolver, error) {
 }
 
 func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
+	ts, a := assembleTrans(q, d)
+	if a == nil {
+		return ts, nil
+	}
+	return ts, ts.factor(a)
+}
+
+// assembleTrans returns the step's pose index and its system L_tau, read
+// from Q, unfactored (nil when every pose is its component's anchor).
+func assembleTrans(q *sparse.BlockSym, d int) (*transSolver, *sparse.CSC) {
 	n, b := q.N, q.B
 	// Components by union-find over the pattern of Q.
 	u := graphs.NewUnionFind(n)
@@ -122,14 +134,62 @@ func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
 		}
 		a.ColPtr[cj+1] = len(a.RowIdx)
 	}
+	return ts, a
+}
+
+// factor factors the system a that assembleTrans made.
+func (ts *transSolver) factor(a *sparse.CSC) error {
 	chol, err := sparse.NewCholesky(a)
 	if err != nil {
-		return nil, fmt.Errorf("bcm: translation Laplacian: %w", err)
+		return fmt.Errorf("bcm: translation Laplacian: %w", err)
 	}
 	ts.chol = chol
 	ts.rhs = make([]float64, ts.nfree)
 	ts.x = make([]float64, ts.nfree)
-	return ts, nil
+	return nil
+}
+
+// Translations is the exact joint step over all translations with a
+// factorization of its own, as Solver.StepTranslations makes it, for a
+// caller that makes Q for this step alone: it keeps no reference to Q
+// and factors at its first Step, so that Q can be let go in between and
+// Q and the factor are never live together (sync/distributed's
+// coordinator, whose run holds no Q: 41 MB and a 30 MB factor at 10^5
+// poses in 3-D).
+type Translations struct {
+	ts *transSolver
+	a  *sparse.CSC // the system, until Step factors it
+	d  int
+}
+
+// NewTranslations assembles the step's system, the tau-weighted Laplacian
+// (the (d, d) entries of Q's blocks), from q, a pose problem's Q in
+// dimension d (blocks of size d+1).
+func NewTranslations(q *blockmat.BlockSym, d int) (*Translations, error) {
+	switch {
+	case q == nil:
+		return nil, errors.New("bcm: nil matrix Q")
+	case d < 1 || d > 3:
+		return nil, fmt.Errorf("bcm: dimension d = %d, want 2 or 3", d)
+	case q.B != d+1:
+		return nil, fmt.Errorf("bcm: Q has %d x %d blocks, want %d for poses in dimension %d", q.B, q.B, d+1, d)
+	}
+	ts, a := assembleTrans(q, d)
+	return &Translations{ts: ts, a: a, d: d}, nil
+}
+
+// Step updates the translation columns of x given n = X Q and returns F's
+// decrease, as Solver.StepTranslations does, to the bit: the same system,
+// factored the same way.
+func (t *Translations) Step(x, n *blockmat.Blocks) (float64, error) {
+	if t.a != nil {
+		a := t.a
+		t.a = nil
+		if err := t.ts.factor(a); err != nil {
+			return 0, err
+		}
+	}
+	return t.ts.step(x, n, t.d)
 }
 
 // step updates the translation columns of x given n = X Q and returns

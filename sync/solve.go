@@ -381,7 +381,7 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 		if k >= 0 {
 			t0 := time.Now()
 			xr := g.Lift(centered(res.Poses, d), opts.Problem, d)
-			c, err := cert.checkOnly(newManifold(q, d, d, opts.Threads), xr)
+			c, err := cert.checkOnly(cert.manifold(q, d, opts.Threads), xr)
 			if err != nil {
 				return err
 			}
@@ -532,7 +532,7 @@ func initialLevel(res *Result, st *stages, q *sparse.BlockSym, cert *certifier, 
 		return Level{}, certificate{}, TimeLimit, nil
 	}
 	t0 := time.Now()
-	m := newManifold(q, d, d, opts.Threads)
+	m := cert.manifold(q, d, opts.Threads)
 	c, err := cert.checkOnly(m, x)
 	lv := Level{Rank: d, F: res.InitialObjective, BCMStop: "initial point", RTRStop: "initial point"}
 	lv, err = recordCheck(res, lv, t0, c, err)

@@ -498,8 +498,11 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		if c.last != nil && c.last.R == x.R && c.cost(r, c.last) < c.cost(r, x) {
-			copy(x.Data, c.last.Data)
+		if c.last != nil && c.last.R == x.R {
+			q := r.Q() // made for these two products: the run holds none
+			if cost(q, c.last) < cost(q, x) {
+				copy(x.Data, c.last.Data)
+			}
 		}
 		return out, bsync.Abort(err)
 	}
@@ -557,9 +560,9 @@ func (c *coordinator) checkpoint(x *sparse.Blocks) {
 }
 
 // cost is F(x) = tr(X Q X^T).
-func (c *coordinator) cost(r *bsync.Run, x *sparse.Blocks) float64 {
+func cost(q *sparse.BlockSym, x *sparse.Blocks) float64 {
 	n := sparse.NewBlocks(x.R, x.B, x.N)
-	r.Q().MulBlocks(n, x)
+	q.MulBlocks(n, x)
 	f := 0.0
 	for k, v := range x.Data {
 		f += v * n.Data[k]
@@ -587,16 +590,28 @@ func (c *coordinator) exactTranslations(r *bsync.Run, x *sparse.Blocks) (float64
 	if c.b == c.g.D {
 		return 0, nil
 	}
-	q := r.Q()
-	// Q X and a solver of this call's own: Q X (9 MB at 10^5 poses and
-	// rank 3) and the factor of the whole graph's tau-Laplacian (30 MB)
-	// are garbage before the certificate and the rounding, which peak on
-	// their own boundary systems, instead of living through the run.
-	// Once per level, the factorization is cheap against the level's
-	// rounds, and the same factor gives the same translations.
+	// Q (the run holds none: it certifies by parts, sync.Run.Q makes it),
+	// Q X and a solver of this call's own: Q (41 MB at 10^5 poses in 3-D),
+	// Q X (9 MB at rank 3) and the factor of the whole graph's
+	// tau-Laplacian (30 MB) are garbage before the certificate and the
+	// rounding, which peak on their own boundary systems, instead of
+	// living through the run; and Q is let go before the factor is made
+	// (bcm.Translations), so that the two are never live together. Once
+	// per level, the factorization is cheap against the level's rounds,
+	// and the same factor gives the same translations.
 	n := sparse.NewBlocks(x.R, x.B, x.N)
+	ts, err := translationsOf(r.Q(), x, n, c.g.D)
+	if err != nil {
+		return 0, err
+	}
+	return ts.Step(x, n)
+}
+
+// translationsOf sets n = Q X and assembles the translation step's
+// system from q, whose last use this is.
+func translationsOf(q *sparse.BlockSym, x, n *sparse.Blocks, d int) (*bcm.Translations, error) {
 	q.MulBlocks(n, x)
-	return bcm.New(q, c.g.D, c.opts.Sync.Problem).StepTranslations(x, n)
+	return bcm.NewTranslations(q, d)
 }
 
 // heldMark identifies the point the agents hold by its rank and a SHA-256
