@@ -123,7 +123,7 @@ type Run struct {
 	q *sparse.BlockSym
 	// qMaxDiag is Q's largest diagonal entry, kept when q is let go.
 	qMaxDiag float64
-	perm []int // Q's fill-reducing block order
+	perm     []int // Q's fill-reducing block order
 	// sym is the block analysis of Q's pattern in perm's order (nil when
 	// it failed: each factorization then analyses alone), which every
 	// matrix of that pattern a solve factors shares (symbolic.go); plan is
