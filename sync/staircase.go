@@ -28,7 +28,9 @@ import (
 // shares, the rounding's plan with the translation factor, the
 // certifier's symbolic factorization) in Run, and the optimizer keeps its
 // own (central: the Hessian's analysis and factor, Q's factor), so a
-// solver that keeps both across calls reuses them. The certificate, the escape and the rounding go through Run's own
+// solver that keeps both across calls reuses them. A run whose optimizer
+// certifies and rounds by parts holds none of them (analyse, letQGo): it
+// makes Q when it needs it, and lets it go. The certificate, the escape and the rounding go through Run's own
 // methods (certify, escape, round), the place where an optimizer that
 // does not gather the point would take them over.
 

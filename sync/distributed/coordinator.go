@@ -536,6 +536,10 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 	}
 	copy(x.Data, y.Data)
 	c.held = markOf(y)
+	// The last checkpoint's point was the fallback of a failed round; the
+	// gathered point replaces it, and held it would sit under the
+	// certificate (a copy of X).
+	c.last = nil
 	dec, err := c.exactTranslations(r, x)
 	if err != nil {
 		return out, err
