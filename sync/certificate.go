@@ -132,9 +132,29 @@ type certifier struct {
 // memory, and two copies of Q and three vectors would add to its peak
 // (docs/tuning.md, "Tuning figures": newCertifier).
 func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
-	free := rotationFreeBlocks(q, d)
-	c := &certifier{q: q, d: d, n: q.N, b: q.B, maxDiag: q.MaxDiag(), scale: jacobiScale(q), gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
-		perm: perm, seed: seed, free: free, nposes: q.N - countFree(free), ddAnchor: -1}
+	return newCertifierOf(qFactsOf(q, d), q, d, gapTol, gapAbs, eigTol, perm, seed)
+}
+
+// qFacts is what a certifier takes from Q for the tests by parts: its
+// size, the Jacobi scale, the landmark blocks and the largest diagonal
+// entry. A run whose optimizer works by parts takes them before Init and
+// lets Q go (Run.letQGo).
+type qFacts struct {
+	n, b    int
+	scale   []float64
+	free    []bool
+	maxDiag float64
+}
+
+func qFactsOf(q *sparse.BlockSym, d int) qFacts {
+	return qFacts{n: q.N, b: q.B, scale: jacobiScale(q), free: rotationFreeBlocks(q, d), maxDiag: q.MaxDiag()}
+}
+
+// newCertifierOf is newCertifier from Q's facts, with q itself or nil (the
+// tests that need Q then make it: letGo's makeQ).
+func newCertifierOf(f qFacts, q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
+	c := &certifier{q: q, d: d, n: f.n, b: f.b, maxDiag: f.maxDiag, scale: f.scale, gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
+		perm: perm, seed: seed, free: f.free, nposes: f.n - countFree(f.free), ddAnchor: -1}
 	c.weightAll = c.shiftWeight(-1)
 	return c
 }
@@ -951,12 +971,16 @@ const MethodCholeskyDD = "cholesky-dd"
 // least, the rule analyze applies to the trailing clique), made the
 // boundary system's last pivot.
 func (c *certifier) analyzeDomain() error {
-	q, part := c.q, c.ddPart
-	if len(part) != q.N {
-		return fmt.Errorf("certificate: a partition of %d blocks for %d", len(part), q.N)
+	part := c.ddPart
+	if len(part) != c.n {
+		return fmt.Errorf("certificate: a partition of %d blocks for %d", len(part), c.n)
 	}
 	anchor := c.ddAnchor
-	if anchor < 0 || anchor >= q.N || (c.free != nil && c.free[anchor]) {
+	if anchor < 0 || anchor >= c.n || (c.free != nil && c.free[anchor]) {
+		q := c.q
+		if q == nil {
+			q = c.makeQ() // Q's pattern, for the boundary poses
+		}
 		anchor = -1
 		bestW := math.Inf(1)
 		for pass := 0; pass < 2 && anchor < 0; pass++ {
@@ -1038,13 +1062,15 @@ func (c *certifier) usePartsProver(p PartsProver) {
 // tests by parts need only what newCertifier and the analysis took from
 // it (the scaling, the anchor and its weights, Q's largest diagonal
 // entry), and a test on the gathered point makes Q again with makeQ
-// (certifyCentral). It analyses first, while Q is at hand, and keeps Q
-// (false) if that fails: the test then reports the error as before.
+// (certifyCentral). It analyses first (with Q made for that when c holds
+// none), and reports false if that fails: the run then keeps Q, and the
+// test reports the error as before.
 func (c *certifier) letGo(makeQ func() *sparse.BlockSym) bool {
+	c.makeQ = makeQ
 	if c.prover == nil || (!c.analyzed() && c.analyze() != nil) {
 		return false
 	}
-	c.q, c.makeQ = nil, makeQ
+	c.q = nil
 	return true
 }
 

@@ -119,9 +119,9 @@ type Outcome struct {
 type Run struct {
 	g    *posegraph.Graph
 	opts Options
-	// q is Q, or nil when the run holds none: before Init when the
-	// optimizer works by parts (PartsProviders), and after it when its
-	// parts certify (letQGo). Q() makes it again then.
+	// q is Q, or nil when the run holds none: from before Init on when
+	// the optimizer works by parts (PartsProviders) and its parts certify
+	// (letQGo). Q() makes it again then.
 	q *sparse.BlockSym
 	// qMaxDiag is Q's largest diagonal entry, kept when q is let go.
 	qMaxDiag float64
@@ -158,9 +158,9 @@ func (r *Run) Q() *blockmat.BlockSym {
 	return r.g.Laplacian(r.opts.Problem)
 }
 
-// HoldsQ reports whether the run holds Q: false before Init for an
-// optimizer that works by parts (PartsProviders), and after it when its
-// parts certify (a PartsProver), when each call of Q makes Q anew.
+// HoldsQ reports whether the run holds Q: false from before Init on for
+// an optimizer that works by parts (PartsProviders) and certifies by
+// parts (a PartsProver), when each call of Q makes Q anew.
 func (r *Run) HoldsQ() bool { return r.q != nil }
 
 // maxDiag returns Q's largest diagonal entry.
@@ -180,11 +180,16 @@ func (r *Run) maxDiag() float64 {
 // escaped point, an optimizer's exact translations, and the gathered
 // fallbacks.
 func (r *Run) letQGo() {
-	q := r.q
-	if q == nil || !r.cert.letGo(r.Q) {
+	if r.cert.letGo(r.Q) {
+		if r.q != nil {
+			r.qMaxDiag, r.q = r.q.MaxDiag(), nil
+		}
 		return
 	}
-	r.qMaxDiag, r.q = q.MaxDiag(), nil
+	if r.q == nil { // the certifier could not analyse without it: keep it
+		r.q = r.g.Laplacian(r.opts.Problem)
+		r.cert.q = r.q
+	}
 }
 
 // Options returns the options the solve runs with, defaults filled in.
@@ -340,11 +345,17 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 		return timedOutBeforeInit(res, g, opts, r.start)
 	}
 	t0 := time.Now()
+	r.q = g.Laplacian(opts.Problem)
 	pp, byParts := m.(PartsProviders)
-	if !byParts || opts.order != nil {
-		// An optimizer that works by parts makes Q itself if its Init
-		// needs it (Q); the run makes it after Init (below).
-		r.q = g.Laplacian(opts.Problem)
+	var facts qFacts
+	if byParts && opts.order == nil {
+		// An optimizer that works by parts may certify by parts too: what
+		// its tests take from Q is taken now, while little else is live,
+		// and Q is let go before its Init, which gathers the point (Q
+		// made after it set a distributed coordinator's peak). The run
+		// makes Q again if the certificate is left to it (no prover).
+		facts = qFactsOf(r.q, d)
+		r.qMaxDiag, r.q = facts.maxDiag, nil
 	}
 	if opts.order != nil {
 		// An incremental step's order and analysis are kept for the next
@@ -370,13 +381,16 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	if byParts {
 		prover, r.rounder = pp.PartsProver(r), pp.PartsRounder(r)
 	}
-	if r.q == nil {
+	if prover == nil && r.q == nil {
 		r.q = g.Laplacian(opts.Problem)
 	}
 	if prover == nil {
 		r.analyse() // the certificate factors S in Q's order
 	}
-	r.cert = newCertifier(r.q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
+	if r.q != nil {
+		facts = qFactsOf(r.q, d)
+	}
+	r.cert = newCertifierOf(facts, r.q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
 	r.cert.deadline = r.deadline
 	r.cert.sym = r.sym
 	r.cert.nullStart = opts.warmStep
