@@ -192,9 +192,14 @@ func (g *Graph) Lift(x []Pose, p Problem, r int) *blockmat.Blocks {
 // shape as x) for X Q.
 func TraceCost(q *blockmat.BlockSym, x, work *blockmat.Blocks) float64 {
 	q.MulBlocks(work, x)
+	return dotBlocks(x, work)
+}
+
+// dotBlocks returns <x, y>, the entries' products summed in order.
+func dotBlocks(x, y *blockmat.Blocks) float64 {
 	s := 0.0
 	for k, v := range x.Data {
-		s += v * work.Data[k]
+		s += v * y.Data[k]
 	}
 	return s
 }

@@ -155,6 +155,13 @@ func (l *LaplacianRows) MulBlocks(dst, x *blockmat.Blocks) {
 	}
 }
 
+// TraceCost is posegraph's TraceCost, F(X) = tr(X Q X^T), with Q's rows
+// made a chunk at a time: the same bits.
+func (l *LaplacianRows) TraceCost(x, work *blockmat.Blocks) float64 {
+	l.MulBlocks(work, x)
+	return dotBlocks(x, work)
+}
+
 // laplacianChunk is the rows MulBlocks makes at a time: about 2 MB of Q's
 // blocks in 3-D.
 const laplacianChunk = 4096

@@ -68,8 +68,9 @@ type certifier struct {
 	maxDiag float64
 	// makeQ makes Q again when the certifier holds none (q nil: letGo):
 	// a test the parts leave to the gathered point makes it for that
-	// test.
-	makeQ func() *sparse.BlockSym
+	// test. mulRows is X Q without Q (the check of the parts' tr(Lambda)).
+	makeQ   func() *sparse.BlockSym
+	mulRows func(dst, x *sparse.Blocks)
 	// scale holds the diagonal congruence D of the Cholesky test, one power
 	// of two per coordinate (see buildShifted): the test factors D S D.
 	scale []float64
@@ -1065,8 +1066,8 @@ func (c *certifier) usePartsProver(p PartsProver) {
 // (certifyCentral). It analyses first (with Q made for that when c holds
 // none), and reports false if that fails: the run then keeps Q, and the
 // test reports the error as before.
-func (c *certifier) letGo(makeQ func() *sparse.BlockSym) bool {
-	c.makeQ = makeQ
+func (c *certifier) letGo(makeQ func() *sparse.BlockSym, mulRows func(dst, x *sparse.Blocks)) bool {
+	c.makeQ, c.mulRows = makeQ, mulRows
 	if c.prover == nil || (!c.analyzed() && c.analyze() != nil) {
 		return false
 	}
@@ -1080,7 +1081,7 @@ func (c *certifier) manifold(q *sparse.BlockSym, r, threads int) *manifold {
 	if q != nil {
 		return newManifold(q, c.d, r, threads)
 	}
-	return newManifoldWithout(c.makeQ, c.n, c.b, c.free, c.d, r, threads)
+	return newManifoldWithout(c.makeQ, c.mulRows, c.n, c.b, c.free, c.d, r, threads)
 }
 
 // certifyByParts is certify's factor tests made by the prover, with the

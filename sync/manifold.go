@@ -36,9 +36,11 @@ type manifold struct {
 	free []bool
 	xg   *sparse.Blocks
 	// makeQ, when set, makes Q for a manifold that holds none (q nil: a
-	// run whose parts certify lets Q go, see Run.letQGo): a product with
-	// Q makes it for that product, or for as long as hold keeps it.
-	makeQ func() *sparse.BlockSym
+	// run whose parts certify lets Q go, see Run.letQGo), for as long as
+	// hold keeps it; mulRows is X Q without Q (Q's rows made a chunk at a
+	// time: posegraph.LaplacianRows), for mulQ without hold.
+	makeQ   func() *sparse.BlockSym
+	mulRows func(dst, x *sparse.Blocks)
 }
 
 func newManifold(q *sparse.BlockSym, d, r, threads int) *manifold {
@@ -47,9 +49,10 @@ func newManifold(q *sparse.BlockSym, d, r, threads int) *manifold {
 }
 
 // newManifoldWithout is newManifold for a run that holds no Q: n blocks of
-// size b, free its landmark blocks, makeQ makes Q when a product needs it.
-func newManifoldWithout(makeQ func() *sparse.BlockSym, n, b int, free []bool, d, r, threads int) *manifold {
-	return &manifold{makeQ: makeQ, d: d, r: r, b: b, n: n, threads: threads,
+// size b, free its landmark blocks; makeQ makes Q (hold), mulRows
+// multiplies by it without it.
+func newManifoldWithout(makeQ func() *sparse.BlockSym, mulRows func(dst, x *sparse.Blocks), n, b int, free []bool, d, r, threads int) *manifold {
+	return &manifold{makeQ: makeQ, mulRows: mulRows, d: d, r: r, b: b, n: n, threads: threads,
 		h: make([]float64, r*d), y: make([]float64, r*d), free: free}
 }
 
@@ -68,10 +71,16 @@ func (m *manifold) newBlocks() *sparse.Blocks { return sparse.NewBlocks(m.r, m.b
 
 // mulQ sets dst = X Q (+ lin, when the manifold has a linear term).
 func (m *manifold) mulQ(dst, x *sparse.Blocks) {
-	if m.q == nil {
-		defer m.hold()()
+	switch {
+	case m.q != nil:
+		m.q.MulBlocksParallel(dst, x, m.threads)
+	case m.mulRows != nil:
+		m.mulRows(dst, x) // the same bits
+	default:
+		release := m.hold()
+		m.q.MulBlocksParallel(dst, x, m.threads)
+		release()
 	}
-	m.q.MulBlocksParallel(dst, x, m.threads)
 	if m.lin != nil {
 		for k, v := range m.lin.Data {
 			dst.Data[k] += v

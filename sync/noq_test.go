@@ -16,6 +16,8 @@ import (
 // point's own, from a Q made for that product) and the test on the
 // gathered point (certifyCentral, the fallback, with Q made for the test),
 // its eigenvector included; after the fallback it holds neither Q nor S.
+// The check of the parts' tr(Lambda) multiplies by Q's rows made a chunk
+// at a time (posegraph.LaplacianRows), not by a Q made whole.
 // Q made again from the graph is the first one's bits.
 func TestCertifierWithoutQ(t *testing.T) {
 	for _, tc := range suitePoints(t) {
@@ -47,10 +49,20 @@ func TestCertifierWithoutQ(t *testing.T) {
 			c.usePartsProver(lp)
 			m := newManifold(q, d, x.R, 1)
 			if letGo {
-				if !c.letGo(makeQ) || c.q != nil {
+				byRows := 0
+				mulRows := func(dst, x *sparse.Blocks) {
+					byRows++
+					g.NewLaplacianRows(posegraph.Poses).MulBlocks(dst, x)
+				}
+				if !c.letGo(makeQ, mulRows) || c.q != nil {
 					t.Fatalf("%s: the certifier kept Q", tc.file)
 				}
 				m = c.manifold(nil, x.R, 1)
+				defer func() {
+					if byRows == 0 {
+						t.Errorf("%s: the check of the parts' tr(Lambda) did not multiply by Q's rows", tc.file)
+					}
+				}()
 			}
 			var err error
 			if got[v][0], err = c.checkOnly(m, x); err != nil {

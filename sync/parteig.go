@@ -442,9 +442,14 @@ func (r *Run) checkEscaped(x, xn *sparse.Blocks, lower bool) (float64, error) {
 	if !lower {
 		return 0, nil
 	}
-	q := r.Q() // made for these two products when the run let it go
-	f0 := posegraph.TraceCost(q, x, sparse.NewBlocks(x.R, x.B, x.N))
-	f := posegraph.TraceCost(q, xn, sparse.NewBlocks(xn.R, xn.B, xn.N))
+	cost := func(x *sparse.Blocks) float64 {
+		if r.q != nil {
+			return posegraph.TraceCost(r.q, x, sparse.NewBlocks(x.R, x.B, x.N))
+		}
+		// The same bits, with Q's rows made a chunk at a time.
+		return r.g.NewLaplacianRows(r.opts.Problem).TraceCost(x, sparse.NewBlocks(x.R, x.B, x.N))
+	}
+	f0, f := cost(x), cost(xn)
 	if !(f < f0) {
 		return 0, fmt.Errorf("F %.17g at the escaped point is not below %.17g", f, f0)
 	}

@@ -163,6 +163,12 @@ func (r *Run) Q() *blockmat.BlockSym {
 // parts (a PartsProver), when each call of Q makes Q anew.
 func (r *Run) HoldsQ() bool { return r.q != nil }
 
+// mulQByRows sets dst = X Q with Q's rows made a chunk at a time
+// (posegraph.LaplacianRows): Q's product to the bit, without Q.
+func (r *Run) mulQByRows(dst, x *sparse.Blocks) {
+	r.g.NewLaplacianRows(r.opts.Problem).MulBlocks(dst, x)
+}
+
 // maxDiag returns Q's largest diagonal entry.
 func (r *Run) maxDiag() float64 {
 	if r.q != nil {
@@ -180,7 +186,7 @@ func (r *Run) maxDiag() float64 {
 // escaped point, an optimizer's exact translations, and the gathered
 // fallbacks.
 func (r *Run) letQGo() {
-	if r.cert.letGo(r.Q) {
+	if r.cert.letGo(r.Q, r.mulQByRows) {
 		if r.q != nil {
 			r.qMaxDiag, r.q = r.q.MaxDiag(), nil
 		}

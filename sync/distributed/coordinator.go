@@ -498,11 +498,8 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		if c.last != nil && c.last.R == x.R {
-			q := r.Q() // made for these two products: the run holds none
-			if cost(q, c.last) < cost(q, x) {
-				copy(x.Data, c.last.Data)
-			}
+		if c.last != nil && c.last.R == x.R && cost(r, c.last) < cost(r, x) {
+			copy(x.Data, c.last.Data)
 		}
 		return out, bsync.Abort(err)
 	}
@@ -563,15 +560,14 @@ func (c *coordinator) checkpoint(x *sparse.Blocks) {
 	c.stats.Checkpoints++
 }
 
-// cost is F(x) = tr(X Q X^T).
-func cost(q *sparse.BlockSym, x *sparse.Blocks) float64 {
+// cost is F(x) = tr(X Q X^T), with Q's rows made a chunk at a time when
+// the run holds no Q (sync.Run.HoldsQ).
+func cost(r *bsync.Run, x *sparse.Blocks) float64 {
 	n := sparse.NewBlocks(x.R, x.B, x.N)
-	q.MulBlocks(n, x)
-	f := 0.0
-	for k, v := range x.Data {
-		f += v * n.Data[k]
+	if r.HoldsQ() {
+		return posegraph.TraceCost(r.Q(), x, n)
 	}
-	return f
+	return r.Graph().NewLaplacianRows(r.Options().Problem).TraceCost(x, n)
 }
 
 // withDeadline returns ctx bounded by the run's deadline, if it has one.
@@ -594,28 +590,32 @@ func (c *coordinator) exactTranslations(r *bsync.Run, x *sparse.Blocks) (float64
 	if c.b == c.g.D {
 		return 0, nil
 	}
-	// Q (the run holds none: it certifies by parts, sync.Run.Q makes it),
-	// Q X and a solver of this call's own: Q (41 MB at 10^5 poses in 3-D),
-	// Q X (9 MB at rank 3) and the factor of the whole graph's
+	// Q X and a solver of this call's own, from Q's rows made a chunk at
+	// a time when the run holds no Q (it certifies by parts): Q X (9 MB at
+	// 10^5 poses and rank 3) and the factor of the whole graph's
 	// tau-Laplacian (30 MB) are garbage before the certificate and the
-	// rounding, which peak on their own boundary systems, instead of
-	// living through the run; and Q is let go before the factor is made
-	// (bcm.Translations), so that the two are never live together. Once
-	// per level, the factorization is cheap against the level's rounds,
-	// and the same factor gives the same translations.
+	// rounding, which peak on their own boundary systems, and Q itself
+	// (41 MB, and as much again to assemble it) is never made. Once per
+	// level, the factorization is cheap against the level's rounds, and
+	// the same factor gives the same translations, to the bit, whichever
+	// way Q's rows come (bcm.TestTranslations).
 	n := sparse.NewBlocks(x.R, x.B, x.N)
-	ts, err := translationsOf(r.Q(), x, n, c.g.D)
+	var ts *bcm.Translations
+	var err error
+	if r.HoldsQ() {
+		q := r.Q()
+		q.MulBlocks(n, x)
+		ts, err = bcm.NewTranslations(q, c.g.D)
+	} else {
+		g := r.Graph()
+		rows := g.NewLaplacianRows(r.Options().Problem)
+		rows.MulBlocks(n, x)
+		ts, err = bcm.NewTranslationsByRows(g.N(), g.D, rows.Rows)
+	}
 	if err != nil {
 		return 0, err
 	}
 	return ts.Step(x, n)
-}
-
-// translationsOf sets n = Q X and assembles the translation step's
-// system from q, whose last use this is.
-func translationsOf(q *sparse.BlockSym, x, n *sparse.Blocks, d int) (*bcm.Translations, error) {
-	q.MulBlocks(n, x)
-	return bcm.NewTranslations(q, d)
 }
 
 // heldMark identifies the point the agents hold by its rank and a SHA-256
