@@ -38,15 +38,7 @@ func TestCertifierWithoutQ(t *testing.T) {
 		var got [2][2]certificate
 		var holds [2]*certifier
 		for v, letGo := range []bool{false, true} {
-			ref := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
-			ref.ddPart = part
-			if err := ref.analyze(); err != nil {
-				t.Fatal(err)
-			}
-			lp := newLocalParts(t, q, part, ref.anchor)
-			lp.x = x
-			c := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
-			c.usePartsProver(lp)
+			c := partsCertifier(t, q, x, part, d, opts)
 			m := newManifold(q, d, x.R, 1)
 			if letGo {
 				byRows := 0
@@ -97,4 +89,21 @@ func TestCertifierWithoutQ(t *testing.T) {
 			t.Errorf("%s: the certifier that kept Q lost it", tc.file)
 		}
 	}
+}
+
+// partsCertifier returns a certifier of x that tests by the parts part
+// makes of q (localParts, holding x), anchored where the central test in
+// the parts' order anchors.
+func partsCertifier(t *testing.T, q *sparse.BlockSym, x *sparse.Blocks, part []int, d int, opts Options) *certifier {
+	t.Helper()
+	ref := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
+	ref.ddPart = part
+	if err := ref.analyze(); err != nil {
+		t.Fatal(err)
+	}
+	lp := newLocalParts(t, q, part, ref.anchor)
+	lp.x = x
+	c := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
+	c.usePartsProver(lp)
+	return c
 }
