@@ -87,7 +87,8 @@ func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
 }
 
 // rowChunks calls f with Q's block rows in order, some at a time: rows'
-// row k is Q's row lo+k, its column indices Q's.
+// row k is Q's row lo+k, its column indices Q's (valid during that call
+// of f).
 type rowChunks func(f func(lo int, rows *sparse.BlockSym))
 
 // wholeRows is Q's rows all at once.
@@ -194,8 +195,9 @@ func NewTranslations(q *blockmat.BlockSym, d int) (*Translations, error) {
 
 // NewTranslationsByRows is NewTranslations for a caller that holds no Q:
 // rows(lo, hi) returns Q's block rows lo..hi-1 of the n (posegraph's
-// LaplacianRows), which it reads a few thousand at a time, twice, so that
-// only the step's system and its factor are ever whole.
+// LaplacianRows; they may be overwritten by the next call), which it
+// reads a few thousand at a time, twice, so that only the step's system
+// and its factor are ever whole.
 func NewTranslationsByRows(n, d int, rows func(lo, hi int) *blockmat.BlockSym) (*Translations, error) {
 	if d < 1 || d > 3 {
 		return nil, fmt.Errorf("bcm: dimension d = %d, want 2 or 3", d)

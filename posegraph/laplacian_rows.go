@@ -17,7 +17,9 @@ type LaplacianRows struct {
 	// The edges at each pose, in the graph's order: pose i's are
 	// edges[ptr[i]:ptr[i+1]].
 	ptr, edges []int
-	// Work space of Rows.
+	// Work space of Rows, and the rows it returns (valid until its next
+	// call): a chunk's storage, made once.
+	rows         blockmat.BlockSym
 	ent          []rowEntry
 	di, dj, off  []float64
 	contribution []float64
@@ -65,9 +67,19 @@ func (l *LaplacianRows) N() int { return len(l.ptr) - 1 }
 // (the diagonal's in edge order from zero, an off-diagonal block's in edge
 // order after the diagonal), so that its rows are Laplacian's to the bit,
 // and its MulBlocks (into the rows lo..hi-1 of the product) is X Q's rows.
+// The rows live in l's storage until the next call of Rows.
 func (l *LaplacianRows) Rows(lo, hi int) *blockmat.BlockSym {
 	b, bs := l.b, l.b*l.b
-	m := &blockmat.BlockSym{N: hi - lo, B: b, RowPtr: make([]int, hi-lo+1), Diag: make([]int, hi-lo)}
+	// At most a block per pose and one per edge end: room for all, so
+	// that the appends below never copy.
+	most := hi - lo + l.ptr[hi] - l.ptr[lo]
+	m := &l.rows
+	m.N, m.B = hi-lo, b
+	m.RowPtr = slices.Grow(m.RowPtr[:0], hi-lo+1)[:hi-lo+1]
+	m.Diag = slices.Grow(m.Diag[:0], hi-lo)[:hi-lo]
+	m.ColIdx = slices.Grow(m.ColIdx[:0], most)
+	m.Val = slices.Grow(m.Val[:0], most*bs)
+	m.RowPtr[0] = 0
 	for i := lo; i < hi; i++ {
 		// Laplacian's builder: the diagonal first, then each edge at i
 		// in edge order, sorted stably by column; a block sums its terms
