@@ -72,13 +72,14 @@ func (c *central) Method(r *Run) MethodInfo {
 func (c *central) Init(ctx context.Context, r *Run) ([]posegraph.Pose, Init, error) {
 	// The staircase makes the analysis before Init unless the optimizer
 	// certifies and rounds by parts; one that wraps this one (leveltest's
-	// checks) may, and this one needs it.
+	// checks) may, and this one needs it, and Q for the whole run.
+	q := r.keepQ()
 	r.analyse()
 	init, err := initialize(r.g, r.opts, r.plan)
 	if err != nil {
 		return nil, "", err
 	}
-	q, d := r.q, r.g.D
+	d := r.g.D
 	c.qFactor = qFactor(q, r.perm, r.sym)
 	c.hp = newHessianPrecond(q, d, r.perm, 1e-9*q.MaxDiag())
 	c.hp.threads, c.hp.sym = r.opts.Threads, r.sym

@@ -125,6 +125,8 @@ type Run struct {
 	q *sparse.BlockSym
 	// qMaxDiag is Q's largest diagonal entry, kept when q is let go.
 	qMaxDiag float64
+	// qKept: an optimizer works on Q itself (keepQ), so the run holds it.
+	qKept bool
 	perm     []int // Q's fill-reducing block order
 	// sym is the block analysis of Q's pattern in perm's order (nil when
 	// it failed: each factorization then analyses alone), which every
@@ -169,6 +171,17 @@ func (r *Run) mulQByRows(dst, x *sparse.Blocks) {
 	r.g.NewLaplacianRows(r.opts.Problem).MulBlocks(dst, x)
 }
 
+// keepQ returns Q and keeps it for the rest of the run, for an optimizer
+// that works on Q itself (Solve's, also when a wrapper that works by parts,
+// such as sync/leveltest's checks, hides it: the run let Q go before Init).
+func (r *Run) keepQ() *sparse.BlockSym {
+	if r.q == nil {
+		r.q = r.g.Laplacian(r.opts.Problem)
+	}
+	r.qKept = true
+	return r.q
+}
+
 // maxDiag returns Q's largest diagonal entry.
 func (r *Run) maxDiag() float64 {
 	if r.q != nil {
@@ -186,6 +199,9 @@ func (r *Run) maxDiag() float64 {
 // escaped point, an optimizer's exact translations, and the gathered
 // fallbacks.
 func (r *Run) letQGo() {
+	if r.qKept {
+		return
+	}
 	if r.cert.letGo(r.Q, r.mulQByRows) {
 		if r.q != nil {
 			r.qMaxDiag, r.q = r.q.MaxDiag(), nil
