@@ -127,7 +127,7 @@ type Run struct {
 	qMaxDiag float64
 	// qKept: an optimizer works on Q itself (keepQ), so the run holds it.
 	qKept bool
-	perm     []int // Q's fill-reducing block order
+	perm  []int // Q's fill-reducing block order
 	// sym is the block analysis of Q's pattern in perm's order (nil when
 	// it failed: each factorization then analyses alone), which every
 	// matrix of that pattern a solve factors shares (symbolic.go); plan is
