@@ -1,10 +1,12 @@
 package bcm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/bcmsync/bcmsync/internal/graphs"
 	"github.com/bcmsync/bcmsync/internal/sparse"
+	"github.com/bcmsync/bcmsync/posegraph/blockmat"
 )
 
 // transSolver minimizes F jointly over all translation columns p_i with the
@@ -77,14 +79,36 @@ func extTransSolver(n int, ext TranslationSolver) (*transSolver, error) {
 }
 
 func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
-	n, b := q.N, q.B
+	ts, a := assembleTrans(q.N, q.B, d, wholeRows(q))
+	if a == nil {
+		return ts, nil
+	}
+	return ts, ts.factor(a)
+}
+
+// rowChunks calls f with Q's block rows in order, some at a time: rows'
+// row k is Q's row lo+k, its column indices Q's (valid during that call
+// of f).
+type rowChunks func(f func(lo int, rows *sparse.BlockSym))
+
+// wholeRows is Q's rows all at once.
+func wholeRows(q *sparse.BlockSym) rowChunks {
+	return func(f func(int, *sparse.BlockSym)) { f(0, q) }
+}
+
+// assembleTrans returns the step's pose index and its system L_tau, read
+// from the n block rows (of size b) of Q that rows gives, unfactored (nil
+// when every pose is its component's anchor).
+func assembleTrans(n, b, d int, rows rowChunks) (*transSolver, *sparse.CSC) {
 	// Components by union-find over the pattern of Q.
 	u := graphs.NewUnionFind(n)
-	for i := 0; i < n; i++ {
-		for p := q.RowPtr[i]; p < q.RowPtr[i+1]; p++ {
-			u.Union(i, q.ColIdx[p])
+	rows(func(lo int, q *sparse.BlockSym) {
+		for k := 0; k < q.N; k++ {
+			for p := q.RowPtr[k]; p < q.RowPtr[k+1]; p++ {
+				u.Union(lo+k, q.ColIdx[p])
+			}
 		}
-	}
+	})
 	ts := &transSolver{index: make([]int, n)}
 	for i := 0; i < n; i++ {
 		if u.Find(i) == i {
@@ -102,34 +126,106 @@ func newTransSolver(q *sparse.BlockSym, d int) (*transSolver, error) {
 	// Column of free pose j: rows i >= j (reduced order is increasing in
 	// the pose index, so the lower triangle is i >= j), read from row j of
 	// Q, whose column indices are sorted.
-	for j := 0; j < n; j++ {
-		cj := ts.index[j]
-		if cj < 0 {
-			continue
-		}
-		for p := q.RowPtr[j]; p < q.RowPtr[j+1]; p++ {
-			i := q.ColIdx[p]
-			ci := ts.index[i]
-			if i < j || ci < 0 {
+	rows(func(lo int, q *sparse.BlockSym) {
+		for k := 0; k < q.N; k++ {
+			j := lo + k
+			cj := ts.index[j]
+			if cj < 0 {
 				continue
 			}
-			v := q.Val[p*b*b+dd]
-			if v == 0 && i != j {
-				continue
+			for p := q.RowPtr[k]; p < q.RowPtr[k+1]; p++ {
+				i := q.ColIdx[p]
+				ci := ts.index[i]
+				if i < j || ci < 0 {
+					continue
+				}
+				v := q.Val[p*b*b+dd]
+				if v == 0 && i != j {
+					continue
+				}
+				a.RowIdx = append(a.RowIdx, ci)
+				a.Val = append(a.Val, v)
 			}
-			a.RowIdx = append(a.RowIdx, ci)
-			a.Val = append(a.Val, v)
+			a.ColPtr[cj+1] = len(a.RowIdx)
 		}
-		a.ColPtr[cj+1] = len(a.RowIdx)
-	}
+	})
+	return ts, a
+}
+
+// factor factors the system a that assembleTrans made.
+func (ts *transSolver) factor(a *sparse.CSC) error {
 	chol, err := sparse.NewCholesky(a)
 	if err != nil {
-		return nil, fmt.Errorf("bcm: translation Laplacian: %w", err)
+		return fmt.Errorf("bcm: translation Laplacian: %w", err)
 	}
 	ts.chol = chol
 	ts.rhs = make([]float64, ts.nfree)
 	ts.x = make([]float64, ts.nfree)
-	return ts, nil
+	return nil
+}
+
+// Translations is the exact joint step over all translations with a
+// factorization of its own, as Solver.StepTranslations makes it, for a
+// caller that makes Q for this step alone: it keeps no reference to Q
+// and factors at its first Step, so that Q can be let go in between and
+// Q and the factor are never live together (sync/distributed's
+// coordinator, whose run holds no Q: 41 MB and a 30 MB factor at 10^5
+// poses in 3-D).
+type Translations struct {
+	ts *transSolver
+	a  *sparse.CSC // the system, until Step factors it
+	d  int
+}
+
+// NewTranslations assembles the step's system, the tau-weighted Laplacian
+// (the (d, d) entries of Q's blocks), from q, a pose problem's Q in
+// dimension d (blocks of size d+1).
+func NewTranslations(q *blockmat.BlockSym, d int) (*Translations, error) {
+	switch {
+	case q == nil:
+		return nil, errors.New("bcm: nil matrix Q")
+	case d < 1 || d > 3:
+		return nil, fmt.Errorf("bcm: dimension d = %d, want 2 or 3", d)
+	case q.B != d+1:
+		return nil, fmt.Errorf("bcm: Q has %d x %d blocks, want %d for poses in dimension %d", q.B, q.B, d+1, d)
+	}
+	ts, a := assembleTrans(q.N, q.B, d, wholeRows(q))
+	return &Translations{ts: ts, a: a, d: d}, nil
+}
+
+// NewTranslationsByRows is NewTranslations for a caller that holds no Q:
+// rows(lo, hi) returns Q's block rows lo..hi-1 of the n (posegraph's
+// LaplacianRows; they may be overwritten by the next call), which it
+// reads a few thousand at a time, twice, so that only the step's system
+// and its factor are ever whole.
+func NewTranslationsByRows(n, d int, rows func(lo, hi int) *blockmat.BlockSym) (*Translations, error) {
+	if d < 1 || d > 3 {
+		return nil, fmt.Errorf("bcm: dimension d = %d, want 2 or 3", d)
+	}
+	chunks := func(f func(int, *sparse.BlockSym)) {
+		for lo := 0; lo < n; lo += rowsChunk {
+			f(lo, rows(lo, min(lo+rowsChunk, n)))
+		}
+	}
+	ts, a := assembleTrans(n, d+1, d, chunks)
+	return &Translations{ts: ts, a: a, d: d}, nil
+}
+
+// rowsChunk is the rows NewTranslationsByRows asks for at a time.
+const rowsChunk = 4096
+
+// Step updates the translation columns of x given n = X Q and returns F's
+// decrease, as Solver.StepTranslations does, to the bit: the same system,
+// factored the same way.
+func (t *Translations) Step(x, n *blockmat.Blocks) (float64, error) {
+	if t.a != nil {
+		a := t.a
+		t.a = nil
+		if err := t.ts.factor(a); err != nil {
+			return 0, err
+		}
+	}
+	return t.ts.step(x, n, t.d)
 }
 
 // step updates the translation columns of x given n = X Q and returns

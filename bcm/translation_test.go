@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -227,6 +228,73 @@ func TestStepTranslations(t *testing.T) {
 		RandomStiefel(x, d, 1)
 		if dec, err := rot.StepTranslations(x, x); dec != 0 || err != nil {
 			t.Errorf("d=%d rotations: decrease %g, %v", d, dec, err)
+		}
+	}
+}
+
+// TestTranslations: the step made for one call (NewTranslations, from Q;
+// NewTranslationsByRows, from Q's rows a chunk at a time) moves x and
+// reports F's decrease as StepTranslations does, to the bit, on graphs of
+// more poses than a chunk, with several components.
+func TestTranslations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 3))
+	bits := func(v []float64) []uint64 {
+		u := make([]uint64, len(v))
+		for k, x := range v {
+			u[k] = math.Float64bits(x)
+		}
+		return u
+	}
+	for d := 2; d <= 3; d++ {
+		for _, n := range []int{40, 2*rowsChunk + 123} {
+			g := randomGraph(rng, d, n, n/2, 0.2)
+			if n > 40 {
+				// A second component: the last ten poses cut off.
+				keep := g.Edges[:0]
+				for _, e := range g.Edges {
+					if (e.I >= n-10) == (e.J >= n-10) {
+						keep = append(keep, e)
+					}
+				}
+				g.Edges = keep
+			}
+			q := g.Laplacian(posegraph.Poses)
+			rows := g.NewLaplacianRows(posegraph.Poses)
+			r := d + 1
+			x := sparse.NewBlocks(r, q.B, q.N)
+			RandomStiefel(x, d, 7)
+			for k := range x.Data {
+				if k%q.B == d {
+					x.Data[k] = rng.NormFloat64()
+				}
+			}
+			nq := sparse.NewBlocks(r, q.B, q.N)
+			q.MulBlocks(nq, x)
+			want := sparse.NewBlocks(r, q.B, q.N)
+			copy(want.Data, x.Data)
+			wdec, err := New(q, d, posegraph.Poses).StepTranslations(want, nq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole, err := NewTranslations(q, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byRows, err := NewTranslationsByRows(q.N, d, rows.Rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, ts := range map[string]*Translations{"whole": whole, "by rows": byRows} {
+				got := sparse.NewBlocks(r, q.B, q.N)
+				copy(got.Data, x.Data)
+				dec, err := ts.Step(got, nq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Float64bits(dec) != math.Float64bits(wdec) || !slices.Equal(bits(got.Data), bits(want.Data)) {
+					t.Errorf("d %d n %d %s: decrease %v, StepTranslations %v, or another point", d, n, name, dec, wdec)
+				}
+			}
 		}
 	}
 }

@@ -16,7 +16,9 @@
 // F(X) = tr(X Q X^T) for the lifted variable X = [X_1 ... X_n], X_i = [Y_i p_i]
 // (Poses) or X_i = Y_i (Rotations). Cost evaluates F edge by edge; Lift and
 // TraceCost evaluate it through Q. The two agree to rounding error, which the
-// tests check for SE(2), SE(3), SO(2) and SO(3).
+// tests check for SE(2), SE(3), SO(2) and SO(3). LaplacianRows makes Q's
+// rows a chunk at a time, the same bits, for a product with Q by a process
+// that does not hold it (a distributed coordinator).
 //
 // Landmarks (landmarks.go) are vertices with a position only, observed
 // from poses. Priors (priors.go), absolute measurements of a pose or of

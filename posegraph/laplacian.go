@@ -50,41 +50,49 @@ func (g *Graph) Laplacian(p Problem) *blockmat.BlockSym {
 	di := make([]float64, b*b)
 	dj := make([]float64, b*b)
 	off := make([]float64, b*b)
-	for _, e := range g.Edges {
-		for k := range di {
-			di[k], dj[k], off[k] = 0, 0, 0
-		}
-		for a := 0; a < d; a++ {
-			di[a*b+a] = e.Kappa
-			dj[a*b+a] = e.Kappa
-			for c := 0; c < d; c++ {
-				off[a*b+c] = -e.Kappa * e.R[a*d+c]
-			}
-		}
-		if p == Poses {
-			for a := 0; a < d; a++ {
-				// Fill both triangles from one product so Q is
-				// symmetric to the bit: solvers read either triangle.
-				for c := 0; c <= a; c++ {
-					v := e.Tau * e.T[a] * e.T[c]
-					di[a*b+c] += v
-					if c != a {
-						di[c*b+a] += v
-					}
-				}
-				di[a*b+d] = e.Tau * e.T[a]
-				di[d*b+a] = e.Tau * e.T[a]
-				off[a*b+d] = -e.Tau * e.T[a]
-			}
-			di[d*b+d] = e.Tau
-			dj[d*b+d] = e.Tau
-			off[d*b+d] = -e.Tau
-		}
+	for k := range g.Edges {
+		e := &g.Edges[k]
+		edgeBlocks(e, p, d, di, dj, off)
 		bb.AddDiag(e.I, di)
 		bb.AddDiag(e.J, dj)
 		bb.AddOff(e.I, e.J, off)
 	}
 	return bb.Build()
+}
+
+// edgeBlocks sets di, dj and off (b x b, b = p.BlockSize(d)) to edge e's
+// terms of Q's blocks (i, i), (j, j) and (i, j) (Laplacian).
+func edgeBlocks(e *Edge, p Problem, d int, di, dj, off []float64) {
+	b := p.BlockSize(d)
+	for k := range di {
+		di[k], dj[k], off[k] = 0, 0, 0
+	}
+	for a := 0; a < d; a++ {
+		di[a*b+a] = e.Kappa
+		dj[a*b+a] = e.Kappa
+		for c := 0; c < d; c++ {
+			off[a*b+c] = -e.Kappa * e.R[a*d+c]
+		}
+	}
+	if p == Poses {
+		for a := 0; a < d; a++ {
+			// Fill both triangles from one product so Q is
+			// symmetric to the bit: solvers read either triangle.
+			for c := 0; c <= a; c++ {
+				v := e.Tau * e.T[a] * e.T[c]
+				di[a*b+c] += v
+				if c != a {
+					di[c*b+a] += v
+				}
+			}
+			di[a*b+d] = e.Tau * e.T[a]
+			di[d*b+a] = e.Tau * e.T[a]
+			off[a*b+d] = -e.Tau * e.T[a]
+		}
+		di[d*b+d] = e.Tau
+		dj[d*b+d] = e.Tau
+		off[d*b+d] = -e.Tau
+	}
 }
 
 // Cost evaluates F edge by edge (docs/design.md section 1, no factor 1/2):
@@ -184,9 +192,14 @@ func (g *Graph) Lift(x []Pose, p Problem, r int) *blockmat.Blocks {
 // shape as x) for X Q.
 func TraceCost(q *blockmat.BlockSym, x, work *blockmat.Blocks) float64 {
 	q.MulBlocks(work, x)
+	return dotBlocks(x, work)
+}
+
+// dotBlocks returns <x, y>, the entries' products summed in order.
+func dotBlocks(x, y *blockmat.Blocks) float64 {
 	s := 0.0
 	for k, v := range x.Data {
-		s += v * work.Data[k]
+		s += v * y.Data[k]
 	}
 	return s
 }

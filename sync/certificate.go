@@ -63,6 +63,14 @@ type certificate struct {
 type certifier struct {
 	q, s, sh *sparse.BlockSym // Q; S; S scaled, shifted and grounded for the Cholesky test
 	d        int
+	n, b     int // Q's blocks and their size
+	// maxDiag is Q's largest diagonal entry (the eigensolvers' scale).
+	maxDiag float64
+	// makeQ makes Q again when the certifier holds none (q nil: letGo):
+	// a test the parts leave to the gathered point makes it for that
+	// test. mulRows is X Q without Q (the check of the parts' tr(Lambda)).
+	makeQ   func() *sparse.BlockSym
+	mulRows func(dst, x *sparse.Blocks)
 	// scale holds the diagonal congruence D of the Cholesky test, one power
 	// of two per coordinate (see buildShifted): the test factors D S D.
 	scale []float64
@@ -125,9 +133,29 @@ type certifier struct {
 // memory, and two copies of Q and three vectors would add to its peak
 // (docs/tuning.md, "Tuning figures": newCertifier).
 func newCertifier(q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
-	free := rotationFreeBlocks(q, d)
-	c := &certifier{q: q, d: d, scale: jacobiScale(q), gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
-		perm: perm, seed: seed, free: free, nposes: q.N - countFree(free), ddAnchor: -1}
+	return newCertifierOf(qFactsOf(q, d), q, d, gapTol, gapAbs, eigTol, perm, seed)
+}
+
+// qFacts is what a certifier takes from Q for the tests by parts: its
+// size, the Jacobi scale, the landmark blocks and the largest diagonal
+// entry. A run whose optimizer works by parts takes them before Init and
+// lets Q go (Run.letQGo).
+type qFacts struct {
+	n, b    int
+	scale   []float64
+	free    []bool
+	maxDiag float64
+}
+
+func qFactsOf(q *sparse.BlockSym, d int) qFacts {
+	return qFacts{n: q.N, b: q.B, scale: jacobiScale(q), free: rotationFreeBlocks(q, d), maxDiag: q.MaxDiag()}
+}
+
+// newCertifierOf is newCertifier from Q's facts, with q itself or nil (the
+// tests that need Q then make it: letGo's makeQ).
+func newCertifierOf(f qFacts, q *sparse.BlockSym, d int, gapTol, gapAbs, eigTol float64, perm []int, seed uint64) *certifier {
+	c := &certifier{q: q, d: d, n: f.n, b: f.b, maxDiag: f.maxDiag, scale: f.scale, gapTol: gapTol, gapAbs: gapAbs, eigTol: eigTol,
+		perm: perm, seed: seed, free: f.free, nposes: f.n - countFree(f.free), ddAnchor: -1}
 	c.weightAll = c.shiftWeight(-1)
 	return c
 }
@@ -166,7 +194,7 @@ func (c *certifier) shiftWeight(i int) float64 {
 		return c.poseWeight(i)
 	}
 	w := 0.0
-	for k := 0; k < c.q.N; k++ {
+	for k := 0; k < c.n; k++ {
 		w += c.poseWeight(k)
 	}
 	return w
@@ -177,7 +205,7 @@ func (c *certifier) poseWeight(i int) float64 {
 	if c.free != nil && c.free[i] {
 		return 0
 	}
-	b := c.q.B
+	b := c.b
 	w := 0.0
 	for a := 0; a < c.d; a++ {
 		s := c.scale[i*b+a]
@@ -254,9 +282,9 @@ func (c *certifier) cost(sh shift) float64 {
 // kitti_00, translations over kilometres).
 func (c *certifier) buildShifted(sh shift) {
 	copy(c.sh.Val, c.s.Val)
-	b := c.q.B
+	b := c.b
 	sparse.ScaleCongruent(c.sh, c.scale)
-	for i := 0; i < c.q.N; i++ {
+	for i := 0; i < c.n; i++ {
 		shiftDiagBlock(c.sh.Block(c.sh.Diag[i]), c.scale[i*b:(i+1)*b], sh, i == c.anchor, c.free != nil && c.free[i], c.d)
 	}
 }
@@ -383,7 +411,7 @@ func (c *certifier) certify(m *manifold, x *sparse.Blocks, wantVector bool) (cer
 func (c *certifier) eigenvectorByParts(cert *certificate, pe PartsEigen) (done bool, err error) {
 	d := c.d
 	_, sigma := c.shifts(cert.trLambda)
-	normS := c.q.MaxDiag()
+	normS := c.maxDiag
 	tau0 := math.Max(1000*sigma*c.weightAll/float64(d*c.nposes), 1e-12*normS)
 	val, ok, err := c.eigByParts(pe, tau0, normS)
 	if err != nil || !ok {
@@ -407,8 +435,20 @@ func (c *certifier) shifts(trLambda float64) (sigmaA, sigma float64) {
 }
 
 // certifyCentral is certify on the point itself: S built and factored
-// here.
+// here. A certifier that let Q go (letGo) makes it again for this test
+// and lets it go after, with S's storage and factor: the test is a
+// fallback of a run whose parts certify, and what it holds would stay on
+// the run's peak.
 func (c *certifier) certifyCentral(m *manifold, x *sparse.Blocks, wantVector bool) (certificate, error) {
+	if c.q == nil {
+		release := m.hold()
+		c.q = m.q
+		defer func() {
+			release()
+			c.q, c.s, c.sh, c.dd = nil, nil, nil, nil
+			c.inv, c.inv2, c.sMulV = nil, nil, nil
+		}()
+	}
 	nq := m.newBlocks()
 	m.mulQ(nq, x)
 	d := m.d
@@ -680,7 +720,7 @@ func anchorLast(q *sparse.BlockSym, d int, perm []int, sym *sparse.BlockSymbolic
 	if sym == nil {
 		return perm, sym
 	}
-	c := &certifier{q: q, d: d, scale: jacobiScale(q), free: rotationFreeBlocks(q, d)}
+	c := &certifier{q: q, d: d, n: q.N, b: q.B, scale: jacobiScale(q), free: rotationFreeBlocks(q, d)}
 	isFree := func(i int) bool { return c.free != nil && c.free[i] }
 	order, _ := sym.Tree()
 	nb := len(order)
@@ -932,12 +972,16 @@ const MethodCholeskyDD = "cholesky-dd"
 // least, the rule analyze applies to the trailing clique), made the
 // boundary system's last pivot.
 func (c *certifier) analyzeDomain() error {
-	q, part := c.q, c.ddPart
-	if len(part) != q.N {
-		return fmt.Errorf("certificate: a partition of %d blocks for %d", len(part), q.N)
+	part := c.ddPart
+	if len(part) != c.n {
+		return fmt.Errorf("certificate: a partition of %d blocks for %d", len(part), c.n)
 	}
 	anchor := c.ddAnchor
-	if anchor < 0 || anchor >= q.N || (c.free != nil && c.free[anchor]) {
+	if anchor < 0 || anchor >= c.n || (c.free != nil && c.free[anchor]) {
+		q := c.q
+		if q == nil {
+			q = c.makeQ() // Q's pattern, for the boundary poses
+		}
 		anchor = -1
 		bestW := math.Inf(1)
 		for pass := 0; pass < 2 && anchor < 0; pass++ {
@@ -1013,6 +1057,31 @@ const MethodCholeskyParts = "cholesky-parts"
 func (c *certifier) usePartsProver(p PartsProver) {
 	c.prover = p
 	c.ddPart, c.ddAnchor = p.ProofPartition()
+}
+
+// letGo drops c's Q, for a run whose parts certify (a PartsProver): the
+// tests by parts need only what newCertifier and the analysis took from
+// it (the scaling, the anchor and its weights, Q's largest diagonal
+// entry), and a test on the gathered point makes Q again with makeQ
+// (certifyCentral). It analyses first (with Q made for that when c holds
+// none), and reports false if that fails: the run then keeps Q, and the
+// test reports the error as before.
+func (c *certifier) letGo(makeQ func() *sparse.BlockSym, mulRows func(dst, x *sparse.Blocks)) bool {
+	c.makeQ, c.mulRows = makeQ, mulRows
+	if c.prover == nil || (!c.analyzed() && c.analyze() != nil) {
+		return false
+	}
+	c.q = nil
+	return true
+}
+
+// manifold returns the manifold at rank r for c's tests: on c's Q, or,
+// when c let it go, one that makes Q for each product with it.
+func (c *certifier) manifold(q *sparse.BlockSym, r, threads int) *manifold {
+	if q != nil {
+		return newManifold(q, c.d, r, threads)
+	}
+	return newManifoldWithout(c.makeQ, c.mulRows, c.n, c.b, c.free, c.d, r, threads)
 }
 
 // certifyByParts is certify's factor tests made by the prover, with the

@@ -378,15 +378,7 @@ func TestPartsCertificateStopsAtDeadline(t *testing.T) {
 		q := g.Laplacian(posegraph.Poses)
 		m := newManifold(q, d, x.R, 1)
 		part := runsPartition(q.N, 4)
-		ref := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
-		ref.ddPart = part
-		if err := ref.analyze(); err != nil {
-			t.Fatal(err)
-		}
-		lp := newLocalParts(t, q, part, ref.anchor)
-		lp.x = x
-		c := newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, nil, opts.Seed)
-		c.usePartsProver(lp)
+		c := partsCertifier(t, q, x, part, d, opts)
 		c.deadline = time.Now().Add(-time.Second)
 		got, err := c.check(m, x)
 		if err != nil {

@@ -35,6 +35,12 @@ type manifold struct {
 	// gaugePoint's copy of the point.
 	free []bool
 	xg   *sparse.Blocks
+	// makeQ, when set, makes Q for a manifold that holds none (q nil: a
+	// run whose parts certify lets Q go, see Run.letQGo), for as long as
+	// hold keeps it; mulRows is X Q without Q (Q's rows made a chunk at a
+	// time: posegraph.LaplacianRows), for mulQ without hold.
+	makeQ   func() *sparse.BlockSym
+	mulRows func(dst, x *sparse.Blocks)
 }
 
 func newManifold(q *sparse.BlockSym, d, r, threads int) *manifold {
@@ -42,11 +48,39 @@ func newManifold(q *sparse.BlockSym, d, r, threads int) *manifold {
 		h: make([]float64, r*d), y: make([]float64, r*d), free: rotationFreeBlocks(q, d)}
 }
 
+// newManifoldWithout is newManifold for a run that holds no Q: n blocks of
+// size b, free its landmark blocks; makeQ makes Q (hold), mulRows
+// multiplies by it without it.
+func newManifoldWithout(makeQ func() *sparse.BlockSym, mulRows func(dst, x *sparse.Blocks), n, b int, free []bool, d, r, threads int) *manifold {
+	return &manifold{makeQ: makeQ, mulRows: mulRows, d: d, r: r, b: b, n: n, threads: threads,
+		h: make([]float64, r*d), y: make([]float64, r*d), free: free}
+}
+
+// hold makes Q, if the manifold holds none, and returns the function that
+// lets it go again: a caller that multiplies by Q more than once (a line
+// search) makes it once.
+func (m *manifold) hold() (release func()) {
+	if m.q != nil {
+		return func() {}
+	}
+	m.q = m.makeQ()
+	return func() { m.q = nil }
+}
+
 func (m *manifold) newBlocks() *sparse.Blocks { return sparse.NewBlocks(m.r, m.b, m.n) }
 
 // mulQ sets dst = X Q (+ lin, when the manifold has a linear term).
 func (m *manifold) mulQ(dst, x *sparse.Blocks) {
-	m.q.MulBlocksParallel(dst, x, m.threads)
+	switch {
+	case m.q != nil:
+		m.q.MulBlocksParallel(dst, x, m.threads)
+	case m.mulRows != nil:
+		m.mulRows(dst, x) // the same bits
+	default:
+		release := m.hold()
+		m.q.MulBlocksParallel(dst, x, m.threads)
+		release()
+	}
 	if m.lin != nil {
 		for k, v := range m.lin.Data {
 			dst.Data[k] += v
@@ -141,6 +175,9 @@ func (m *manifold) gradient(g, x, nq *sparse.Blocks) (norm, euclid float64) {
 // hess sets dst = Hess F(X)[V] = 2 proj(V Q - [V_Y Lambda_i, 0]) = 2 proj(V S),
 // using work for V Q.
 func (m *manifold) hess(dst, x, v *sparse.Blocks, lam []float64, work *sparse.Blocks) {
+	if m.q == nil {
+		defer m.hold()()
+	}
 	m.q.MulBlocksParallel(work, v, m.threads)
 	if c := poseChunks(m.n, m.threads); c == 1 {
 		m.subLambda(v, work, lam, 0, m.n)

@@ -442,8 +442,14 @@ func (r *Run) checkEscaped(x, xn *sparse.Blocks, lower bool) (float64, error) {
 	if !lower {
 		return 0, nil
 	}
-	f0 := posegraph.TraceCost(r.q, x, sparse.NewBlocks(x.R, x.B, x.N))
-	f := posegraph.TraceCost(r.q, xn, sparse.NewBlocks(xn.R, xn.B, xn.N))
+	cost := func(x *sparse.Blocks) float64 {
+		if r.q != nil {
+			return posegraph.TraceCost(r.q, x, sparse.NewBlocks(x.R, x.B, x.N))
+		}
+		// The same bits, with Q's rows made a chunk at a time.
+		return r.g.NewLaplacianRows(r.opts.Problem).TraceCost(x, sparse.NewBlocks(x.R, x.B, x.N))
+	}
+	f0, f := cost(x), cost(xn)
 	if !(f < f0) {
 		return 0, fmt.Errorf("F %.17g at the escaped point is not below %.17g", f, f0)
 	}
@@ -455,7 +461,6 @@ func (r *Run) checkEscaped(x, xn *sparse.Blocks, lower bool) (float64, error) {
 // parts that hold the eigenvector, or here. A failure of the parts
 // falls back to the eigenvector of the point at hand.
 func (r *Run) escape(x *sparse.Blocks, c certificate, rank int) (*sparse.Blocks, float64) {
-	d := r.g.D
 	v := c.vector
 	if c.partsVector {
 		if pe, ok := r.cert.prover.(PartsEigen); ok {
@@ -471,7 +476,7 @@ func (r *Run) escape(x *sparse.Blocks, c certificate, rank int) (*sparse.Blocks,
 			}
 			r.opts.Logger.Warn("escape by parts failed; escaping from the point at hand", "err", err)
 		}
-		cc, err := r.cert.certifyCentral(newManifold(r.q, d, rank, r.opts.Threads), x, true)
+		cc, err := r.cert.certifyCentral(r.cert.manifold(r.q, rank, r.opts.Threads), x, true)
 		if err != nil || cc.vector == nil {
 			xn := sparse.NewBlocks(rank+1, x.B, x.N)
 			for i := 0; i < x.N; i++ {
@@ -481,5 +486,7 @@ func (r *Run) escape(x *sparse.Blocks, c certificate, rank int) (*sparse.Blocks,
 		}
 		v = cc.vector
 	}
-	return escape(newManifold(r.q, d, rank+1, r.opts.Threads), x, v)
+	m := r.cert.manifold(r.q, rank+1, r.opts.Threads)
+	defer m.hold()() // the line search multiplies by Q at every step
+	return escape(m, x, v)
 }

@@ -72,13 +72,14 @@ func (c *central) Method(r *Run) MethodInfo {
 func (c *central) Init(ctx context.Context, r *Run) ([]posegraph.Pose, Init, error) {
 	// The staircase makes the analysis before Init unless the optimizer
 	// certifies and rounds by parts; one that wraps this one (leveltest's
-	// checks) may, and this one needs it.
+	// checks) may, and this one needs it, and Q for the whole run.
+	q := r.keepQ()
 	r.analyse()
 	init, err := initialize(r.g, r.opts, r.plan)
 	if err != nil {
 		return nil, "", err
 	}
-	q, d := r.q, r.g.D
+	d := r.g.D
 	c.qFactor = qFactor(q, r.perm, r.sym)
 	c.hp = newHessianPrecond(q, d, r.perm, 1e-9*q.MaxDiag())
 	c.hp.threads, c.hp.sym = r.opts.Threads, r.sym
@@ -381,7 +382,7 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 		if k >= 0 {
 			t0 := time.Now()
 			xr := g.Lift(centered(res.Poses, d), opts.Problem, d)
-			c, err := cert.checkOnly(newManifold(q, d, d, opts.Threads), xr)
+			c, err := cert.checkOnly(cert.manifold(q, d, opts.Threads), xr)
 			if err != nil {
 				return err
 			}
@@ -532,7 +533,7 @@ func initialLevel(res *Result, st *stages, q *sparse.BlockSym, cert *certifier, 
 		return Level{}, certificate{}, TimeLimit, nil
 	}
 	t0 := time.Now()
-	m := newManifold(q, d, d, opts.Threads)
+	m := cert.manifold(q, d, opts.Threads)
 	c, err := cert.checkOnly(m, x)
 	lv := Level{Rank: d, F: res.InitialObjective, BCMStop: "initial point", RTRStop: "initial point"}
 	lv, err = recordCheck(res, lv, t0, c, err)

@@ -28,7 +28,9 @@ import (
 // shares, the rounding's plan with the translation factor, the
 // certifier's symbolic factorization) in Run, and the optimizer keeps its
 // own (central: the Hessian's analysis and factor, Q's factor), so a
-// solver that keeps both across calls reuses them. The certificate, the escape and the rounding go through Run's own
+// solver that keeps both across calls reuses them. A run whose optimizer
+// certifies and rounds by parts holds none of them (analyse, letQGo): it
+// makes Q when it needs it, and lets it go. The certificate, the escape and the rounding go through Run's own
 // methods (certify, escape, round), the place where an optimizer that
 // does not gather the point would take them over.
 
@@ -117,8 +119,15 @@ type Outcome struct {
 type Run struct {
 	g    *posegraph.Graph
 	opts Options
-	q    *sparse.BlockSym
-	perm []int // Q's fill-reducing block order
+	// q is Q, or nil when the run holds none: from before Init on when
+	// the optimizer works by parts (PartsProviders) and its parts certify
+	// (letQGo). Q() makes it again then.
+	q *sparse.BlockSym
+	// qMaxDiag is Q's largest diagonal entry, kept when q is let go.
+	qMaxDiag float64
+	// qKept: an optimizer works on Q itself (keepQ), so the run holds it.
+	qKept bool
+	perm  []int // Q's fill-reducing block order
 	// sym is the block analysis of Q's pattern in perm's order (nil when
 	// it failed: each factorization then analyses alone), which every
 	// matrix of that pattern a solve factors shares (symbolic.go); plan is
@@ -139,8 +148,71 @@ type Run struct {
 // component with Options.LargestComponent).
 func (r *Run) Graph() *posegraph.Graph { return r.g }
 
-// Q returns the graph's connection Laplacian, made before Init.
-func (r *Run) Q() *blockmat.BlockSym { return r.q }
+// Q returns the graph's connection Laplacian. A run whose optimizer
+// certifies and rounds by parts (PartsProviders, PartsProver) does not hold
+// it: Q then makes it from the graph, the same bits each time, and the
+// caller should let it go when done, as the run does, so that it is not
+// live beside the proof's boundary system.
+func (r *Run) Q() *blockmat.BlockSym {
+	if r.q != nil {
+		return r.q
+	}
+	return r.g.Laplacian(r.opts.Problem)
+}
+
+// HoldsQ reports whether the run holds Q: false from before Init on for
+// an optimizer that works by parts (PartsProviders) and certifies by
+// parts (a PartsProver), when each call of Q makes Q anew.
+func (r *Run) HoldsQ() bool { return r.q != nil }
+
+// mulQByRows sets dst = X Q with Q's rows made a chunk at a time
+// (posegraph.LaplacianRows): Q's product to the bit, without Q.
+func (r *Run) mulQByRows(dst, x *sparse.Blocks) {
+	r.g.NewLaplacianRows(r.opts.Problem).MulBlocks(dst, x)
+}
+
+// keepQ returns Q and keeps it for the rest of the run, for an optimizer
+// that works on Q itself (Solve's, also when a wrapper that works by parts,
+// such as sync/leveltest's checks, hides it: the run let Q go before Init).
+func (r *Run) keepQ() *sparse.BlockSym {
+	if r.q == nil {
+		r.q = r.g.Laplacian(r.opts.Problem)
+	}
+	r.qKept = true
+	return r.q
+}
+
+// maxDiag returns Q's largest diagonal entry.
+func (r *Run) maxDiag() float64 {
+	if r.q != nil {
+		return r.q.MaxDiag()
+	}
+	return r.qMaxDiag
+}
+
+// letQGo drops the run's Q once the certifier has taken what its tests by
+// parts need from it (certifier.letGo): on a distributed coordinator Q was
+// the largest thing it held (41 MB of 156 at 10^5 poses), live through
+// the certificate by parts, whose boundary system and factor set the
+// peak. Every later use makes Q from the graph for as long as it needs it
+// (Q, certifier.manifold): the check of the parts' tr(Lambda), F at an
+// escaped point, an optimizer's exact translations, and the gathered
+// fallbacks.
+func (r *Run) letQGo() {
+	if r.qKept {
+		return
+	}
+	if r.cert.letGo(r.Q, r.mulQByRows) {
+		if r.q != nil {
+			r.qMaxDiag, r.q = r.q.MaxDiag(), nil
+		}
+		return
+	}
+	if r.q == nil { // the certifier could not analyse without it: keep it
+		r.q = r.g.Laplacian(r.opts.Problem)
+		r.cert.q = r.q
+	}
+}
 
 // Options returns the options the solve runs with, defaults filled in.
 func (r *Run) Options() Options { return r.opts }
@@ -233,7 +305,7 @@ func (r *Run) analyse() {
 	if r.plan != nil {
 		return
 	}
-	q, opts := r.q, r.opts
+	q, opts := r.Q(), r.opts
 	if opts.order != nil {
 		r.perm = opts.order.perm(q)
 	} else {
@@ -295,9 +367,18 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 		return timedOutBeforeInit(res, g, opts, r.start)
 	}
 	t0 := time.Now()
-	q := g.Laplacian(opts.Problem)
-	r.q = q
+	r.q = g.Laplacian(opts.Problem)
 	pp, byParts := m.(PartsProviders)
+	var facts qFacts
+	if byParts && opts.order == nil {
+		// An optimizer that works by parts may certify by parts too: what
+		// its tests take from Q is taken now, while little else is live,
+		// and Q is let go before its Init, which gathers the point (Q
+		// made after it set a distributed coordinator's peak). The run
+		// makes Q again if the certificate is left to it (no prover).
+		facts = qFactsOf(r.q, d)
+		r.qMaxDiag, r.q = facts.maxDiag, nil
+	}
 	if opts.order != nil {
 		// An incremental step's order and analysis are kept for the next
 		// step (steporder.go) whoever uses them; otherwise each user
@@ -322,15 +403,22 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	if byParts {
 		prover, r.rounder = pp.PartsProver(r), pp.PartsRounder(r)
 	}
+	if prover == nil && r.q == nil {
+		r.q = g.Laplacian(opts.Problem)
+	}
 	if prover == nil {
 		r.analyse() // the certificate factors S in Q's order
 	}
-	r.cert = newCertifier(q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
+	if r.q != nil {
+		facts = qFactsOf(r.q, d)
+	}
+	r.cert = newCertifierOf(facts, r.q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
 	r.cert.deadline = r.deadline
 	r.cert.sym = r.sym
 	r.cert.nullStart = opts.warmStep
 	if prover != nil {
 		r.cert.usePartsProver(prover)
+		r.letQGo()
 	}
 
 	x := g.Lift(centered(init, d), opts.Problem, opts.Rank0)
@@ -358,7 +446,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 		var stop Status
 		started := false
 		if rank == d && rank == opts.Rank0 && zeroResidual(res.InitialObjective, g, opts.Problem) {
-			lv, c, stop, err = initialLevel(res, st, q, r.cert, x, d, opts)
+			lv, c, stop, err = initialLevel(res, st, r.q, r.cert, x, d, opts)
 			started = stop == ""
 		}
 		if !c.psd && err == nil && stop == "" {
@@ -523,7 +611,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	}
 	res.Timings.Round = time.Since(t0).Seconds() - refined
 
-	if err := settle(res, st, g, q, r.cert, opts, status, limit, haveBound, hasLower); err != nil {
+	if err := settle(res, st, g, r.q, r.cert, opts, status, limit, haveBound, hasLower); err != nil {
 		return nil, err
 	}
 	res.Timings.Total = time.Since(r.start).Seconds()
@@ -557,7 +645,7 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 	if err != nil || stop == TimeLimit {
 		return lv, c, stop, started, err
 	}
-	man := newManifold(r.q, r.g.D, rank, r.opts.Threads)
+	man := r.cert.manifold(r.q, rank, r.opts.Threads)
 	k := st.begin("certificate", rank)
 	if k < 0 {
 		return lv, c, TimeLimit, true, nil
@@ -586,7 +674,7 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 	// negative, so a floor above the allowance does not prove by itself
 	// that no refined point can meet it (BelowPrecision is decided after
 	// the refinements, in settle).
-	maxDiag := r.q.MaxDiag()
+	maxDiag := r.maxDiag()
 	refine := func() bool {
 		if stop != "" || !out.Converged || lv.ProofRefinements >= info.MaxRefinements || tol <= info.MinTol {
 			return false

@@ -498,7 +498,7 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		if c.last != nil && c.last.R == x.R && c.cost(r, c.last) < c.cost(r, x) {
+		if c.last != nil && c.last.R == x.R && cost(r, c.last) < cost(r, x) {
 			copy(x.Data, c.last.Data)
 		}
 		return out, bsync.Abort(err)
@@ -533,6 +533,10 @@ func (c *coordinator) Optimize(ctx context.Context, r *bsync.Run, x *sparse.Bloc
 	}
 	copy(x.Data, y.Data)
 	c.held = markOf(y)
+	// The last checkpoint's point was the fallback of a failed round; the
+	// gathered point replaces it, and held it would sit under the
+	// certificate (a copy of X).
+	c.last = nil
 	dec, err := c.exactTranslations(r, x)
 	if err != nil {
 		return out, err
@@ -556,15 +560,14 @@ func (c *coordinator) checkpoint(x *sparse.Blocks) {
 	c.stats.Checkpoints++
 }
 
-// cost is F(x) = tr(X Q X^T).
-func (c *coordinator) cost(r *bsync.Run, x *sparse.Blocks) float64 {
+// cost is F(x) = tr(X Q X^T), with Q's rows made a chunk at a time when
+// the run holds no Q (sync.Run.HoldsQ).
+func cost(r *bsync.Run, x *sparse.Blocks) float64 {
 	n := sparse.NewBlocks(x.R, x.B, x.N)
-	r.Q().MulBlocks(n, x)
-	f := 0.0
-	for k, v := range x.Data {
-		f += v * n.Data[k]
+	if r.HoldsQ() {
+		return posegraph.TraceCost(r.Q(), x, n)
 	}
-	return f
+	return r.Graph().NewLaplacianRows(r.Options().Problem).TraceCost(x, n)
 }
 
 // withDeadline returns ctx bounded by the run's deadline, if it has one.
@@ -587,16 +590,32 @@ func (c *coordinator) exactTranslations(r *bsync.Run, x *sparse.Blocks) (float64
 	if c.b == c.g.D {
 		return 0, nil
 	}
-	q := r.Q()
-	// Q X and a solver of this call's own: Q X (9 MB at 10^5 poses and
-	// rank 3) and the factor of the whole graph's tau-Laplacian (30 MB)
-	// are garbage before the certificate and the rounding, which peak on
-	// their own boundary systems, instead of living through the run.
-	// Once per level, the factorization is cheap against the level's
-	// rounds, and the same factor gives the same translations.
+	// Q X and a solver of this call's own, from Q's rows made a chunk at
+	// a time when the run holds no Q (it certifies by parts): Q X (9 MB at
+	// 10^5 poses and rank 3) and the factor of the whole graph's
+	// tau-Laplacian (30 MB) are garbage before the certificate and the
+	// rounding, which peak on their own boundary systems, and Q itself
+	// (41 MB, and as much again to assemble it) is never made. Once per
+	// level, the factorization is cheap against the level's rounds, and
+	// the same factor gives the same translations, to the bit, whichever
+	// way Q's rows come (bcm.TestTranslations).
 	n := sparse.NewBlocks(x.R, x.B, x.N)
-	q.MulBlocks(n, x)
-	return bcm.New(q, c.g.D, c.opts.Sync.Problem).StepTranslations(x, n)
+	var ts *bcm.Translations
+	var err error
+	if r.HoldsQ() {
+		q := r.Q()
+		q.MulBlocks(n, x)
+		ts, err = bcm.NewTranslations(q, c.g.D)
+	} else {
+		g := r.Graph()
+		rows := g.NewLaplacianRows(r.Options().Problem)
+		rows.MulBlocks(n, x)
+		ts, err = bcm.NewTranslationsByRows(g.N(), g.D, rows.Rows)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return ts.Step(x, n)
 }
 
 // heldMark identifies the point the agents hold by its rank and a SHA-256
