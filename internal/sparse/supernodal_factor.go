@@ -301,15 +301,31 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		} else {
 			smallUpdate(cb, ld[p1*ncd:(p1+m)*ncd], m, wd, ncd)
 		}
-		for r := 0; r < m; r++ {
-			// Row r of cb, up to its diagonal, goes to row drows[p1+r]
-			// of s, columns drows[p1+q] (inside s's columns).
-			w := min(wd, r+1)
-			tr := int(relMap[drows[p1+r]]) * nc
-			lr := ls[tr : tr+nc]
-			cols := drows[p1 : p1+w]
-			for q, v := range cb[r*wd : r*wd+w] {
-				lr[int(cols[q])-f] -= v
+		if wd > 0 && int(drows[p2-1])-int(drows[p1]) == wd-1 {
+			// The columns drows[p1:p2] are consecutive (whole blocks of
+			// a pose, the common case): each row of cb goes to one run
+			// of s's row, the same subtractions without the column
+			// indices.
+			c0 := int(drows[p1]) - f
+			for r := 0; r < m; r++ {
+				w := min(wd, r+1)
+				tr := int(relMap[drows[p1+r]])*nc + c0
+				lr := ls[tr : tr+w]
+				for q, v := range cb[r*wd : r*wd+w][:len(lr)] {
+					lr[q] -= v
+				}
+			}
+		} else {
+			for r := 0; r < m; r++ {
+				// Row r of cb, up to its diagonal, goes to row drows[p1+r]
+				// of s, columns drows[p1+q] (inside s's columns).
+				w := min(wd, r+1)
+				tr := int(relMap[drows[p1+r]]) * nc
+				lr := ls[tr : tr+nc]
+				cols := drows[p1 : p1+w]
+				for q, v := range cb[r*wd : r*wd+w] {
+					lr[int(cols[q])-f] -= v
+				}
 			}
 		}
 		if p2 < nrd {
