@@ -366,32 +366,8 @@ const (
 func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, pivot float64, raised int) {
 	for k := 0; k < nc; k += panelWidth {
 		kb := min(panelWidth, nc-k)
-		// Unblocked Cholesky of the panel's diagonal block.
-		for j := k; j < k+kb; j++ {
-			rj := l[j*nc+k : j*nc+j]
-			d := l[j*nc+j]
-			for _, v := range rj {
-				d -= v * v
-			}
-			if !(d > thr) || math.IsInf(d, 0) {
-				if !raisable(d, floor, limit) {
-					return j, d, raised
-				}
-				if nd := max(math.Abs(d), floor); nd != d {
-					d = nd
-					raised++
-				}
-			}
-			d = math.Sqrt(d)
-			l[j*nc+j] = d
-			for i := j + 1; i < k+kb; i++ {
-				ri := l[i*nc+k : i*nc+j]
-				sum := l[i*nc+j]
-				for t, v := range ri {
-					sum -= v * rj[t]
-				}
-				l[i*nc+j] = sum / d
-			}
+		if j, d := panelFactor(l, nc, k, kb, thr, floor, limit, &raised); j >= 0 {
+			return j, d, raised
 		}
 		m := nr - k - kb
 		if m == 0 {
@@ -421,19 +397,62 @@ func denseFactor(l []float64, nr, nc int, thr, floor, limit float64) (col int, p
 			}
 			continue
 		}
-		for i := 0; i < m; i++ {
-			ri := panel[i*nc : i*nc+kb]
-			for j := 0; j < nt && j <= i; j++ {
-				rj := panel[j*nc : j*nc+kb]
-				sum := 0.0
-				for t, v := range ri {
-					sum += v * rj[t]
-				}
-				l[(k+kb+i)*nc+k+kb+j] -= sum
-			}
-		}
+		trailingSmall(l, panel, nc, k, kb, m, nt)
 	}
 	return -1, 0, raised
+}
+
+// panelFactor is denseFactor's unblocked Cholesky of the diagonal block of
+// the panel of kb columns from column k (raised counts the pivots it
+// changes). It returns the local column and value of a pivot that fails,
+// or -1. It is a function of its own so that its loops keep their
+// counters in registers: inside denseFactor they were spilled to the
+// stack on every term.
+func panelFactor(l []float64, nc, k, kb int, thr, floor, limit float64, raised *int) (col int, pivot float64) {
+	for j := k; j < k+kb; j++ {
+		rj := l[j*nc+k : j*nc+j]
+		d := l[j*nc+j]
+		for _, v := range rj {
+			d -= v * v
+		}
+		if !(d > thr) || math.IsInf(d, 0) {
+			if !raisable(d, floor, limit) {
+				return j, d
+			}
+			if nd := max(math.Abs(d), floor); nd != d {
+				d = nd
+				*raised++
+			}
+		}
+		d = math.Sqrt(d)
+		l[j*nc+j] = d
+		for i := j + 1; i < k+kb; i++ {
+			ri := l[i*nc+k : i*nc+j]
+			sum := l[i*nc+j]
+			for t, v := range ri[:len(rj)] {
+				sum -= v * rj[t]
+			}
+			l[i*nc+j] = sum / d
+		}
+	}
+	return -1, 0
+}
+
+// trailingSmall is denseFactor's trailing update below a small panel
+// (below blasThreshold): the m x nt lower trapezoid from row and column
+// k+kb less the products of the rows of panel (kb columns, stride nc).
+func trailingSmall(l, panel []float64, nc, k, kb, m, nt int) {
+	for i := 0; i < m; i++ {
+		ri := panel[i*nc : i*nc+kb]
+		for j := 0; j < nt && j <= i; j++ {
+			rj := panel[j*nc : j*nc+kb][:len(ri)]
+			sum := 0.0
+			for t, v := range ri {
+				sum += v * rj[t]
+			}
+			l[(k+kb+i)*nc+k+kb+j] -= sum
+		}
+	}
 }
 
 // raisable reports whether a rejected pivot d may be raised: a modified
