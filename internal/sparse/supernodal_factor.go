@@ -112,23 +112,31 @@ func (sn *supernodes) assembleNode(c *Cholesky, s int, ls []float64, w *snWork) 
 		if j != last {
 			row, last = sn.blockRow(j, w), j
 		}
-		for k := m.RowPtr[j]; k < m.RowPtr[j+1]; k++ {
-			i := m.ColIdx[k]
-			// Block (j, i) holds A[(j, cc), (i, a)] = A[(i, a), (j, cc)]
-			// in its row cc.
-			off := (k-m.RowPtr[j])*b*b + cc*b
-			blk := row[off : off+b]
-			pi := c.pinv[i*b : i*b+b]
-			for a, v := range blk {
-				pr := int(pi[a])
-				if pr < q {
-					continue // above the diagonal: column pr holds it
-				}
-				if pr == q {
-					v += sn.shift
-				}
-				ls[int(relMap[pr])*nc+q-f] = v
+		assembleColumn(ls[q-f:], row[cc*b:], m.ColIdx[m.RowPtr[j]:m.RowPtr[j+1]], c.pinv, relMap, b, q, nc, sn.shift)
+	}
+}
+
+// assembleColumn is assembleNode's scatter of one scalar column q, row cc
+// of block row j: lq is the supernode's values from q's column on, row
+// the block row's values from their row cc on, cols its block columns. It
+// is a function of its own so that its loops keep their counters in
+// registers, which assembleNode's spilled.
+func assembleColumn(lq, row []float64, cols []int, pinv, relMap []int32, b, q, nc int, shift float64) {
+	bb := b * b
+	for t, i := range cols {
+		// Block (j, i) holds A[(j, cc), (i, a)] = A[(i, a), (j, cc)]
+		// in its row cc.
+		blk := row[t*bb : t*bb+b]
+		pi := pinv[i*b : i*b+b][:len(blk)]
+		for a, v := range blk {
+			pr := int(pi[a])
+			if pr < q {
+				continue // above the diagonal: column pr holds it
 			}
+			if pr == q {
+				v += shift
+			}
+			lq[int(relMap[pr])*nc] = v
 		}
 	}
 }
@@ -301,33 +309,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		} else {
 			smallUpdate(cb, ld[p1*ncd:(p1+m)*ncd], m, wd, ncd)
 		}
-		if wd > 0 && int(drows[p2-1])-int(drows[p1]) == wd-1 {
-			// The columns drows[p1:p2] are consecutive (whole blocks of
-			// a pose, the common case): each row of cb goes to one run
-			// of s's row, the same subtractions without the column
-			// indices.
-			c0 := int(drows[p1]) - f
-			for r := 0; r < m; r++ {
-				w := min(wd, r+1)
-				tr := int(relMap[drows[p1+r]])*nc + c0
-				lr := ls[tr : tr+w]
-				for q, v := range cb[r*wd : r*wd+w][:len(lr)] {
-					lr[q] -= v
-				}
-			}
-		} else {
-			for r := 0; r < m; r++ {
-				// Row r of cb, up to its diagonal, goes to row drows[p1+r]
-				// of s, columns drows[p1+q] (inside s's columns).
-				w := min(wd, r+1)
-				tr := int(relMap[drows[p1+r]]) * nc
-				lr := ls[tr : tr+nc]
-				cols := drows[p1 : p1+w]
-				for q, v := range cb[r*wd : r*wd+w] {
-					lr[int(cols[q])-f] -= v
-				}
-			}
-		}
+		scatterUpdate(ls, cb, drows[p1:p1+m], relMap, m, wd, nc, f)
 		if p2 < nrd {
 			sn.dpos[d] = p2
 			link(d, int(sn.super[drows[p2]]))
@@ -344,6 +326,38 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		link(s, int(sn.super[rows[nc]]))
 	}
 	return nil
+}
+
+// scatterUpdate subtracts a descendant's update cb (m x wd, the lower part
+// of its top wd x wd square) from supernode s's values ls (nc columns from
+// column f): row r of cb goes to the local row relMap[rows[r]], columns
+// rows[0..min(wd, r+1)-1]. When those columns are consecutive (whole
+// blocks of a pose, the common case) each row of cb is one run of s's row,
+// subtracted without a column index per entry; the same subtractions
+// either way. It is a function of its own so that its loops keep their
+// counters in registers, which factorNode's spilled.
+func scatterUpdate(ls, cb []float64, rows, relMap []int32, m, wd, nc, f int) {
+	if wd > 0 && int(rows[wd-1])-int(rows[0]) == wd-1 {
+		c0 := int(rows[0]) - f
+		for r := 0; r < m; r++ {
+			w := min(wd, r+1)
+			tr := int(relMap[rows[r]])*nc + c0
+			lr := ls[tr : tr+w]
+			for q, v := range cb[r*wd : r*wd+w][:len(lr)] {
+				lr[q] -= v
+			}
+		}
+		return
+	}
+	for r := 0; r < m; r++ {
+		w := min(wd, r+1)
+		tr := int(relMap[rows[r]]) * nc
+		lr := ls[tr : tr+nc]
+		cols := rows[:w]
+		for q, v := range cb[r*wd : r*wd+w] {
+			lr[int(cols[q])-f] -= v
+		}
+	}
 }
 
 // panelWidth is the block size of the dense Cholesky of a supernode, and
