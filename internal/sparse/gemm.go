@@ -251,6 +251,21 @@ func packStrips(dst, x []float64, ldx, r0, rows, p0, kc, w int) {
 	for s := 0; s*w < rows; s++ {
 		d := dst[s*w*kc : (s+1)*w*kc]
 		h := min(w, rows-s*w)
+		// Whole strips of the kernel's two widths are copied column by
+		// column, eight or six rows at a time: the updates of a pose
+		// graph's factor have a small depth kc (a descendant's few
+		// columns), where the loop below spends more on each row's
+		// slicing and its strided stores than on the copy.
+		if h == w && kc > 0 {
+			switch w {
+			case 8:
+				pack8(d, x[(r0+s*w)*ldx+p0:], ldx, kc)
+				continue
+			case 6:
+				pack6(d, x[(r0+s*w)*ldx+p0:], ldx, kc)
+				continue
+			}
+		}
 		for i := 0; i < h; i++ {
 			src := x[(r0+s*w+i)*ldx+p0 : (r0+s*w+i)*ldx+p0+kc]
 			for p, v := range src {
@@ -262,5 +277,40 @@ func packStrips(dst, x []float64, ldx, r0, rows, p0, kc, w int) {
 				d[p*w+i] = 0
 			}
 		}
+	}
+}
+
+// pack8 is packStrips' copy of one whole strip of eight rows (stride ldx,
+// kc columns each, starting at x[0]) into d, column by column.
+func pack8(d, x []float64, ldx, kc int) {
+	x0 := x[:kc]
+	x1 := x[ldx : ldx+kc][:len(x0)]
+	x2 := x[2*ldx : 2*ldx+kc][:len(x0)]
+	x3 := x[3*ldx : 3*ldx+kc][:len(x0)]
+	x4 := x[4*ldx : 4*ldx+kc][:len(x0)]
+	x5 := x[5*ldx : 5*ldx+kc][:len(x0)]
+	x6 := x[6*ldx : 6*ldx+kc][:len(x0)]
+	x7 := x[7*ldx : 7*ldx+kc][:len(x0)]
+	d = d[:8*len(x0)]
+	for p := range x0 {
+		dp := d[8*p : 8*p+8 : 8*p+8]
+		dp[0], dp[1], dp[2], dp[3] = x0[p], x1[p], x2[p], x3[p]
+		dp[4], dp[5], dp[6], dp[7] = x4[p], x5[p], x6[p], x7[p]
+	}
+}
+
+// pack6 is pack8 for a strip of six rows.
+func pack6(d, x []float64, ldx, kc int) {
+	x0 := x[:kc]
+	x1 := x[ldx : ldx+kc][:len(x0)]
+	x2 := x[2*ldx : 2*ldx+kc][:len(x0)]
+	x3 := x[3*ldx : 3*ldx+kc][:len(x0)]
+	x4 := x[4*ldx : 4*ldx+kc][:len(x0)]
+	x5 := x[5*ldx : 5*ldx+kc][:len(x0)]
+	d = d[:6*len(x0)]
+	for p := range x0 {
+		dp := d[6*p : 6*p+6 : 6*p+6]
+		dp[0], dp[1], dp[2] = x0[p], x1[p], x2[p]
+		dp[3], dp[4], dp[5] = x3[p], x4[p], x5[p]
 	}
 }

@@ -279,3 +279,41 @@ func BenchmarkTrsmRT(b *testing.B) {
 		})
 	}
 }
+
+// TestPackStrips compares packStrips with its definition, value for value,
+// on whole and partial strips of the kernel's widths (whose whole strips
+// have copies of their own) and another width, with row and column
+// offsets and strides wider than the rows.
+func TestPackStrips(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, w := range []int{gemmMR, gemmNR, 4} {
+		for _, rows := range []int{1, w - 1, w, w + 1, 3 * w, 3*w + 2} {
+			for _, kc := range []int{1, 3, 6, 17} {
+				r0, p0, ldx := 2, 1, kc+4
+				x := randSlice(rng, (r0+rows)*ldx)
+				strips := (rows + w - 1) / w
+				dst := randSlice(rng, strips*w*kc+5)
+				tail := append([]float64(nil), dst[strips*w*kc:]...)
+				packStrips(dst, x, ldx, r0, rows, p0, kc, w)
+				for s := 0; s < strips; s++ {
+					for p := 0; p < kc; p++ {
+						for i := 0; i < w; i++ {
+							want := 0.0
+							if s*w+i < rows {
+								want = x[(r0+s*w+i)*ldx+p0+p]
+							}
+							if got := dst[s*w*kc+p*w+i]; got != want {
+								t.Fatalf("w=%d rows=%d kc=%d: strip %d column %d row %d = %g, want %g", w, rows, kc, s, p, i, got, want)
+							}
+						}
+					}
+				}
+				for i, v := range dst[strips*w*kc:] {
+					if v != tail[i] {
+						t.Fatalf("w=%d rows=%d kc=%d: wrote beyond the strips", w, rows, kc)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package sparse
 
 import (
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -84,6 +86,55 @@ func TestDroppedWork(t *testing.T) {
 		}
 		if !slices.Equal(keep.sn.val, drop.sn.val) {
 			t.Fatalf("shift %d: the factors differ", shift)
+		}
+	}
+}
+
+// TestSmallUpdateSameSums checks smallUpdate against its definition bit for
+// bit: each entry cb[r][q], q <= r and q < wd, is the sum over t in order
+// of l[r][t] l[q][t], for the widths with loops of their own and others,
+// odd and even row counts; entries above the diagonal are left alone.
+// (Bit for bit on amd64, where Go never fuses a multiply and an add;
+// elsewhere to rounding.)
+func TestSmallUpdateSameSums(t *testing.T) {
+	same := func(got, want float64) bool {
+		if runtime.GOARCH == "amd64" {
+			return math.Float64bits(got) == math.Float64bits(want)
+		}
+		return math.Abs(got-want) <= 1e-13*(1+math.Abs(want))
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, ncd := range []int{1, 2, 3, 4, 5, 6, 7, 12} {
+		for _, m := range []int{1, 2, 5, 8, 13} {
+			for wd := 1; wd <= m; wd++ {
+				l := make([]float64, m*ncd)
+				for k := range l {
+					l[k] = rng.NormFloat64()
+				}
+				cb := make([]float64, m*wd)
+				for k := range cb {
+					cb[k] = math.NaN()
+				}
+				smallUpdate(cb, l, m, wd, ncd)
+				for r := 0; r < m; r++ {
+					for q := 0; q < wd; q++ {
+						got := cb[r*wd+q]
+						if q > r {
+							if !math.IsNaN(got) {
+								t.Fatalf("ncd=%d m=%d wd=%d: wrote cb[%d][%d] above the diagonal", ncd, m, wd, r, q)
+							}
+							continue
+						}
+						want := 0.0
+						for k := 0; k < ncd; k++ {
+							want += l[r*ncd+k] * l[q*ncd+k]
+						}
+						if !same(got, want) {
+							t.Fatalf("ncd=%d m=%d wd=%d: cb[%d][%d] = %v, want %v", ncd, m, wd, r, q, got, want)
+						}
+					}
+				}
+			}
 		}
 	}
 }

@@ -91,6 +91,10 @@ func (m *BlockSym) mulRange(dst, x *Blocks, lo, hi int) {
 // differently in the last place).
 func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
 	r := x.R
+	if r == 3 {
+		m.mulRange4r3(dst, x, lo, hi)
+		return
+	}
 	rb := r * 4
 	for i := lo; i < hi; i++ {
 		di := dst.Data[i*rb : (i+1)*rb]
@@ -107,6 +111,31 @@ func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
 				da[2] += xa[0]*q[8] + xa[1]*q[9] + xa[2]*q[10] + xa[3]*q[11]
 				da[3] += xa[0]*q[12] + xa[1]*q[13] + xa[2]*q[14] + xa[3]*q[15]
 			}
+		}
+	}
+}
+
+// mulRange4r3 is mulRange4 at rank 3 (SE(3) at rank d, the trust
+// region's products on most 3-D graphs): one row a of the block row's
+// result at a time, its four sums kept in registers across the row's
+// blocks instead of loaded and stored at every block. Each entry is the
+// same sequence of additions, so the bits are too.
+func (m *BlockSym) mulRange4r3(dst, x *Blocks, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		ks, ke := m.RowPtr[i], m.RowPtr[i+1]
+		di := (*[12]float64)(dst.Data[i*12 : i*12+12])
+		for a := 0; a < 12; a += 4 {
+			var d0, d1, d2, d3 float64
+			for k := ks; k < ke; k++ {
+				q := (*[16]float64)(m.Val[k*16 : k*16+16])
+				xa := (*[4]float64)(x.Data[m.ColIdx[k]*12+a : m.ColIdx[k]*12+a+4])
+				x0, x1, x2, x3 := xa[0], xa[1], xa[2], xa[3]
+				d0 += x0*q[0] + x1*q[1] + x2*q[2] + x3*q[3]
+				d1 += x0*q[4] + x1*q[5] + x2*q[6] + x3*q[7]
+				d2 += x0*q[8] + x1*q[9] + x2*q[10] + x3*q[11]
+				d3 += x0*q[12] + x1*q[13] + x2*q[14] + x3*q[15]
+			}
+			di[a], di[a+1], di[a+2], di[a+3] = d0, d1, d2, d3
 		}
 	}
 }
