@@ -1,7 +1,6 @@
 package bcm
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/bcmsync/bcmsync/internal/graphs"
@@ -166,38 +165,20 @@ func (ts *transSolver) factor(a *sparse.CSC) error {
 
 // Translations is the exact joint step over all translations with a
 // factorization of its own, as Solver.StepTranslations makes it, for a
-// caller that makes Q for this step alone: it keeps no reference to Q
-// and factors at its first Step, so that Q can be let go in between and
-// Q and the factor are never live together (sync/distributed's
-// coordinator, whose run holds no Q: 41 MB and a 30 MB factor at 10^5
-// poses in 3-D).
+// caller that holds no Q (sync/distributed's coordinator: Q is 41 MB and
+// its assembly 28 MB more at 10^5 poses in 3-D, on top of the factor's
+// 30 MB).
 type Translations struct {
 	ts *transSolver
-	a  *sparse.CSC // the system, until Step factors it
 	d  int
 }
 
-// NewTranslations assembles the step's system, the tau-weighted Laplacian
-// (the (d, d) entries of Q's blocks), from q, a pose problem's Q in
-// dimension d (blocks of size d+1).
-func NewTranslations(q *blockmat.BlockSym, d int) (*Translations, error) {
-	switch {
-	case q == nil:
-		return nil, errors.New("bcm: nil matrix Q")
-	case d < 1 || d > 3:
-		return nil, fmt.Errorf("bcm: dimension d = %d, want 2 or 3", d)
-	case q.B != d+1:
-		return nil, fmt.Errorf("bcm: Q has %d x %d blocks, want %d for poses in dimension %d", q.B, q.B, d+1, d)
-	}
-	ts, a := assembleTrans(q.N, q.B, d, wholeRows(q))
-	return &Translations{ts: ts, a: a, d: d}, nil
-}
-
-// NewTranslationsByRows is NewTranslations for a caller that holds no Q:
-// rows(lo, hi) returns Q's block rows lo..hi-1 of the n (posegraph's
-// LaplacianRows; they may be overwritten by the next call), which it
-// reads a few thousand at a time, twice, so that only the step's system
-// and its factor are ever whole.
+// NewTranslationsByRows assembles and factors the step's system, the
+// tau-weighted Laplacian (the (d, d) entries of Q's blocks), for a pose
+// problem in dimension d whose Q has n block rows: rows(lo, hi) returns
+// Q's block rows lo..hi-1 (posegraph's LaplacianRows; they may be
+// overwritten by the next call), which it reads a few thousand at a time,
+// twice, so that only the step's system and its factor are ever whole.
 func NewTranslationsByRows(n, d int, rows func(lo, hi int) *blockmat.BlockSym) (*Translations, error) {
 	if d < 1 || d > 3 {
 		return nil, fmt.Errorf("bcm: dimension d = %d, want 2 or 3", d)
@@ -208,7 +189,10 @@ func NewTranslationsByRows(n, d int, rows func(lo, hi int) *blockmat.BlockSym) (
 		}
 	}
 	ts, a := assembleTrans(n, d+1, d, chunks)
-	return &Translations{ts: ts, a: a, d: d}, nil
+	if err := ts.factor(a); err != nil {
+		return nil, err
+	}
+	return &Translations{ts: ts, d: d}, nil
 }
 
 // rowsChunk is the rows NewTranslationsByRows asks for at a time.
@@ -218,13 +202,6 @@ const rowsChunk = 4096
 // decrease, as Solver.StepTranslations does, to the bit: the same system,
 // factored the same way.
 func (t *Translations) Step(x, n *blockmat.Blocks) (float64, error) {
-	if t.a != nil {
-		a := t.a
-		t.a = nil
-		if err := t.ts.factor(a); err != nil {
-			return 0, err
-		}
-	}
 	return t.ts.step(x, n, t.d)
 }
 

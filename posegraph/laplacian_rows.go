@@ -8,7 +8,7 @@ import (
 
 // LaplacianRows makes Q's block rows a few at a time, for a product with Q
 // by a process that does not hold Q (a distributed coordinator, whose Q is
-// 41 MB at 10^5 poses in 3-D, and whose assembly takes as much again):
+// 41 MB at 10^5 poses in 3-D, and whose assembly takes 28 MB more):
 // Rows(lo, hi) is Q's rows lo..hi-1 to the bit, as Laplacian makes them.
 type LaplacianRows struct {
 	g    *Graph

@@ -13,11 +13,10 @@ import (
 // run whose parts certify does) decides what one that holds Q decides, to
 // the bit, at intel's and sphere2500's optima and at an intel rank-2
 // saddle: the test by parts (the parts' tr(Lambda) checked against the
-// point's own, from a Q made for that product) and the test on the
-// gathered point (certifyCentral, the fallback, with Q made for the test),
-// its eigenvector included; after the fallback it holds neither Q nor S.
-// The check of the parts' tr(Lambda) multiplies by Q's rows made a chunk
-// at a time (posegraph.LaplacianRows), not by a Q made whole.
+// point's own, a product with Q's rows made a chunk at a time,
+// posegraph.LaplacianRows) and the test on the gathered point
+// (certifyCentral, the fallback, with Q made whole for the test), its
+// eigenvector included; after the fallback it holds neither Q nor S.
 // Q made again from the graph is the first one's bits.
 func TestCertifierWithoutQ(t *testing.T) {
 	for _, tc := range suitePoints(t) {

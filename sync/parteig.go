@@ -442,12 +442,17 @@ func (r *Run) checkEscaped(x, xn *sparse.Blocks, lower bool) (float64, error) {
 	if !lower {
 		return 0, nil
 	}
+	var rows *posegraph.LaplacianRows
 	cost := func(x *sparse.Blocks) float64 {
+		n := sparse.NewBlocks(x.R, x.B, x.N)
 		if r.q != nil {
-			return posegraph.TraceCost(r.q, x, sparse.NewBlocks(x.R, x.B, x.N))
+			return posegraph.TraceCost(r.q, x, n)
 		}
 		// The same bits, with Q's rows made a chunk at a time.
-		return r.g.NewLaplacianRows(r.opts.Problem).TraceCost(x, sparse.NewBlocks(x.R, x.B, x.N))
+		if rows == nil {
+			rows = r.g.NewLaplacianRows(r.opts.Problem)
+		}
+		return rows.TraceCost(x, n)
 	}
 	f0, f := cost(x), cost(xn)
 	if !(f < f0) {

@@ -123,8 +123,6 @@ type Run struct {
 	// the optimizer works by parts (PartsProviders) and its parts certify
 	// (letQGo). Q() makes it again then.
 	q *sparse.BlockSym
-	// qMaxDiag is Q's largest diagonal entry, kept when q is let go.
-	qMaxDiag float64
 	// qKept: an optimizer works on Q itself (keepQ), so the run holds it.
 	qKept bool
 	perm  []int // Q's fill-reducing block order
@@ -160,9 +158,9 @@ func (r *Run) Q() *blockmat.BlockSym {
 	return r.g.Laplacian(r.opts.Problem)
 }
 
-// HoldsQ reports whether the run holds Q: false from before Init on for
-// an optimizer that works by parts (PartsProviders) and certifies by
-// parts (a PartsProver), when each call of Q makes Q anew.
+// HoldsQ reports whether the run holds Q. It does not while an optimizer
+// that works by parts (PartsProviders) initializes, nor after, when its
+// PartsProver certifies by parts; each call of Q then makes Q anew.
 func (r *Run) HoldsQ() bool { return r.q != nil }
 
 // mulQByRows sets dst = X Q with Q's rows made a chunk at a time
@@ -182,30 +180,21 @@ func (r *Run) keepQ() *sparse.BlockSym {
 	return r.q
 }
 
-// maxDiag returns Q's largest diagonal entry.
-func (r *Run) maxDiag() float64 {
-	if r.q != nil {
-		return r.q.MaxDiag()
-	}
-	return r.qMaxDiag
-}
-
 // letQGo drops the run's Q once the certifier has taken what its tests by
 // parts need from it (certifier.letGo): on a distributed coordinator Q was
 // the largest thing it held (41 MB of 156 at 10^5 poses), live through
 // the certificate by parts, whose boundary system and factor set the
-// peak. Every later use makes Q from the graph for as long as it needs it
-// (Q, certifier.manifold): the check of the parts' tr(Lambda), F at an
-// escaped point, an optimizer's exact translations, and the gathered
-// fallbacks.
+// peak. Later products with Q (the check of the parts' tr(Lambda), F at an
+// escaped point, an optimizer's exact translations) take its rows a chunk
+// at a time from the graph (posegraph.LaplacianRows); the gathered
+// fallbacks (the central test, the escape along a central eigenvector)
+// make Q whole for as long as they run (Q, certifier.manifold).
 func (r *Run) letQGo() {
 	if r.qKept {
 		return
 	}
 	if r.cert.letGo(r.Q, r.mulQByRows) {
-		if r.q != nil {
-			r.qMaxDiag, r.q = r.q.MaxDiag(), nil
-		}
+		r.q = nil
 		return
 	}
 	if r.q == nil { // the certifier could not analyse without it: keep it
@@ -377,7 +366,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 		// made after it set a distributed coordinator's peak). The run
 		// makes Q again if the certificate is left to it (no prover).
 		facts = qFactsOf(r.q, d)
-		r.qMaxDiag, r.q = facts.maxDiag, nil
+		r.q = nil
 	}
 	if opts.order != nil {
 		// An incremental step's order and analysis are kept for the next
@@ -674,7 +663,7 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 	// negative, so a floor above the allowance does not prove by itself
 	// that no refined point can meet it (BelowPrecision is decided after
 	// the refinements, in settle).
-	maxDiag := r.maxDiag()
+	maxDiag := r.cert.maxDiag
 	refine := func() bool {
 		if stop != "" || !out.Converged || lv.ProofRefinements >= info.MaxRefinements || tol <= info.MinTol {
 			return false

@@ -560,14 +560,11 @@ func (c *coordinator) checkpoint(x *sparse.Blocks) {
 	c.stats.Checkpoints++
 }
 
-// cost is F(x) = tr(X Q X^T), with Q's rows made a chunk at a time when
-// the run holds no Q (sync.Run.HoldsQ).
+// cost is F(x) = tr(X Q X^T), with Q's rows made a chunk at a time
+// (posegraph.LaplacianRows: Q's bits), so that the coordinator makes no
+// Q of its own.
 func cost(r *bsync.Run, x *sparse.Blocks) float64 {
-	n := sparse.NewBlocks(x.R, x.B, x.N)
-	if r.HoldsQ() {
-		return posegraph.TraceCost(r.Q(), x, n)
-	}
-	return r.Graph().NewLaplacianRows(r.Options().Problem).TraceCost(x, n)
+	return r.Graph().NewLaplacianRows(r.Options().Problem).TraceCost(x, sparse.NewBlocks(x.R, x.B, x.N))
 }
 
 // withDeadline returns ctx bounded by the run's deadline, if it has one.
@@ -591,27 +588,18 @@ func (c *coordinator) exactTranslations(r *bsync.Run, x *sparse.Blocks) (float64
 		return 0, nil
 	}
 	// Q X and a solver of this call's own, from Q's rows made a chunk at
-	// a time when the run holds no Q (it certifies by parts): Q X (9 MB at
-	// 10^5 poses and rank 3) and the factor of the whole graph's
-	// tau-Laplacian (30 MB) are garbage before the certificate and the
-	// rounding, which peak on their own boundary systems, and Q itself
-	// (41 MB, and as much again to assemble it) is never made. Once per
-	// level, the factorization is cheap against the level's rounds, and
-	// the same factor gives the same translations, to the bit, whichever
-	// way Q's rows come (bcm.TestTranslations).
+	// a time: Q X (9 MB at 10^5 poses and rank 3) and the factor of the
+	// whole graph's tau-Laplacian (30 MB) are garbage before the
+	// certificate and the rounding, which peak on their own boundary
+	// systems, and Q itself (41 MB, and 28 MB more to assemble it) is
+	// never made. Once per level, the factorization is cheap against the
+	// level's rounds, and it gives Solver.StepTranslations's translations
+	// to the bit (bcm.TestTranslations).
+	g := r.Graph()
+	rows := g.NewLaplacianRows(r.Options().Problem)
 	n := sparse.NewBlocks(x.R, x.B, x.N)
-	var ts *bcm.Translations
-	var err error
-	if r.HoldsQ() {
-		q := r.Q()
-		q.MulBlocks(n, x)
-		ts, err = bcm.NewTranslations(q, c.g.D)
-	} else {
-		g := r.Graph()
-		rows := g.NewLaplacianRows(r.Options().Problem)
-		rows.MulBlocks(n, x)
-		ts, err = bcm.NewTranslationsByRows(g.N(), g.D, rows.Rows)
-	}
+	rows.MulBlocks(n, x)
+	ts, err := bcm.NewTranslationsByRows(g.N(), g.D, rows.Rows)
 	if err != nil {
 		return 0, err
 	}

@@ -14,8 +14,7 @@ import (
 
 // qWatch is the coordinator as the staircase's level optimizer, watching
 // whether the run holds Q when it asks the agents for a proof or a
-// rounding, and whether the Q the run makes again is the first one's
-// bits.
+// rounding.
 type qWatch struct {
 	*coordinator
 	t      *testing.T
@@ -84,9 +83,8 @@ func (r qWatchRounder) RoundByParts(x *blockmat.Blocks) ([]posegraph.Pose, error
 
 // The coordinator's run holds no Q (sync.Run.HoldsQ) from Init to the end:
 // not during the certificate by parts, whose boundary system and factor
-// set its peak, nor in the rounds or the rounding; the Q it makes again
-// for the exact translations and the check of the parts' tr(Lambda) is the
-// first one to the bit; and the run certifies the central optimum with
+// set its peak, nor in the rounds or the rounding; Run.Q makes Q anew
+// each time, to the same bits; and the run certifies the central optimum with
 // the same estimate as the coordinator that certifies and rounds the
 // gathered point itself (Central, which holds Q: the test on the gathered
 // point needs it).
