@@ -897,23 +897,6 @@ func (c *Cholesky) ForwardMany(w, b []float64, nrhs int) {
 	c.manyGroups(w, b, nrhs, false)
 }
 
-// forwardTree returns the groups of consecutive pivot rows the forward
-// solve treats together and their elimination tree: group s holds rows
-// first[s]..first[s+1]-1 and parent[s] is -1 for a root. A supernodal
-// factor's groups are its supernodes; a simplicial factor's its columns.
-// A right-hand side nonzero on some rows gives L^-1 P b nonzero only on
-// the groups of those rows and their ancestors.
-func (c *Cholesky) forwardTree() (first, parent []int) {
-	if c.simplicial {
-		first = make([]int, c.n+1)
-		for i := range first {
-			first[i] = i
-		}
-		return first, c.parent
-	}
-	return c.sn.first, superParents(c)
-}
-
 // maxOrder is the largest order of a matrix the analyses accept: the
 // factorization's row maps (snWork.relMap) hold four-byte integers. A
 // variable for tests.

@@ -113,14 +113,6 @@ func NewSchurPart(a *BlockSym, nInterior int) (*SchurPart, error) {
 	return p, nil
 }
 
-// Release lets go of the interior factor's values (Cholesky.Release)
-// until the next Factorize, which makes them again; the solves need a
-// Factorize first. W and the complement's work space live in Factorize
-// only.
-func (p *SchurPart) Release() {
-	p.chol.Release()
-}
-
 // Boundary is the number of boundary blocks; Interior of interior ones.
 func (p *SchurPart) Boundary() int { return p.nB }
 
@@ -130,7 +122,8 @@ func (p *SchurPart) Interior() int { return p.nI }
 // Factorize factors a's interior block (with the threshold of a alone) and
 // sets t, row-major of order Boundary()*b, to the Schur complement
 // A_BB - A_BI A_II^-1 A_IB, computed as A_BB - W^T W with
-// W = L_I^-1 P A_IB (Cholesky.ForwardMany), exactly symmetric. On a failed pivot it returns a
+// W = L_I^-1 P A_IB (by forward solves on each column's reach), exactly
+// symmetric. On a failed pivot it returns a
 // *NotPositiveDefiniteError whose Column is a's coordinate. MinPivot and
 // MaxDiag report what the global test needs.
 func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
@@ -193,9 +186,10 @@ func (p *SchurPart) Factorize(t []float64, a *BlockSym) error {
 // zero), so W takes nnz of its reach, not n_I b times its columns (a
 // dense W was 190 MB for a part of 12,000 interior and 125 boundary
 // poses in 3-D). A_IB's columns go through the forward solve schurChunk
-// at a time, the solve's own group of right-hand sides, so W's values are
-// the bits a solve of all columns at once gives (TestForwardMany), and
-// W^T W is the sum over the supernodes s of W_s^T W_s, each product by
+// at a time, on the supernodes they reach only; W's values are the same
+// however the columns are grouped, equal to a whole forward solve's to the
+// bit when the solve's schedule does not split the factor and to rounding
+// when it does (TestSchurPartComplement), and W^T W is the sum over the supernodes s of W_s^T W_s, each product by
 // the factorization's kernel (gemmNT) and subtracted from t in increasing
 // s, as a left-looking factorization subtracts its descendants' updates;
 // one triangle of each product is subtracted from both of t's, so t is
@@ -235,18 +229,14 @@ func (p *SchurPart) complement(t []float64) {
 // packedW returns W = L_I^-1 P A_IB stored by r (see schurReach), from the
 // last Factorize. A group of schurChunk columns at a time, the forward
 // solve runs on the supernodes their columns reach only
-// (supernodes.forwardNodes): on a lattice's part they are about 1% of
-// L_I, which a whole solve per group would read every time.
+// (supernodes.forwardNodes), not on the whole of L_I: every group reaches
+// the top separators, but not the other groups' subtrees.
 func (p *SchurPart) packedW(r *schurReach) []float64 {
 	b := p.b
 	nc := len(r.bcols) * b
 	n := p.nI * b
 	w := make([]float64, r.valPtr[len(r.valPtr)-1])
 	chunk := min(nc, schurChunk)
-	if p.chol.simplicial {
-		p.packedWDense(r, w, chunk)
-		return w
-	}
 	pinv := p.chol.pinv
 	y := make([]float64, n*chunk) // interleaved, pivot order; zero outside the last group's reach
 	ns := len(r.first) - 1
@@ -294,44 +284,10 @@ func (p *SchurPart) packedW(r *schurReach) []float64 {
 	return w
 }
 
-// packedWDense is packedW for a simplicial factor: whole forward solves
-// (Cholesky.ForwardMany), chunk columns at a time.
-func (p *SchurPart) packedWDense(r *schurReach, w []float64, chunk int) {
-	b := p.b
-	nc := len(r.bcols) * b
-	n := p.nI * b
-	rhs := make([]float64, n*chunk)
-	sol := make([]float64, n*chunk)
-	for q0 := 0; q0 < nc; q0 += chunk {
-		k := min(chunk, nc-q0)
-		x := rhs[:n*k]
-		clear(x)
-		for q := q0; q < q0+k; q++ {
-			j, e := r.bcols[q/b], q%b
-			xq := x[(q-q0)*n : (q-q0+1)*n]
-			for _, c := range p.coup[j] {
-				blk := p.coupVal[c.v : c.v+b*b]
-				copy(xq[c.i*b:(c.i+1)*b], blk[e*b:(e+1)*b])
-			}
-		}
-		p.chol.ForwardMany(sol[:n*k], x, k)
-		for q := q0; q < q0+k; q++ {
-			jb, e := q/b, q%b
-			yq := sol[(q-q0)*n : (q-q0+1)*n]
-			for x := r.reachPtr[jb]; x < r.reachPtr[jb+1]; x++ {
-				s, pos := int(r.reachNode[x]), int(r.reachPos[x])
-				f, l := r.first[s], r.first[s+1]
-				off := r.valPtr[s] + (pos*b+e)*(l-f)
-				copy(w[off:off+l-f], yq[f:l])
-			}
-		}
-	}
-}
-
 // schurChunk is the number of A_IB's columns SchurPart.Factorize solves
-// at a time: the forward solve's own group of right-hand sides (manyBlock;
-// any multiple gives the same bits as one call), so that its work space
-// stays that of one group.
+// at a time: the forward solve's own group of right-hand sides
+// (manyBlock, the most supernodes.forwardNodes takes), so that its work
+// space stays that of one group.
 const schurChunk = manyBlock
 
 // schurReach is the structure of W = L_I^-1 P A_IB by supernode of L_I,
@@ -363,7 +319,7 @@ func (p *SchurPart) reach() *schurReach {
 		return p.wr
 	}
 	b := p.b
-	first, parent := p.chol.forwardTree()
+	first, parent := p.chol.sn.first, superParents(p.chol)
 	ns := len(first) - 1
 	node := make([]int32, p.nI*b) // pivot row -> node
 	for s := 0; s < ns; s++ {

@@ -84,8 +84,9 @@ func (a *agent) prove(m, rep *message) error {
 			return err
 		}
 		if stored, dense := pc.WSize(); stored0 == 0 && dense > 0 {
-			// W's size, once per level (the first factorization after
-			// the rows are made): the reach that keeps it small.
+			// W's size at the first factorization of each certificate
+			// test (the rounds in between let the rows go): the reach
+			// that keeps it small.
 			a.opts.Logger.Info("certificate's W", "part", a.k, "boundary_poses", len(pr.Boundary),
 				"w_mb", 8*float64(stored)/1e6, "dense_w_mb", 8*float64(dense)/1e6, "reach", float64(stored)/float64(dense))
 		}
