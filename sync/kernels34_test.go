@@ -3,9 +3,9 @@ package sync
 import (
 	"context"
 	"fmt"
+	"github.com/bcmsync/bcmsync/internal/fpfuse"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/bcmsync/bcmsync/datasets"
@@ -60,10 +60,11 @@ func TestKernels34(t *testing.T) {
 	}
 }
 
-// sameBits reports whether got is want bit for bit on amd64, where Go
-// never fuses a multiply and an add, and to the last places elsewhere.
+// sameBits reports whether got is want bit for bit where the compiler
+// never fuses a multiply and an add (fpfuse), and to the last places
+// elsewhere.
 func sameBits(got, want float64) bool {
-	if runtime.GOARCH == "amd64" {
+	if !fpfuse.Fuses {
 		return math.Float64bits(got) == math.Float64bits(want)
 	}
 	return math.Abs(got-want) <= 1e-12*(1+math.Abs(want))
@@ -126,7 +127,7 @@ func compareSolves(t *testing.T, on *bool, g *posegraph.Graph, opts Options) *Re
 		}
 	}
 	for i := range got.Poses {
-		if runtime.GOARCH == "amd64" && got.Poses[i] != want.Poses[i] {
+		if !fpfuse.Fuses && got.Poses[i] != want.Poses[i] {
 			t.Fatalf("solve: pose %d is %v unrolled, %v generic", i, got.Poses[i], want.Poses[i])
 		}
 	}

@@ -1,9 +1,9 @@
 package sparse
 
 import (
+	"github.com/bcmsync/bcmsync/internal/fpfuse"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"testing"
 )
@@ -94,11 +94,11 @@ func TestDroppedWork(t *testing.T) {
 // bit: each entry cb[r][q], q <= r and q < wd, is the sum over t in order
 // of l[r][t] l[q][t], for the widths with loops of their own and others,
 // odd and even row counts; entries above the diagonal are left alone.
-// (Bit for bit on amd64, where Go never fuses a multiply and an add;
-// elsewhere to rounding.)
+// (Bit for bit where the compiler never fuses a multiply and an add,
+// amd64 below GOAMD64=v3; elsewhere to rounding: fpfuse.)
 func TestSmallUpdateSameSums(t *testing.T) {
 	same := func(got, want float64) bool {
-		if runtime.GOARCH == "amd64" {
+		if !fpfuse.Fuses {
 			return math.Float64bits(got) == math.Float64bits(want)
 		}
 		return math.Abs(got-want) <= 1e-13*(1+math.Abs(want))

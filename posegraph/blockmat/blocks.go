@@ -86,9 +86,9 @@ func (m *BlockSym) mulRange(dst, x *Blocks, lo, hi int) {
 // mulRange4 is MulBlockRow for 4 x 4 blocks (SE(3) poses) on rows lo..hi-1,
 // unrolled: the generic loops over b run 4 iterations each and spend more
 // time on their bounds and counters than on the products. Every entry is
-// summed in MulBlockRow's order, so on amd64, where Go never fuses a
-// multiply and an add, the bits are the same (elsewhere the two may round
-// differently in the last place).
+// summed in MulBlockRow's order, so where Go never fuses a multiply and
+// an add (amd64 below GOAMD64=v3, the default) the bits are the same
+// (elsewhere the two may round differently in the last place).
 func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
 	r := x.R
 	if r == 3 {
@@ -119,7 +119,8 @@ func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
 // region's products on most 3-D graphs): one row a of the block row's
 // result at a time, its four sums kept in registers across the row's
 // blocks instead of loaded and stored at every block. Each entry is the
-// same sequence of additions, so the bits are too.
+// same sequence of additions, so the bits are too where nothing fuses
+// (see mulRange4).
 func (m *BlockSym) mulRange4r3(dst, x *Blocks, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		ks, ke := m.RowPtr[i], m.RowPtr[i+1]
