@@ -175,18 +175,14 @@ type Translations struct {
 
 // NewTranslationsByRows assembles and factors the step's system, the
 // tau-weighted Laplacian (the (d, d) entries of Q's blocks), for a pose
-// problem in dimension d whose Q has n block rows: rows(lo, hi) returns
-// Q's block rows lo..hi-1 (posegraph's LaplacianRows; they may be
-// overwritten by the next call), which it reads a few thousand at a time,
-// twice, so that only the step's system and its factor are ever whole.
-func NewTranslationsByRows(n, d int, rows func(lo, hi int) *blockmat.BlockSym) (*Translations, error) {
+// problem in dimension d whose Q has n block rows: chunks calls its
+// function with Q's block rows from lo on, in order, a few thousand at a
+// time (posegraph's LaplacianRows.Chunks; the rows need to last only the
+// call), and is called twice, so that only the step's system and its
+// factor are ever whole.
+func NewTranslationsByRows(n, d int, chunks func(f func(lo int, rows *blockmat.BlockSym))) (*Translations, error) {
 	if d < 1 || d > 3 {
 		return nil, fmt.Errorf("bcm: dimension d = %d, want 2 or 3", d)
-	}
-	chunks := func(f func(int, *sparse.BlockSym)) {
-		for lo := 0; lo < n; lo += rowsChunk {
-			f(lo, rows(lo, min(lo+rowsChunk, n)))
-		}
 	}
 	ts, a := assembleTrans(n, d+1, d, chunks)
 	if err := ts.factor(a); err != nil {
@@ -194,9 +190,6 @@ func NewTranslationsByRows(n, d int, rows func(lo, hi int) *blockmat.BlockSym) (
 	}
 	return &Translations{ts: ts, d: d}, nil
 }
-
-// rowsChunk is the rows NewTranslationsByRows asks for at a time.
-const rowsChunk = 4096
 
 // Step updates the translation columns of x given n = X Q and returns F's
 // decrease, as Solver.StepTranslations does, to the bit: the same system,

@@ -246,7 +246,7 @@ func TestTranslations(t *testing.T) {
 		return u
 	}
 	for d := 2; d <= 3; d++ {
-		for _, n := range []int{40, 2*rowsChunk + 123} {
+		for _, n := range []int{40, 9000} { // 9000: more poses than a chunk of rows
 			g := randomGraph(rng, d, n, n/2, 0.2)
 			if n > 40 {
 				// A second component: the last ten poses cut off.
@@ -276,7 +276,7 @@ func TestTranslations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ts, err := NewTranslationsByRows(q.N, d, rows.Rows)
+			ts, err := NewTranslationsByRows(q.N, d, rows.Chunks)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -154,17 +154,24 @@ func (l *LaplacianRows) diagonal(i int) []float64 {
 	return s
 }
 
+// Chunks calls f with Q's rows a chunk at a time, in order: rows holds
+// Q's block rows lo.. (Rows), valid until f returns.
+func (l *LaplacianRows) Chunks(f func(lo int, rows *blockmat.BlockSym)) {
+	n := l.N()
+	for lo := 0; lo < n; lo += laplacianChunk {
+		f(lo, l.Rows(lo, min(lo+laplacianChunk, n)))
+	}
+}
+
 // MulBlocks sets dst = X Q, a chunk of rows at a time (dst and x as
 // BlockSym.MulBlocks takes them): the same bits as Q's MulBlocks, and
 // MulBlocksParallel's, without Q.
 func (l *LaplacianRows) MulBlocks(dst, x *blockmat.Blocks) {
 	rb := x.R * x.B
-	n := l.N()
-	for lo := 0; lo < n; lo += laplacianChunk {
-		hi := min(lo+laplacianChunk, n)
-		part := &blockmat.Blocks{R: x.R, B: x.B, N: hi - lo, Data: dst.Data[lo*rb : hi*rb]}
-		l.Rows(lo, hi).MulBlocks(part, x)
-	}
+	l.Chunks(func(lo int, rows *blockmat.BlockSym) {
+		part := &blockmat.Blocks{R: x.R, B: x.B, N: rows.N, Data: dst.Data[lo*rb : (lo+rows.N)*rb]}
+		rows.MulBlocks(part, x)
+	})
 }
 
 // TraceCost is posegraph's TraceCost, F(X) = tr(X Q X^T), with Q's rows
@@ -174,6 +181,6 @@ func (l *LaplacianRows) TraceCost(x, work *blockmat.Blocks) float64 {
 	return dotBlocks(x, work)
 }
 
-// laplacianChunk is the rows MulBlocks makes at a time: about 2 MB of Q's
+// laplacianChunk is the rows Chunks makes at a time: about 2 MB of Q's
 // blocks in 3-D.
 const laplacianChunk = 4096

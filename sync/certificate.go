@@ -1076,10 +1076,11 @@ func (c *certifier) letGo(makeQ func() *sparse.BlockSym, mulRows func(dst, x *sp
 }
 
 // manifold returns the manifold at rank r for c's tests: on c's Q, or,
-// when c let it go, one that makes Q for each product with it.
-func (c *certifier) manifold(q *sparse.BlockSym, r, threads int) *manifold {
-	if q != nil {
-		return newManifold(q, c.d, r, threads)
+// when c let it go, one that multiplies by Q's rows and makes Q for as
+// long as a caller holds it.
+func (c *certifier) manifold(r, threads int) *manifold {
+	if c.q != nil {
+		return newManifold(c.q, c.d, r, threads)
 	}
 	return newManifoldWithout(c.makeQ, c.mulRows, c.n, c.b, c.free, c.d, r, threads)
 }

@@ -71,15 +71,10 @@ func (m *manifold) newBlocks() *sparse.Blocks { return sparse.NewBlocks(m.r, m.b
 
 // mulQ sets dst = X Q (+ lin, when the manifold has a linear term).
 func (m *manifold) mulQ(dst, x *sparse.Blocks) {
-	switch {
-	case m.q != nil:
+	if m.q != nil {
 		m.q.MulBlocksParallel(dst, x, m.threads)
-	case m.mulRows != nil:
-		m.mulRows(dst, x) // the same bits
-	default:
-		release := m.hold()
-		m.q.MulBlocksParallel(dst, x, m.threads)
-		release()
+	} else {
+		m.mulRows(dst, x) // the same bits (a manifold without Q has mulRows)
 	}
 	if m.lin != nil {
 		for k, v := range m.lin.Data {

@@ -48,7 +48,7 @@ func TestCertifierWithoutQ(t *testing.T) {
 				if !c.letGo(makeQ, mulRows) || c.q != nil {
 					t.Fatalf("%s: the certifier kept Q", tc.file)
 				}
-				m = c.manifold(nil, x.R, 1)
+				m = c.manifold(x.R, 1)
 				defer func() {
 					if byRows == 0 {
 						t.Errorf("%s: the check of the parts' tr(Lambda) did not multiply by Q's rows", tc.file)

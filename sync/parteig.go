@@ -481,7 +481,7 @@ func (r *Run) escape(x *sparse.Blocks, c certificate, rank int) (*sparse.Blocks,
 			}
 			r.opts.Logger.Warn("escape by parts failed; escaping from the point at hand", "err", err)
 		}
-		cc, err := r.cert.certifyCentral(r.cert.manifold(r.q, rank, r.opts.Threads), x, true)
+		cc, err := r.cert.certifyCentral(r.cert.manifold(rank, r.opts.Threads), x, true)
 		if err != nil || cc.vector == nil {
 			xn := sparse.NewBlocks(rank+1, x.B, x.N)
 			for i := 0; i < x.N; i++ {
@@ -491,7 +491,7 @@ func (r *Run) escape(x *sparse.Blocks, c certificate, rank int) (*sparse.Blocks,
 		}
 		v = cc.vector
 	}
-	m := r.cert.manifold(r.q, rank+1, r.opts.Threads)
+	m := r.cert.manifold(rank+1, r.opts.Threads)
 	defer m.hold()() // the line search multiplies by Q at every step
 	return escape(m, x, v)
 }

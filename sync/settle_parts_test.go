@@ -39,7 +39,7 @@ func TestSettleByPartsReportEncodes(t *testing.T) {
 	r2 := *res
 	r2.Rank = d
 	r2.DualBound = res.Objective - 10*res.GapAllowed // the relaxation's bound misses the allowance
-	if err := settle(&r2, nil, g, q, c, o, Certified, "", true, false); err != nil {
+	if err := settle(&r2, nil, g, c, o, Certified, "", true, false); err != nil {
 		t.Fatal(err)
 	}
 	if r2.Status != Certified {

@@ -346,7 +346,7 @@ func inGaugeRounded(g *posegraph.Graph, poses []posegraph.Pose, prob posegraph.P
 // level optimizer), so all mean the same by certified. st (nil: no
 // deadline, no records) keeps the deadline: past it, the estimate's own
 // certificate is not started.
-func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cert *certifier, opts Options, status, limit Status, haveBound, hasLower bool) error {
+func settle(res *Result, st *stages, g *posegraph.Graph, cert *certifier, opts Options, status, limit Status, haveBound, hasLower bool) error {
 	// Certify the estimate itself when the relaxation's bound is not tight
 	// enough. The estimate's translations are exactly optimal, so
 	// tr(Lambda) at the rounded point equals F there up to rounding, and a
@@ -382,7 +382,7 @@ func settle(res *Result, st *stages, g *posegraph.Graph, q *sparse.BlockSym, cer
 		if k >= 0 {
 			t0 := time.Now()
 			xr := g.Lift(centered(res.Poses, d), opts.Problem, d)
-			c, err := cert.checkOnly(cert.manifold(q, d, opts.Threads), xr)
+			c, err := cert.checkOnly(cert.manifold(d, opts.Threads), xr)
 			if err != nil {
 				return err
 			}
@@ -527,13 +527,13 @@ func zeroResidual(f float64, g *posegraph.Graph, prob posegraph.Problem) bool {
 // sweeps and no steps; when the certificate fails, the caller solves the
 // level as usual from the same point. stop is TimeLimit when the deadline
 // passed before the check could start.
-func initialLevel(res *Result, st *stages, q *sparse.BlockSym, cert *certifier, x *sparse.Blocks, d int, opts Options) (Level, certificate, Status, error) {
+func initialLevel(res *Result, st *stages, cert *certifier, x *sparse.Blocks, d int, opts Options) (Level, certificate, Status, error) {
 	k := st.begin("certificate", d)
 	if k < 0 {
 		return Level{}, certificate{}, TimeLimit, nil
 	}
 	t0 := time.Now()
-	m := cert.manifold(q, d, opts.Threads)
+	m := cert.manifold(d, opts.Threads)
 	c, err := cert.checkOnly(m, x)
 	lv := Level{Rank: d, F: res.InitialObjective, BCMStop: "initial point", RTRStop: "initial point"}
 	lv, err = recordCheck(res, lv, t0, c, err)

@@ -359,13 +359,14 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	r.q = g.Laplacian(opts.Problem)
 	pp, byParts := m.(PartsProviders)
 	var facts qFacts
+	haveFacts := false
 	if byParts && opts.order == nil {
 		// An optimizer that works by parts may certify by parts too: what
 		// its tests take from Q is taken now, while little else is live,
 		// and Q is let go before its Init, which gathers the point (Q
 		// made after it set a distributed coordinator's peak). The run
 		// makes Q again if the certificate is left to it (no prover).
-		facts = qFactsOf(r.q, d)
+		facts, haveFacts = qFactsOf(r.q, d), true
 		r.q = nil
 	}
 	if opts.order != nil {
@@ -398,7 +399,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	if prover == nil {
 		r.analyse() // the certificate factors S in Q's order
 	}
-	if r.q != nil {
+	if !haveFacts { // Q is held: not let go before Init, or made again for a run with no prover
 		facts = qFactsOf(r.q, d)
 	}
 	r.cert = newCertifierOf(facts, r.q, d, opts.GapTol, opts.GapAbs, opts.EigTol, r.perm, opts.Seed)
@@ -435,7 +436,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 		var stop Status
 		started := false
 		if rank == d && rank == opts.Rank0 && zeroResidual(res.InitialObjective, g, opts.Problem) {
-			lv, c, stop, err = initialLevel(res, st, r.q, r.cert, x, d, opts)
+			lv, c, stop, err = initialLevel(res, st, r.cert, x, d, opts)
 			started = stop == ""
 		}
 		if !c.psd && err == nil && stop == "" {
@@ -600,7 +601,7 @@ func (r *Run) staircase(ctx context.Context, m LevelOptimizer) (*Result, error) 
 	}
 	res.Timings.Round = time.Since(t0).Seconds() - refined
 
-	if err := settle(res, st, g, r.q, r.cert, opts, status, limit, haveBound, hasLower); err != nil {
+	if err := settle(res, st, g, r.cert, opts, status, limit, haveBound, hasLower); err != nil {
 		return nil, err
 	}
 	res.Timings.Total = time.Since(r.start).Seconds()
@@ -634,7 +635,7 @@ func (r *Run) level(ctx context.Context, m LevelOptimizer, x *sparse.Blocks, ran
 	if err != nil || stop == TimeLimit {
 		return lv, c, stop, started, err
 	}
-	man := r.cert.manifold(r.q, rank, r.opts.Threads)
+	man := r.cert.manifold(rank, r.opts.Threads)
 	k := st.begin("certificate", rank)
 	if k < 0 {
 		return lv, c, TimeLimit, true, nil

@@ -599,7 +599,7 @@ func (c *coordinator) exactTranslations(r *bsync.Run, x *sparse.Blocks) (float64
 	rows := g.NewLaplacianRows(r.Options().Problem)
 	n := sparse.NewBlocks(x.R, x.B, x.N)
 	rows.MulBlocks(n, x)
-	ts, err := bcm.NewTranslationsByRows(g.N(), g.D, rows.Rows)
+	ts, err := bcm.NewTranslationsByRows(g.N(), g.D, rows.Chunks)
 	if err != nil {
 		return 0, err
 	}
