@@ -18,9 +18,9 @@ const (
 	defaultHugePage = 2 << 20
 )
 
-// Reserve grows the heap by about n bytes of fresh memory marked for huge
-// pages and frees it, and returns the marked range [start, end) (empty when
-// it did nothing). Call it at most once, early in the process and before the
+// Reserve grows the heap by n bytes, rounded up to whole huge pages, of
+// fresh memory marked for huge pages and frees it, and returns the marked
+// range [start, end) (empty when it did nothing). Call it at most once, early in the process and before the
 // large allocations: only memory the heap has not yet used is fresh, and a
 // region the heap already used would be cleared (touched) by the
 // allocation.
@@ -47,6 +47,13 @@ func Reserve(n int) (start, end uintptr) {
 	if half == 0 {
 		return 0, 0
 	}
+	if n < hp {
+		return 0, 0
+	}
+	// Whole huge pages: the region covers n (a caller sizes its heap
+	// goal from the region, and one rounded down to the huge page below
+	// n left a 1,000-pose solve a second collection).
+	n = (n + hp - 1) &^ (hp - 1)
 	n = min(n, half)
 	// The freed region counts as the process's memory for the runtime's
 	// memory limit (GOMEMLIMIT) until the scavenger returns it, so it

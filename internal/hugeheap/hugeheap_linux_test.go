@@ -214,3 +214,21 @@ func TestReadSmall(t *testing.T) {
 		t.Errorf("readSmall of an empty file = %q, %v", b, ok)
 	}
 }
+
+// The region covers n, rounded up to whole huge pages: callers size the
+// heap goal from it.
+func TestReserveCoversN(t *testing.T) {
+	if mode := thpMode(); mode != "madvise" {
+		t.Skipf("THP mode %q: Reserve does nothing unless it is madvise", mode)
+	}
+	if strictOvercommit() || addressLimited() || strconv.IntSize < 64 {
+		t.Skip("strict overcommit, a limited or 32-bit address space: Reserve does nothing")
+	}
+	t.Setenv(Env, "")
+	hp := uintptr(hugePageSize())
+	n := 3*hp + 12345
+	start, end := Reserve(int(n))
+	if want := 4 * hp; end-start != want || start%hp != 0 {
+		t.Errorf("Reserve(%d) = [%#x, %#x), %d bytes: want %d, huge-page aligned", n, start, end, end-start, want)
+	}
+}
