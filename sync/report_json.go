@@ -33,21 +33,11 @@ func appendReportJSON(b []byte, r *Report) (_ []byte, ok bool) {
 	w.int("d", int64(r.D))
 	w.int("n", int64(r.N))
 	w.int("m", int64(r.M))
-	if r.Landmarks != 0 {
-		w.int("landmarks", int64(r.Landmarks))
-	}
-	if r.Observations != 0 {
-		w.int("observations", int64(r.Observations))
-	}
-	if r.Priors != 0 {
-		w.int("priors", int64(r.Priors))
-	}
-	if r.Frame != "" {
-		w.str("frame", r.Frame)
-	}
-	if r.HeadingFree {
-		w.bool("heading_free", true)
-	}
+	w.optInt("landmarks", int64(r.Landmarks))
+	w.optInt("observations", int64(r.Observations))
+	w.optInt("priors", int64(r.Priors))
+	w.optStr("frame", r.Frame)
+	w.optBool("heading_free", r.HeadingFree)
 	w.bool("raw_quaternions", r.RawQuaternions)
 	w.str("init", r.Init)
 	w.float("initial_objective", r.InitialObjective)
@@ -62,15 +52,11 @@ func appendReportJSON(b []byte, r *Report) (_ []byte, ok bool) {
 	w.float("shift_floor", r.ShiftFloor)
 	w.bool("certified", r.Certified)
 	w.str("status", r.Status)
-	if r.Error != "" {
-		w.str("error", r.Error)
-	}
+	w.optStr("error", r.Error)
 	w.int("rank", int64(r.Rank))
 	w.float("min_eigenvalue", r.MinEigenvalue)
 	w.float("eta", r.Eta)
-	if r.EtaPoses != 0 {
-		w.int("eta_poses", int64(r.EtaPoses))
-	}
+	w.optInt("eta_poses", int64(r.EtaPoses))
 	w.str("estimate", r.Estimate)
 	w.float("weight_spread", r.WeightSpread)
 	w.float("expected_objective", r.ExpectedObjective)
@@ -85,55 +71,40 @@ func appendReportJSON(b []byte, r *Report) (_ []byte, ok bool) {
 	w.float("round", t.Round)
 	w.float("total", t.Total)
 	w.end('}')
-	if r.PeakRSSBytes != 0 {
-		w.int("peak_rss_bytes", r.PeakRSSBytes)
-	}
-	w.key("levels")
-	if r.Levels == nil {
-		w.null()
-	} else {
-		w.begin('[')
-		for i := range r.Levels {
-			w.elem()
-			w.level(&r.Levels[i])
-		}
-		w.end(']')
-	}
-	w.key("stages")
-	if r.Stages == nil {
-		w.null()
-	} else {
-		w.begin('[')
-		for i := range r.Stages {
-			s := &r.Stages[i]
-			w.elem()
-			w.begin('{')
-			w.str("name", s.Name)
-			if s.Rank != 0 {
-				w.int("rank", int64(s.Rank))
-			}
-			w.float("start", s.Start)
-			w.float("seconds", s.Seconds)
-			w.end('}')
-		}
-		w.end(']')
-	}
-	w.key("history")
-	if r.History == nil {
-		w.null()
-	} else {
-		w.begin('[')
-		for i := range r.History {
-			w.elem()
-			w.record(&r.History[i])
-		}
-		w.end(']')
-	}
+	w.optInt("peak_rss_bytes", r.PeakRSSBytes)
+	jsonArray(&w, "levels", r.Levels, w.level)
+	jsonArray(&w, "stages", r.Stages, w.stage)
+	jsonArray(&w, "history", r.History, w.record)
 	w.key("options")
 	w.options(&r.Options)
 	w.end('}')
 	w.b = append(w.b, '\n')
 	return w.b, w.ok
+}
+
+// jsonArray writes the member name with the array s, each element by
+// write, or null for a nil s.
+func jsonArray[T any](w *jsonWriter, name string, s []T, write func(*T)) {
+	w.key(name)
+	if s == nil {
+		w.null()
+		return
+	}
+	w.begin('[')
+	for i := range s {
+		w.elem()
+		write(&s[i])
+	}
+	w.end(']')
+}
+
+func (w *jsonWriter) stage(s *Stage) {
+	w.begin('{')
+	w.str("name", s.Name)
+	w.optInt("rank", int64(s.Rank))
+	w.float("start", s.Start)
+	w.float("seconds", s.Seconds)
+	w.end('}')
 }
 
 func (w *jsonWriter) level(l *Level) {
@@ -153,22 +124,12 @@ func (w *jsonWriter) level(l *Level) {
 	w.float("min_eigenvalue", l.MinEigenvalue)
 	w.str("min_eigenvalue_method", l.EigMethod)
 	w.bool("certified", l.Certified)
-	if l.EscapeDecrease != 0 {
-		w.float("escape_decrease", l.EscapeDecrease)
-	}
+	w.optFloat("escape_decrease", l.EscapeDecrease)
 	w.float("certify_seconds", l.CertifySeconds)
-	if l.ProofRefinements != 0 {
-		w.int("proof_refinements", int64(l.ProofRefinements))
-	}
-	if l.Rounds != 0 {
-		w.int("rounds", int64(l.Rounds))
-	}
-	if l.RoundStop != "" {
-		w.str("round_stop", l.RoundStop)
-	}
-	if l.RoundSeconds != 0 {
-		w.float("round_seconds", l.RoundSeconds)
-	}
+	w.optInt("proof_refinements", int64(l.ProofRefinements))
+	w.optInt("rounds", int64(l.Rounds))
+	w.optStr("round_stop", l.RoundStop)
+	w.optFloat("round_seconds", l.RoundSeconds)
 	w.end('}')
 }
 
@@ -181,36 +142,20 @@ func (w *jsonWriter) record(h *Record) {
 	w.float("f", h.F)
 	w.float("grad_norm", h.GradNorm)
 	w.float("rel_grad_norm", h.RelGrad)
-	if h.Inner != 0 {
-		w.int("inner", int64(h.Inner))
-	}
-	if h.Factorizations != 0 {
-		w.int("factorizations", int64(h.Factorizations))
-	}
-	if h.FactorSeconds != 0 {
-		w.float("factor_seconds", h.FactorSeconds)
-	}
-	if h.Shift != 0 {
-		w.float("shift", h.Shift)
-	}
-	if h.Raised != 0 {
-		w.int("raised", int64(h.Raised))
-	}
-	if h.Precond != "" {
-		w.str("precond", h.Precond)
-	}
-	if h.Accepted {
-		w.bool("accepted", true)
-	}
+	w.optInt("inner", int64(h.Inner))
+	w.optInt("factorizations", int64(h.Factorizations))
+	w.optFloat("factor_seconds", h.FactorSeconds)
+	w.optFloat("shift", h.Shift)
+	w.optInt("raised", int64(h.Raised))
+	w.optStr("precond", h.Precond)
+	w.optBool("accepted", h.Accepted)
 	w.end('}')
 }
 
 func (w *jsonWriter) options(o *ReportOpts) {
 	w.begin('{')
 	w.str("method", o.Method)
-	if o.Rule != "" {
-		w.str("rule", o.Rule)
-	}
+	w.optStr("rule", o.Rule)
 	w.int("threads", int64(o.Threads))
 	w.key("seed")
 	w.b = strconv.AppendUint(w.b, o.Seed, 10)
@@ -220,22 +165,12 @@ func (w *jsonWriter) options(o *ReportOpts) {
 	w.float("eig_tol", o.EigTol)
 	w.float("gap_tol", o.GapTol)
 	w.float("gap_abs", o.GapAbs)
-	if o.BCMTol != 0 {
-		w.float("bcm_tol", o.BCMTol)
-	}
-	if o.BCMMax != 0 {
-		w.int("bcm_sweeps", int64(o.BCMMax))
-	}
-	if o.BCMDecreaseTol != 0 {
-		w.float("bcm_decrease_tol", o.BCMDecreaseTol)
-	}
+	w.optFloat("bcm_tol", o.BCMTol)
+	w.optInt("bcm_sweeps", int64(o.BCMMax))
+	w.optFloat("bcm_decrease_tol", o.BCMDecreaseTol)
 	w.float("time_limit_seconds", o.Limit)
-	if o.MaxIterations != 0 {
-		w.int("max_iterations", int64(o.MaxIterations))
-	}
-	if o.LargestComponent {
-		w.bool("largest_component", true)
-	}
+	w.optInt("max_iterations", int64(o.MaxIterations))
+	w.optBool("largest_component", o.LargestComponent)
 	w.end('}')
 }
 
@@ -288,6 +223,32 @@ func (w *jsonWriter) key(name string) {
 }
 
 func (w *jsonWriter) null() { w.b = append(w.b, "null"...) }
+
+// optInt, optFloat, optStr and optBool write a member tagged omitempty:
+// nothing for a zero value (a float's -0 included, as encoding/json).
+func (w *jsonWriter) optInt(name string, v int64) {
+	if v != 0 {
+		w.int(name, v)
+	}
+}
+
+func (w *jsonWriter) optFloat(name string, v float64) {
+	if v != 0 {
+		w.float(name, v)
+	}
+}
+
+func (w *jsonWriter) optStr(name, v string) {
+	if v != "" {
+		w.str(name, v)
+	}
+}
+
+func (w *jsonWriter) optBool(name string, v bool) {
+	if v {
+		w.bool(name, true)
+	}
+}
 
 func (w *jsonWriter) int(name string, v int64) {
 	w.key(name)
