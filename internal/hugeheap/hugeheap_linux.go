@@ -4,6 +4,7 @@ package hugeheap
 
 import (
 	"bytes"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -137,7 +138,8 @@ func memTotal() int {
 	if unit == 0 {
 		unit = 1 // kernels before 2.3.23
 	}
-	return int(min(si.Totalram*unit, 1<<62))
+	// Totalram is 32 bits wide on 32-bit systems, where Unit scales it.
+	return int(min(uint64(si.Totalram)*unit, math.MaxInt))
 }
 
 // readInt reads a file holding one decimal integer; 0 if it cannot.
