@@ -295,6 +295,10 @@ const FrameWorld = "world"
 
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
+	if b, ok := appendReportJSON(make([]byte, 0, 8<<10), r); ok {
+		_, err := w.Write(b)
+		return err
+	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false) // a file named "<stdin>" stays readable
 	enc.SetIndent("", "  ")

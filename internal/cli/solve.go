@@ -416,21 +416,6 @@ func solveError(err error, g *posegraph.Graph) error {
 	return fmt.Errorf("%s: %w", src, err)
 }
 
-// peakRSS is the process's peak resident set size (VmHWM) in bytes, or 0
-// where /proc is not available. It finds the line itself: fmt's scanner and
-// a split of the whole text, used only here, were the first use of their
-// code and memory in a solve, page faults a small solve paid at its end.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	var buf [4096]byte // the file is about 1.5 KB
-	n, _ := io.ReadFull(f, buf[:])
-	return vmHWM(buf[:n])
-}
-
 // vmHWM returns the value of the line "VmHWM:" of a /proc status file in
 // bytes, or 0 if there is none.
 func vmHWM(status []byte) int64 {

@@ -5,6 +5,7 @@ package hugeheap
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -166,5 +167,68 @@ func TestReserveMemoryLimit(t *testing.T) {
 	start, end := Reserve(limit * 4)
 	if end-start > limit/2 {
 		t.Errorf("Reserve under a %d-byte memory limit marked %d bytes, want at most half", limit, end-start)
+	}
+}
+
+// memTotal, from sysinfo, is /proc/meminfo's MemTotal.
+func TestMemTotal(t *testing.T) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Skip(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "MemTotal:" || f[2] != "kB" {
+		t.Skipf("unexpected first line of /proc/meminfo: %q", line)
+	}
+	kb, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := memTotal(); got != kb<<10 {
+		t.Errorf("memTotal() = %d, /proc/meminfo says %d kB = %d", got, kb, kb<<10)
+	}
+}
+
+// readSmall reads a file that fits its buffer, and refuses one that does
+// not or does not exist.
+func TestReadSmall(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "setting")
+	if err := os.WriteFile(path, []byte("always [madvise] never\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf [64]byte
+	if b, ok := readSmall(path, buf[:]); !ok || string(b) != "always [madvise] never\n" {
+		t.Errorf("readSmall = %q, %v", b, ok)
+	}
+	if b, ok := readSmall(path, buf[:10]); ok {
+		t.Errorf("readSmall into 10 bytes = %q, true: want a refusal", b)
+	}
+	if _, ok := readSmall(filepath.Join(dir, "none"), buf[:]); ok {
+		t.Error("readSmall of a missing file: ok")
+	}
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o644)
+	if b, ok := readSmall(empty, buf[:]); !ok || len(b) != 0 {
+		t.Errorf("readSmall of an empty file = %q, %v", b, ok)
+	}
+}
+
+// The region covers n, rounded up to whole huge pages: callers size the
+// heap goal from it.
+func TestReserveCoversN(t *testing.T) {
+	if mode := thpMode(); mode != "madvise" {
+		t.Skipf("THP mode %q: Reserve does nothing unless it is madvise", mode)
+	}
+	if strictOvercommit() || addressLimited() || strconv.IntSize < 64 {
+		t.Skip("strict overcommit, a limited or 32-bit address space: Reserve does nothing")
+	}
+	t.Setenv(Env, "")
+	hp := uintptr(hugePageSize())
+	n := 3*hp + 12345
+	start, end := Reserve(int(n))
+	if want := 4 * hp; end-start != want || start%hp != 0 {
+		t.Errorf("Reserve(%d) = [%#x, %#x), %d bytes: want %d, huge-page aligned", n, start, end, end-start, want)
 	}
 }
