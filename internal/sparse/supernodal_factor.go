@@ -176,6 +176,10 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 		sn.head[s] = -1
 	}
 	threads := min(runtime.GOMAXPROCS(0), len(sn.tasks))
+	finer := sn.xtasks != nil && runtime.GOMAXPROCS(0) > 1
+	if finer {
+		threads = min(runtime.GOMAXPROCS(0), len(sn.xtasks))
+	}
 	for len(sn.work) < max(threads, 1) {
 		sn.work = append(sn.work, &snWork{relMap: make([]int32, c.n)})
 	}
@@ -194,6 +198,9 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 			sn.work, sn.head, sn.next, sn.dpos = nil, nil, nil, nil
 		}
 	}()
+	if finer {
+		return sn.factorReplay(c, thr, threads)
+	}
 	if len(sn.errs) < len(sn.tasks) {
 		sn.errs = make([]error, len(sn.tasks))
 		sn.deferred = make([][]int, len(sn.tasks))
@@ -263,6 +270,113 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 		}
 	}
 	return nil
+}
+
+// pendingLink is an update of a supernode outside the task that made it,
+// to be linked after the tasks join: descendant d, made while the
+// supernode at refPos pos was factored.
+type pendingLink struct{ d, pos int32 }
+
+// factorReplay is factorAssembled on the finer split (xtasks, xtop) with
+// the sums of splitTasks's: every supernode is factored by the same
+// operations, and its descendants' updates are subtracted in the same
+// order, as on one thread. On one thread each supernode's list of pending
+// updates is built in refPos order (factorNode links every descendant it
+// is done with to its next target, at the head). A task's links inside
+// its own subtree are made as it goes: every target inside it and every
+// descendant of one is in that subtree, in refPos order. The links to
+// supernodes above it wait, marked with the refPos of the supernode that
+// made them, and the top is factored in refPos order, each supernode
+// after the waiting links made before it: the lists come out as on one
+// thread. A failure is the one with the least refPos, the one a single
+// thread would meet first: a task stops past the least failure so far.
+func (sn *supernodes) factorReplay(c *Cholesky, thr float64, threads int) error {
+	sn.replays++
+	tasks := sn.xtasks
+	if len(sn.pending) < len(tasks) {
+		sn.pending = make([][]pendingLink, len(tasks))
+		sn.errPos = make([]int64, len(tasks))
+	}
+	if len(sn.errs) < len(tasks) {
+		sn.errs = make([]error, len(tasks))
+		sn.deferred = make([][]int, len(tasks))
+	}
+	pending, errs, errPos := sn.pending, sn.errs, sn.errPos
+	for t := range tasks {
+		pending[t], errs[t] = pending[t][:0], nil
+	}
+	var least atomic.Int64
+	least.Store(math.MaxInt64)
+	runTask := func(t int, w *snWork) {
+		lo, hi := tasks[t][0], tasks[t][1]
+		for s := lo; s < hi; s++ {
+			pos := int64(sn.refPos[s])
+			if pos > least.Load() {
+				return
+			}
+			err := sn.factorNode(c, s, w, thr, func(d, tgt int) {
+				if tgt >= lo && tgt < hi {
+					sn.next[d] = sn.head[tgt]
+					sn.head[tgt] = d
+				} else {
+					pending[t] = append(pending[t], pendingLink{int32(d), int32(pos)})
+				}
+			})
+			if err != nil {
+				errs[t], errPos[t] = err, pos
+				for cur := least.Load(); pos < cur && !least.CompareAndSwap(cur, pos); cur = least.Load() {
+				}
+				return
+			}
+		}
+	}
+	var next atomic.Int64
+	var wg stdsync.WaitGroup
+	for g := 1; g < threads; g++ {
+		wg.Add(1)
+		go func(w *snWork) {
+			defer wg.Done()
+			for t := int(next.Add(1)) - 1; t < len(tasks); t = int(next.Add(1)) - 1 {
+				runTask(t, w)
+			}
+		}(sn.work[g])
+	}
+	for t := int(next.Add(1)) - 1; t < len(tasks); t = int(next.Add(1)) - 1 {
+		runTask(t, sn.work[0])
+	}
+	wg.Wait()
+	var first error
+	firstPos := int64(math.MaxInt64)
+	all := sn.pendAll[:0]
+	for t := range tasks {
+		if errs[t] != nil && errPos[t] < firstPos {
+			first, firstPos = errs[t], errPos[t]
+		}
+		all = append(all, pending[t]...)
+	}
+	// Within a task the links are in refPos order, and links of one
+	// refPos come from one task: a stable sort keeps their order.
+	slices.SortStableFunc(all, func(a, b pendingLink) int { return int(a.pos) - int(b.pos) })
+	sn.pendAll = all
+	link := func(d, tgt int) {
+		sn.next[d] = sn.head[tgt]
+		sn.head[tgt] = d
+	}
+	i := 0
+	for _, s := range sn.xtop {
+		pos := sn.refPos[s]
+		if int64(pos) > firstPos {
+			break
+		}
+		for ; i < len(all) && all[i].pos < pos; i++ {
+			d := int(all[i].d)
+			link(d, int(sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]]))
+		}
+		if err := sn.factorNode(c, s, sn.work[0], thr, link); err != nil {
+			return err
+		}
+	}
+	return first
 }
 
 // factorNode assembles supernode s, applies the updates of the descendants
@@ -547,6 +661,76 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 			sn.top = append(sn.top, s)
 		}
 	}
+	sn.splitFiner(front, isTop, work, size, chead, cnext)
+}
+
+// splitFiner makes the execution split (xtasks, xtop, refPos) when the
+// split of splitTasks leaves one subtree with more than half of its
+// tasks' work, so that two goroutines could not share them: it moves the
+// heaviest subtree's root to the top, as splitTasks does, until no
+// subtree holds more than half of the rest, without splitTasks's cap on
+// the top's work (here the top is what was a single goroutine's work
+// anyway). On a torus or a sphere the root separator alone holds more
+// than a third of the estimated work, so splitTasks keeps the whole tree
+// as one task; this runs its two or three large subtrees concurrently.
+// The order of the sums stays splitTasks's (refPos, factorAssembled).
+func (sn *supernodes) splitFiner(front []int, isTop []bool, work []float64, size []int, chead, cnext []int) {
+	sn.xtasks, sn.xtop, sn.refPos = nil, nil, nil
+	ns := len(sn.first) - 1
+	own := func(s int) float64 {
+		nc := float64(sn.first[s+1] - sn.first[s])
+		nr := float64(sn.rowPtr[s+1] - sn.rowPtr[s])
+		return nc * nr * nr
+	}
+	rest := 0.0
+	for _, s := range front {
+		rest += work[s]
+	}
+	if rest < 1e6 {
+		return
+	}
+	front = slices.Clone(front)
+	var moved []int
+	for {
+		h := 0
+		for i, s := range front {
+			if work[s] > work[front[h]] {
+				h = i
+			}
+		}
+		s := front[h]
+		if 2*work[s] <= rest || chead[s] == -1 {
+			break
+		}
+		rest -= own(s)
+		moved = append(moved, s)
+		front = append(front[:h], front[h+1:]...)
+		for ch := chead[s]; ch != -1; ch = cnext[ch] {
+			front = append(front, ch)
+		}
+	}
+	if len(moved) == 0 {
+		return
+	}
+	sn.refPos = make([]int32, ns)
+	pos := int32(0)
+	for _, t := range sn.tasks {
+		for s := t[0]; s < t[1]; s++ {
+			sn.refPos[s] = pos
+			pos++
+		}
+	}
+	for _, s := range sn.top {
+		sn.refPos[s] = pos
+		pos++
+	}
+	sort.Ints(front)
+	for _, s := range front {
+		sn.xtasks = append(sn.xtasks, [2]int{s - size[s] + 1, s + 1})
+	}
+	sort.SliceStable(sn.xtasks, func(i, j int) bool { return work[sn.xtasks[i][1]-1] > work[sn.xtasks[j][1]-1] })
+	sn.xtop = append(slices.Clone(sn.top), moved...)
+	slices.SortFunc(sn.xtop, func(a, b int) int { return int(sn.refPos[a]) - int(sn.refPos[b]) })
 }
 
 // smallUpdate sets the lower part of the top wd x wd square and the rows
