@@ -25,7 +25,10 @@ func boxBlockSym(rng *rand.Rand, sx, sy, sz, b int, wrap bool) *BlockSym {
 			for x := 0; x < sx; x++ {
 				i := id(x, y, z)
 				for dir, j := range []int{id(x+1, y, z), id(x, y+1, z), id(x, y, z+1)} {
-					if !wrap && ((dir == 0 && x+1 == sx) || (dir == 1 && y+1 == sy) || (dir == 2 && z+1 == sz)) {
+					// (A side shorter than 3 does not wrap: its edges would
+					// repeat or loop.)
+					if (dir == 0 && x+1 == sx && (!wrap || sx < 3)) || (dir == 1 && y+1 == sy && (!wrap || sy < 3)) ||
+						(dir == 2 && z+1 == sz && (!wrap || sz < 3)) {
 						continue
 					}
 					for k := range blk {
@@ -48,10 +51,12 @@ func boxBlockSym(rng *rand.Rand, sx, sy, sz, b int, wrap bool) *BlockSym {
 	return bb.Build()
 }
 
-// replayCases are matrices whose factors have a finer split (xtasks):
-// tori under both orderings, boxes where the finer split moves supernodes
-// of the split's tasks to the top below its own top supernodes, and a
-// random sparse graph of several components.
+// replayCases are matrices whose factors have a finer split (xtasks) or
+// top supernodes whose updates two goroutines share (topsplit.go): tori
+// under both orderings, boxes where the finer split moves supernodes of
+// the split's tasks to the top below its own top supernodes, a box whose
+// top has a thin update (by Dgemm), and a random sparse graph of several
+// components.
 func replayCases() []struct {
 	name string
 	q    *BlockSym
@@ -62,6 +67,8 @@ func replayCases() []struct {
 	torus6 := boxBlockSym(rng, 6, 6, 6, 2, true)
 	slab := boxBlockSym(rng, 16, 5, 5, 3, false)
 	bar := boxBlockSym(rng, 20, 6, 3, 3, false)
+	scalar := boxBlockSym(rng, 10, 10, 10, 1, true)
+	thin := boxBlockSym(rng, 30, 8, 3, 4, false)
 	random := randomBlockSym(rng, 300, 3, 0.012, 1)
 	return []struct {
 		name string
@@ -73,6 +80,8 @@ func replayCases() []struct {
 		{"torus 6^3", torus6, BlockAMD(torus6, 0)},
 		{"box 16x5x5", slab, BlockAMD(slab, 0)},
 		{"box 20x6x3", bar, BlockAMD(bar, 0)},
+		{"scalar torus 10^3", scalar, NestedDissection(scalar, 0)},
+		{"box 30x8x3 b=4", thin, NestedDissection(thin, 0)},
 		{"random", random, BlockAMD(random, 0)},
 	}
 }
@@ -90,9 +99,14 @@ func withProcs(n int, f func()) {
 // dense Cholesky.
 func TestReplaySameBits(t *testing.T) {
 	interleaved := false
+	splits, thin := 0, 0
 	defer func() {
 		if !interleaved {
 			t.Error("no case has supernodes of the split's tasks on the finer top below its own top")
+		}
+		t.Logf("%d top supernodes' updates split between two goroutines, %d updates by Dgemm among them", splits, thin)
+		if hasFMA() && (splits == 0 || thin == 0) {
+			t.Error("no case split a top supernode's updates, or none had an update by Dgemm")
 		}
 	}()
 	for _, tc := range replayCases() {
@@ -103,9 +117,6 @@ func TestReplaySameBits(t *testing.T) {
 		parallel, err := AnalyzeBlocks(tc.q, tc.perm)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if parallel.sn.xtasks == nil {
-			t.Fatalf("%s: no finer split (%d tasks, %d on top): the case checks nothing", tc.name, len(parallel.sn.tasks), len(parallel.sn.top))
 		}
 		if inner := len(parallel.sn.xtop) - len(parallel.sn.top); len(parallel.sn.top) > 0 && inner > 0 {
 			interleaved = true
@@ -123,12 +134,17 @@ func TestReplaySameBits(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := parallel.sn.replays
+			splits, thin = splits-parallel.sn.splits, thin-parallel.sn.thin
 			withProcs(2, func() { err = parallel.FactorizeBlocks(tc.q, shift) })
+			splits, thin = splits+parallel.sn.splits, thin+parallel.sn.thin
 			if err != nil {
 				t.Fatal(err)
 			}
-			if parallel.sn.replays != before+1 {
+			if parallel.sn.xtasks != nil && parallel.sn.replays != before+1 {
 				t.Fatalf("%s: the factorization on two threads did not run the finer split", tc.name)
+			}
+			if parallel.sn.replays == 0 && parallel.sn.splits == 0 {
+				t.Fatalf("%s: neither a finer split nor split updates: the case checks nothing", tc.name)
 			}
 			if !sameBits(serial.sn.val, parallel.sn.val) {
 				t.Fatalf("%s shift %g: the factors differ", tc.name, shift)

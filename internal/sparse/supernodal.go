@@ -73,6 +73,10 @@ type supernodes struct {
 	// replays counts the factorizations run on the finer split (tests
 	// check that their cases reach it).
 	replays int
+	// splits counts the top supernodes whose updates two goroutines
+	// shared (topsplit.go), thin the updates among them made by Dgemm
+	// (tests check that their cases reach both).
+	splits, thin int
 
 	// Work space for the numeric factorization, made by it (and let go
 	// after it with work, when large: maxKeptWork).
@@ -81,6 +85,8 @@ type supernodes struct {
 	work       []*snWork
 	errs       []error
 	deferred   [][]int
+	helper     *topHelper // while the top is factored (topsplit.go)
+	topList    []int
 	pending    [][]pendingLink // factorReplay's deferred, with errPos
 	pendAll    []pendingLink
 	errPos     []int64

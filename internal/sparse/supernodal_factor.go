@@ -209,10 +209,14 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 	for t := range sn.tasks {
 		errs[t], deferred[t] = nil, deferred[t][:0]
 	}
-	var stop atomic.Bool
+	// A failure is the first in task order, the one a single thread meets
+	// first: a task stops once a task before it has failed (and only
+	// then, so that every task before the first failed one runs whole).
+	var least atomic.Int64
+	least.Store(math.MaxInt64)
 	runTask := func(t int, w *snWork) {
 		lo, hi := sn.tasks[t][0], sn.tasks[t][1]
-		for s := lo; s < hi && !stop.Load(); s++ {
+		for s := lo; s < hi && int64(t) <= least.Load(); s++ {
 			err := sn.factorNode(c, s, w, thr, func(d, tgt int) {
 				if tgt >= lo && tgt < hi {
 					sn.next[d] = sn.head[tgt]
@@ -223,7 +227,8 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 			})
 			if err != nil {
 				errs[t] = err
-				stop.Store(true)
+				for cur := least.Load(); int64(t) < cur && !least.CompareAndSwap(cur, int64(t)); cur = least.Load() {
+				}
 				return
 			}
 		}
@@ -264,6 +269,8 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 			link(d, int(sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]]))
 		}
 	}
+	sn.startHelper(sn.top)
+	defer sn.stopHelper()
 	for _, s := range sn.top {
 		if err := sn.factorNode(c, s, sn.work[0], thr, link); err != nil {
 			return err
@@ -362,6 +369,8 @@ func (sn *supernodes) factorReplay(c *Cholesky, thr float64, threads int) error 
 		sn.next[d] = sn.head[tgt]
 		sn.head[tgt] = d
 	}
+	sn.startHelper(sn.xtop)
+	defer sn.stopHelper()
 	i := 0
 	for _, s := range sn.xtop {
 		pos := sn.refPos[s]
@@ -400,6 +409,9 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		sn.assembleNode(c, s, ls, w)
 	}
 	// Updates from descendants.
+	if sn.helper != nil && sn.splitUpdates(s, relMap, ls, w, link) {
+		goto factor
+	}
 	for d := sn.head[s]; d != -1; {
 		dnext := sn.next[d]
 		drows := sn.rows[sn.rowPtr[d]:sn.rowPtr[d+1]]
@@ -430,6 +442,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		}
 		d = dnext
 	}
+factor:
 	j, piv, raised := denseFactor(ls, nr, nc, thr, c.floor, c.limit)
 	w.raised += raised
 	if j >= 0 {
@@ -451,9 +464,14 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 // either way. It is a function of its own so that its loops keep their
 // counters in registers, which factorNode's spilled.
 func scatterUpdate(ls, cb []float64, rows, relMap []int32, m, wd, nc, f int) {
+	scatterRows(ls, cb, rows, relMap, 0, m, wd, nc, f)
+}
+
+// scatterRows is scatterUpdate of cb's rows r0..r1-1.
+func scatterRows(ls, cb []float64, rows, relMap []int32, r0, r1, wd, nc, f int) {
 	if wd > 0 && int(rows[wd-1])-int(rows[0]) == wd-1 {
 		c0 := int(rows[0]) - f
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			w := min(wd, r+1)
 			tr := int(relMap[rows[r]])*nc + c0
 			lr := ls[tr : tr+w]
@@ -463,7 +481,7 @@ func scatterUpdate(ls, cb []float64, rows, relMap []int32, m, wd, nc, f int) {
 		}
 		return
 	}
-	for r := 0; r < m; r++ {
+	for r := r0; r < r1; r++ {
 		w := min(wd, r+1)
 		tr := int(relMap[rows[r]]) * nc
 		lr := ls[tr : tr+nc]
@@ -742,10 +760,13 @@ func (sn *supernodes) splitFiner(front []int, isTop []bool, work []float64, size
 // loop makes two entries of a row a turn, which loads the row's terms
 // once for both (smallUpdate's own instructions on parking-garage 63.3M
 // to 55.2M); each sum is still added term by term in order.
-func smallUpdate(cb, l []float64, m, wd, ncd int) {
+func smallUpdate(cb, l []float64, m, wd, ncd int) { smallUpdateRows(cb, l, 0, m, wd, ncd) }
+
+// smallUpdateRows is smallUpdate of rows r0..r1-1 of cb.
+func smallUpdateRows(cb, l []float64, r0, r1, wd, ncd int) {
 	switch ncd {
 	case 3:
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			lr := l[r*3 : r*3+3 : r*3+3]
 			qn := min(wd, r+1)
 			cr := cb[r*wd : r*wd+qn]
@@ -771,7 +792,7 @@ func smallUpdate(cb, l []float64, m, wd, ncd int) {
 			}
 		}
 	case 4:
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			lr := l[r*4 : r*4+4 : r*4+4]
 			qn := min(wd, r+1)
 			cr := cb[r*wd : r*wd+qn]
@@ -800,7 +821,7 @@ func smallUpdate(cb, l []float64, m, wd, ncd int) {
 			}
 		}
 	case 6:
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			lr := l[r*6 : r*6+6 : r*6+6]
 			qn := min(wd, r+1)
 			cr := cb[r*wd : r*wd+qn]
@@ -835,7 +856,7 @@ func smallUpdate(cb, l []float64, m, wd, ncd int) {
 			}
 		}
 	default:
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			lr := l[r*ncd : (r+1)*ncd]
 			qn := min(wd, r+1)
 			cr := cb[r*wd : r*wd+qn]
