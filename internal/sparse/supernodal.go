@@ -87,6 +87,7 @@ type supernodes struct {
 	deferred   [][]int
 	helper     *topHelper // while the top is factored (topsplit.go)
 	topList    []int
+	rowWork    []int
 	pending    [][]pendingLink // factorReplay's deferred, with errPos
 	pendAll    []pendingLink
 	errPos     []int64

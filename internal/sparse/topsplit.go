@@ -102,7 +102,8 @@ func (sn *supernodes) descRows(d, l int) (drows []int32, p1, p2 int) {
 // its next target, as factorNode's loop does. It reports whether it did;
 // if not, it changed nothing.
 func (sn *supernodes) splitUpdates(s int, relMap []int32, ls []float64, w *snWork, link func(d, t int)) bool {
-	f, l := sn.first[s], sn.first[s+1]-1
+	l := sn.first[s+1] - 1
+	nr := sn.rowPtr[s+1] - sn.rowPtr[s]
 	list := sn.topList[:0]
 	work := 0
 	for d := sn.head[s]; d != -1; d = sn.next[d] {
@@ -111,22 +112,37 @@ func (sn *supernodes) splitUpdates(s int, relMap []int32, ls []float64, w *snWor
 		list = append(list, d)
 	}
 	sn.topList = list
-	if work < splitUpdateFlops {
+	if work < splitUpdateFlops || nr < 2 {
 		return false
 	}
-	// Split the rows where about half of the trapezoid (rows i < nc hold
-	// i+1 entries, the rest nc) is on each side.
-	nc, nr := l-f+1, sn.rowPtr[s+1]-sn.rowPtr[s]
-	half := (nc*(nc+1)/2 + (nr-nc)*nc) / 2
-	r := 0
-	if tri := nc * (nc + 1) / 2; half <= tri {
-		for r*(r+1)/2 < half {
-			r++
-		}
-	} else {
-		r = nc + (half-tri)/nc
+	// Split the rows where half of the work is on each side: row r of
+	// d's update, which lands on s's local row relMap[its row], costs wd
+	// products of ncd terms in the kernel, which computes whole tiles,
+	// and min(wd, r+1) in smallUpdate.
+	if cap(sn.rowWork) < nr {
+		sn.rowWork = make([]int, nr)
 	}
-	r = min(max(r, 1), nr-1)
+	rw := sn.rowWork[:nr]
+	clear(rw)
+	total := 0
+	for _, d := range list {
+		drows, p1, p2 := sn.descRows(d, l)
+		ncd, wd := sn.first[d+1]-sn.first[d], p2-p1
+		whole := (len(drows)-p1)*wd*ncd >= blasThreshold
+		for r, i := range drows[p1:] {
+			c := wd * ncd
+			if !whole && r < wd {
+				c = (r + 1) * ncd
+			}
+			rw[relMap[i]] += c
+			total += c
+		}
+	}
+	r, sum := 0, 0
+	for ; r < nr-1 && 2*(sum+rw[r]) <= total; r++ {
+		sum += rw[r]
+	}
+	r = max(r, 1)
 	sn.splits++
 	h := sn.helper
 	h.jobs <- topJob{s: s, list: list, lo: r, hi: nr, relMap: relMap, ls: ls}
