@@ -214,3 +214,38 @@ func indefiniteCopy(q *BlockSym, every int) *BlockSym {
 func sameBits(a, b []float64) bool {
 	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
 }
+
+// BenchmarkFactorTop factors lattices whose top holds much of the work:
+// tori, where the split of splitTasks keeps one task and the finer split
+// runs (factorReplay), and a long box, whose top supernodes' updates two
+// goroutines share (topsplit.go). Run with -cpu 1,2 to see the second
+// core's share:
+//
+//	go test ./internal/sparse -run '^$' -bench FactorTop -cpu 1,2
+func BenchmarkFactorTop(b *testing.B) {
+	rng := rand.New(rand.NewPCG(28, 3))
+	for _, bc := range []struct {
+		name       string
+		sx, sy, sz int
+		bs         int
+		wrap       bool
+	}{
+		{"torus12^3b3", 12, 12, 12, 3, true},
+		{"torus16^3b1", 16, 16, 16, 1, true},
+		{"box40x10x6b4", 40, 10, 6, 4, false},
+	} {
+		q := boxBlockSym(rng, bc.sx, bc.sy, bc.sz, bc.bs, bc.wrap)
+		c, err := AnalyzeBlocks(q, BlockAMD(q, 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := c.FactorizeBlocks(q, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(c.Flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFlop/s")
+		})
+	}
+}
