@@ -227,34 +227,12 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 			})
 			if err != nil {
 				errs[t] = err
-				for cur := least.Load(); int64(t) < cur && !least.CompareAndSwap(cur, int64(t)); cur = least.Load() {
-				}
+				lowerTo(&least, int64(t))
 				return
 			}
 		}
 	}
-	if threads <= 1 {
-		for t := range sn.tasks {
-			runTask(t, sn.work[0])
-		}
-	} else {
-		var next atomic.Int64
-		var wg stdsync.WaitGroup
-		for g := 0; g < threads; g++ {
-			wg.Add(1)
-			go func(w *snWork) {
-				defer wg.Done()
-				for {
-					t := int(next.Add(1)) - 1
-					if t >= len(sn.tasks) {
-						return
-					}
-					runTask(t, w)
-				}
-			}(sn.work[g])
-		}
-		wg.Wait()
-	}
+	runTasks(len(sn.tasks), threads, sn.work, runTask)
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -277,6 +255,33 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 		}
 	}
 	return nil
+}
+
+// runTasks runs tasks 0..n-1 on threads goroutines, the caller's one of
+// them (goroutine g with work space work[g]), each taking the next task
+// when it is done with one: heaviest first, they finish together.
+func runTasks(n, threads int, work []*snWork, run func(t int, w *snWork)) {
+	var next atomic.Int64
+	var wg stdsync.WaitGroup
+	for g := 1; g < threads; g++ {
+		wg.Add(1)
+		go func(w *snWork) {
+			defer wg.Done()
+			for t := int(next.Add(1)) - 1; t < n; t = int(next.Add(1)) - 1 {
+				run(t, w)
+			}
+		}(work[g])
+	}
+	for t := int(next.Add(1)) - 1; t < n; t = int(next.Add(1)) - 1 {
+		run(t, work[0])
+	}
+	wg.Wait()
+}
+
+// lowerTo sets a to v if v is less.
+func lowerTo(a *atomic.Int64, v int64) {
+	for cur := a.Load(); v < cur && !a.CompareAndSwap(cur, v); cur = a.Load() {
+	}
 }
 
 // pendingLink is an update of a supernode outside the task that made it,
@@ -331,27 +336,12 @@ func (sn *supernodes) factorReplay(c *Cholesky, thr float64, threads int) error 
 			})
 			if err != nil {
 				errs[t], errPos[t] = err, pos
-				for cur := least.Load(); pos < cur && !least.CompareAndSwap(cur, pos); cur = least.Load() {
-				}
+				lowerTo(&least, pos)
 				return
 			}
 		}
 	}
-	var next atomic.Int64
-	var wg stdsync.WaitGroup
-	for g := 1; g < threads; g++ {
-		wg.Add(1)
-		go func(w *snWork) {
-			defer wg.Done()
-			for t := int(next.Add(1)) - 1; t < len(tasks); t = int(next.Add(1)) - 1 {
-				runTask(t, w)
-			}
-		}(sn.work[g])
-	}
-	for t := int(next.Add(1)) - 1; t < len(tasks); t = int(next.Add(1)) - 1 {
-		runTask(t, sn.work[0])
-	}
-	wg.Wait()
+	runTasks(len(tasks), threads, sn.work, runTask)
 	var first error
 	firstPos := int64(math.MaxInt64)
 	all := sn.pendAll[:0]
@@ -643,12 +633,7 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 	// Below this much work, threads cost more than they save.
 	if total >= 1e6 {
 		for {
-			h := 0
-			for i, s := range front {
-				if work[s] > work[front[h]] {
-					h = i
-				}
-			}
+			h := heaviest(front, work)
 			s := front[h]
 			if work[s] <= total/8 || chead[s] == -1 {
 				break
@@ -660,10 +645,7 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 			}
 			topWork += nc * nr * nr
 			isTop[s] = true
-			front = append(front[:h], front[h+1:]...)
-			for ch := chead[s]; ch != -1; ch = cnext[ch] {
-				front = append(front, ch)
-			}
+			front = openUp(front, h, chead, cnext)
 		}
 	}
 	sort.Ints(front)
@@ -679,7 +661,30 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 			sn.top = append(sn.top, s)
 		}
 	}
-	sn.splitFiner(front, isTop, work, size, chead, cnext)
+	sn.splitFiner(front, work, size, chead, cnext)
+}
+
+// heaviest returns the index in front of the subtree with the most work
+// (the first of equals): the one the splits of the tree open next.
+func heaviest(front []int, work []float64) int {
+	h := 0
+	for i, s := range front {
+		if work[s] > work[front[h]] {
+			h = i
+		}
+	}
+	return h
+}
+
+// openUp replaces front[h] by its children in the supernodal tree
+// (chead, cnext), the step by which the splits descend it.
+func openUp(front []int, h int, chead, cnext []int) []int {
+	s := front[h]
+	front = append(front[:h], front[h+1:]...)
+	for ch := chead[s]; ch != -1; ch = cnext[ch] {
+		front = append(front, ch)
+	}
+	return front
 }
 
 // splitFiner makes the execution split (xtasks, xtop, refPos) when the
@@ -692,7 +697,7 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 // than a third of the estimated work, so splitTasks keeps the whole tree
 // as one task; this runs its two or three large subtrees concurrently.
 // The order of the sums stays splitTasks's (refPos, factorAssembled).
-func (sn *supernodes) splitFiner(front []int, isTop []bool, work []float64, size []int, chead, cnext []int) {
+func (sn *supernodes) splitFiner(front []int, work []float64, size []int, chead, cnext []int) {
 	sn.xtasks, sn.xtop, sn.refPos = nil, nil, nil
 	ns := len(sn.first) - 1
 	own := func(s int) float64 {
@@ -710,22 +715,14 @@ func (sn *supernodes) splitFiner(front []int, isTop []bool, work []float64, size
 	front = slices.Clone(front)
 	var moved []int
 	for {
-		h := 0
-		for i, s := range front {
-			if work[s] > work[front[h]] {
-				h = i
-			}
-		}
+		h := heaviest(front, work)
 		s := front[h]
 		if 2*work[s] <= rest || chead[s] == -1 {
 			break
 		}
 		rest -= own(s)
 		moved = append(moved, s)
-		front = append(front[:h], front[h+1:]...)
-		for ch := chead[s]; ch != -1; ch = cnext[ch] {
-			front = append(front, ch)
-		}
+		front = openUp(front, h, chead, cnext)
 	}
 	if len(moved) == 0 {
 		return
