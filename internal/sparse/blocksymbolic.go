@@ -493,6 +493,7 @@ func (c *Cholesky) sameAnalysis() *Cholesky {
 		sn: &supernodes{
 			first: sn.first, super: sn.super, rowPtr: sn.rowPtr, rows: sn.rows, valPtr: sn.valPtr,
 			stored: sn.stored, tasks: sn.tasks, top: sn.top,
+			xtasks: sn.xtasks, xtop: sn.xtop, refPos: sn.refPos,
 		},
 	}
 }

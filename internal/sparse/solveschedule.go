@@ -294,21 +294,13 @@ func (sn *supernodes) newSolveSchedule(splitMin float64) *solveSchedule {
 			}
 		}
 		for {
-			h := 0
-			for i, s := range front {
-				if work[s] > work[front[h]] {
-					h = i
-				}
-			}
+			h := heaviest(front, work)
 			s := front[h]
 			if work[s] <= total/solveSplitParts || chead[s] == -1 {
 				break
 			}
 			isTop[s] = true
-			front = append(front[:h], front[h+1:]...)
-			for ch := chead[s]; ch != -1; ch = cnext[ch] {
-				front = append(front, ch)
-			}
+			front = openUp(front, h, chead, cnext)
 		}
 	}
 	if len(front) < 2 {

@@ -53,9 +53,30 @@ type supernodes struct {
 	permAt, rowPerm []int
 
 	// Independent subtrees [lo, hi) of supernodes, factored concurrently,
-	// and the remaining supernodes, factored after them in order.
+	// and the remaining supernodes, factored after them in order. This
+	// split also fixes the order of every sum of the factorization (the
+	// order in which the updates of each supernode are subtracted), on any
+	// number of threads.
 	tasks [][2]int
 	top   []int
+	// A finer split run instead on two threads or more, or nil: xtasks
+	// and xtop (in refPos order) as tasks and top, with refPos[s] the
+	// place of supernode s in the order the split above factors on one
+	// thread (its tasks' supernodes task by task, then top). Where one
+	// subtree holds most of the work (a sphere's or a torus's root
+	// separator above two halves), that split leaves a single task and
+	// the whole factorization on one goroutine; factorAssembled runs the
+	// finer one and replays its updates in refPos order (splitTasks).
+	xtasks [][2]int
+	xtop   []int
+	refPos []int32
+	// replays counts the factorizations run on the finer split (tests
+	// check that their cases reach it).
+	replays int
+	// splits counts the top supernodes whose updates two goroutines
+	// shared (topsplit.go), thin the updates among them made by Dgemm
+	// (tests check that their cases reach both).
+	splits, thin int
 
 	// Work space for the numeric factorization, made by it (and let go
 	// after it with work, when large: maxKeptWork).
@@ -64,6 +85,12 @@ type supernodes struct {
 	work       []*snWork
 	errs       []error
 	deferred   [][]int
+	helper     *topHelper // while the top is factored (topsplit.go)
+	topList    []int
+	rowWork    []int
+	pending    [][]pendingLink // factorReplay's deferred, with errPos
+	pendAll    []pendingLink
+	errPos     []int64
 
 	// The schedule and buffers of the solve, built by the first one.
 	sched *solveSchedule

@@ -176,6 +176,10 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 		sn.head[s] = -1
 	}
 	threads := min(runtime.GOMAXPROCS(0), len(sn.tasks))
+	finer := sn.xtasks != nil && runtime.GOMAXPROCS(0) > 1
+	if finer {
+		threads = min(runtime.GOMAXPROCS(0), len(sn.xtasks))
+	}
 	for len(sn.work) < max(threads, 1) {
 		sn.work = append(sn.work, &snWork{relMap: make([]int32, c.n)})
 	}
@@ -194,6 +198,9 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 			sn.work, sn.head, sn.next, sn.dpos = nil, nil, nil, nil
 		}
 	}()
+	if finer {
+		return sn.factorReplay(c, thr, threads)
+	}
 	if len(sn.errs) < len(sn.tasks) {
 		sn.errs = make([]error, len(sn.tasks))
 		sn.deferred = make([][]int, len(sn.tasks))
@@ -202,10 +209,14 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 	for t := range sn.tasks {
 		errs[t], deferred[t] = nil, deferred[t][:0]
 	}
-	var stop atomic.Bool
+	// A failure is the first in task order, the one a single thread meets
+	// first: a task stops once a task before it has failed (and only
+	// then, so that every task before the first failed one runs whole).
+	var least atomic.Int64
+	least.Store(math.MaxInt64)
 	runTask := func(t int, w *snWork) {
 		lo, hi := sn.tasks[t][0], sn.tasks[t][1]
-		for s := lo; s < hi && !stop.Load(); s++ {
+		for s := lo; s < hi && int64(t) <= least.Load(); s++ {
 			err := sn.factorNode(c, s, w, thr, func(d, tgt int) {
 				if tgt >= lo && tgt < hi {
 					sn.next[d] = sn.head[tgt]
@@ -216,33 +227,12 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 			})
 			if err != nil {
 				errs[t] = err
-				stop.Store(true)
+				lowerTo(&least, int64(t))
 				return
 			}
 		}
 	}
-	if threads <= 1 {
-		for t := range sn.tasks {
-			runTask(t, sn.work[0])
-		}
-	} else {
-		var next atomic.Int64
-		var wg stdsync.WaitGroup
-		for g := 0; g < threads; g++ {
-			wg.Add(1)
-			go func(w *snWork) {
-				defer wg.Done()
-				for {
-					t := int(next.Add(1)) - 1
-					if t >= len(sn.tasks) {
-						return
-					}
-					runTask(t, w)
-				}
-			}(sn.work[g])
-		}
-		wg.Wait()
-	}
+	runTasks(len(sn.tasks), threads, sn.work, runTask)
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -257,12 +247,135 @@ func (sn *supernodes) factorAssembled(c *Cholesky, thr float64) error {
 			link(d, int(sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]]))
 		}
 	}
+	sn.startHelper(sn.top)
+	defer sn.stopHelper()
 	for _, s := range sn.top {
 		if err := sn.factorNode(c, s, sn.work[0], thr, link); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// runTasks runs tasks 0..n-1 on threads goroutines, the caller's one of
+// them (goroutine g with work space work[g]), each taking the next task
+// when it is done with one: heaviest first, they finish together.
+func runTasks(n, threads int, work []*snWork, run func(t int, w *snWork)) {
+	var next atomic.Int64
+	var wg stdsync.WaitGroup
+	for g := 1; g < threads; g++ {
+		wg.Add(1)
+		go func(w *snWork) {
+			defer wg.Done()
+			for t := int(next.Add(1)) - 1; t < n; t = int(next.Add(1)) - 1 {
+				run(t, w)
+			}
+		}(work[g])
+	}
+	for t := int(next.Add(1)) - 1; t < n; t = int(next.Add(1)) - 1 {
+		run(t, work[0])
+	}
+	wg.Wait()
+}
+
+// lowerTo sets a to v if v is less.
+func lowerTo(a *atomic.Int64, v int64) {
+	for cur := a.Load(); v < cur && !a.CompareAndSwap(cur, v); cur = a.Load() {
+	}
+}
+
+// pendingLink is an update of a supernode outside the task that made it,
+// to be linked after the tasks join: descendant d, made while the
+// supernode at refPos pos was factored.
+type pendingLink struct{ d, pos int32 }
+
+// factorReplay is factorAssembled on the finer split (xtasks, xtop) with
+// the sums of splitTasks's: every supernode is factored by the same
+// operations, and its descendants' updates are subtracted in the same
+// order, as on one thread. On one thread each supernode's list of pending
+// updates is built in refPos order (factorNode links every descendant it
+// is done with to its next target, at the head). A task's links inside
+// its own subtree are made as it goes: every target inside it and every
+// descendant of one is in that subtree, in refPos order. The links to
+// supernodes above it wait, marked with the refPos of the supernode that
+// made them, and the top is factored in refPos order, each supernode
+// after the waiting links made before it: the lists come out as on one
+// thread. A failure is the one with the least refPos, the one a single
+// thread would meet first: a task stops past the least failure so far.
+func (sn *supernodes) factorReplay(c *Cholesky, thr float64, threads int) error {
+	sn.replays++
+	tasks := sn.xtasks
+	if len(sn.pending) < len(tasks) {
+		sn.pending = make([][]pendingLink, len(tasks))
+		sn.errPos = make([]int64, len(tasks))
+	}
+	if len(sn.errs) < len(tasks) {
+		sn.errs = make([]error, len(tasks))
+		sn.deferred = make([][]int, len(tasks))
+	}
+	pending, errs, errPos := sn.pending, sn.errs, sn.errPos
+	for t := range tasks {
+		pending[t], errs[t] = pending[t][:0], nil
+	}
+	var least atomic.Int64
+	least.Store(math.MaxInt64)
+	runTask := func(t int, w *snWork) {
+		lo, hi := tasks[t][0], tasks[t][1]
+		for s := lo; s < hi; s++ {
+			pos := int64(sn.refPos[s])
+			if pos > least.Load() {
+				return
+			}
+			err := sn.factorNode(c, s, w, thr, func(d, tgt int) {
+				if tgt >= lo && tgt < hi {
+					sn.next[d] = sn.head[tgt]
+					sn.head[tgt] = d
+				} else {
+					pending[t] = append(pending[t], pendingLink{int32(d), int32(pos)})
+				}
+			})
+			if err != nil {
+				errs[t], errPos[t] = err, pos
+				lowerTo(&least, pos)
+				return
+			}
+		}
+	}
+	runTasks(len(tasks), threads, sn.work, runTask)
+	var first error
+	firstPos := int64(math.MaxInt64)
+	all := sn.pendAll[:0]
+	for t := range tasks {
+		if errs[t] != nil && errPos[t] < firstPos {
+			first, firstPos = errs[t], errPos[t]
+		}
+		all = append(all, pending[t]...)
+	}
+	// Within a task the links are in refPos order, and links of one
+	// refPos come from one task: a stable sort keeps their order.
+	slices.SortStableFunc(all, func(a, b pendingLink) int { return int(a.pos) - int(b.pos) })
+	sn.pendAll = all
+	link := func(d, tgt int) {
+		sn.next[d] = sn.head[tgt]
+		sn.head[tgt] = d
+	}
+	sn.startHelper(sn.xtop)
+	defer sn.stopHelper()
+	i := 0
+	for _, s := range sn.xtop {
+		pos := sn.refPos[s]
+		if int64(pos) > firstPos {
+			break
+		}
+		for ; i < len(all) && all[i].pos < pos; i++ {
+			d := int(all[i].d)
+			link(d, int(sn.super[sn.rows[sn.rowPtr[d]+sn.dpos[d]]]))
+		}
+		if err := sn.factorNode(c, s, sn.work[0], thr, link); err != nil {
+			return err
+		}
+	}
+	return first
 }
 
 // factorNode assembles supernode s, applies the updates of the descendants
@@ -286,6 +399,9 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		sn.assembleNode(c, s, ls, w)
 	}
 	// Updates from descendants.
+	if sn.helper != nil && sn.splitUpdates(s, relMap, ls, w, link) {
+		goto factor
+	}
 	for d := sn.head[s]; d != -1; {
 		dnext := sn.next[d]
 		drows := sn.rows[sn.rowPtr[d]:sn.rowPtr[d+1]]
@@ -316,6 +432,7 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 		}
 		d = dnext
 	}
+factor:
 	j, piv, raised := denseFactor(ls, nr, nc, thr, c.floor, c.limit)
 	w.raised += raised
 	if j >= 0 {
@@ -337,9 +454,14 @@ func (sn *supernodes) factorNode(c *Cholesky, s int, w *snWork, thr float64, lin
 // either way. It is a function of its own so that its loops keep their
 // counters in registers, which factorNode's spilled.
 func scatterUpdate(ls, cb []float64, rows, relMap []int32, m, wd, nc, f int) {
+	scatterRows(ls, cb, rows, relMap, 0, m, wd, nc, f)
+}
+
+// scatterRows is scatterUpdate of cb's rows r0..r1-1.
+func scatterRows(ls, cb []float64, rows, relMap []int32, r0, r1, wd, nc, f int) {
 	if wd > 0 && int(rows[wd-1])-int(rows[0]) == wd-1 {
 		c0 := int(rows[0]) - f
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			w := min(wd, r+1)
 			tr := int(relMap[rows[r]])*nc + c0
 			lr := ls[tr : tr+w]
@@ -349,7 +471,7 @@ func scatterUpdate(ls, cb []float64, rows, relMap []int32, m, wd, nc, f int) {
 		}
 		return
 	}
-	for r := 0; r < m; r++ {
+	for r := r0; r < r1; r++ {
 		w := min(wd, r+1)
 		tr := int(relMap[rows[r]]) * nc
 		lr := ls[tr : tr+nc]
@@ -511,12 +633,7 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 	// Below this much work, threads cost more than they save.
 	if total >= 1e6 {
 		for {
-			h := 0
-			for i, s := range front {
-				if work[s] > work[front[h]] {
-					h = i
-				}
-			}
+			h := heaviest(front, work)
 			s := front[h]
 			if work[s] <= total/8 || chead[s] == -1 {
 				break
@@ -528,10 +645,7 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 			}
 			topWork += nc * nr * nr
 			isTop[s] = true
-			front = append(front[:h], front[h+1:]...)
-			for ch := chead[s]; ch != -1; ch = cnext[ch] {
-				front = append(front, ch)
-			}
+			front = openUp(front, h, chead, cnext)
 		}
 	}
 	sort.Ints(front)
@@ -547,6 +661,91 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 			sn.top = append(sn.top, s)
 		}
 	}
+	sn.splitFiner(front, work, size, chead, cnext)
+}
+
+// heaviest returns the index in front of the subtree with the most work
+// (the first of equals): the one the splits of the tree open next.
+func heaviest(front []int, work []float64) int {
+	h := 0
+	for i, s := range front {
+		if work[s] > work[front[h]] {
+			h = i
+		}
+	}
+	return h
+}
+
+// openUp replaces front[h] by its children in the supernodal tree
+// (chead, cnext), the step by which the splits descend it.
+func openUp(front []int, h int, chead, cnext []int) []int {
+	s := front[h]
+	front = append(front[:h], front[h+1:]...)
+	for ch := chead[s]; ch != -1; ch = cnext[ch] {
+		front = append(front, ch)
+	}
+	return front
+}
+
+// splitFiner makes the execution split (xtasks, xtop, refPos) when the
+// split of splitTasks leaves one subtree with more than half of its
+// tasks' work, so that two goroutines could not share them: it moves the
+// heaviest subtree's root to the top, as splitTasks does, until no
+// subtree holds more than half of the rest, without splitTasks's cap on
+// the top's work (here the top is what was a single goroutine's work
+// anyway). On a torus or a sphere the root separator alone holds more
+// than a third of the estimated work, so splitTasks keeps the whole tree
+// as one task; this runs its two or three large subtrees concurrently.
+// The order of the sums stays splitTasks's (refPos, factorAssembled).
+func (sn *supernodes) splitFiner(front []int, work []float64, size []int, chead, cnext []int) {
+	sn.xtasks, sn.xtop, sn.refPos = nil, nil, nil
+	ns := len(sn.first) - 1
+	own := func(s int) float64 {
+		nc := float64(sn.first[s+1] - sn.first[s])
+		nr := float64(sn.rowPtr[s+1] - sn.rowPtr[s])
+		return nc * nr * nr
+	}
+	rest := 0.0
+	for _, s := range front {
+		rest += work[s]
+	}
+	if rest < 1e6 {
+		return
+	}
+	front = slices.Clone(front)
+	var moved []int
+	for {
+		h := heaviest(front, work)
+		s := front[h]
+		if 2*work[s] <= rest || chead[s] == -1 {
+			break
+		}
+		rest -= own(s)
+		moved = append(moved, s)
+		front = openUp(front, h, chead, cnext)
+	}
+	if len(moved) == 0 {
+		return
+	}
+	sn.refPos = make([]int32, ns)
+	pos := int32(0)
+	for _, t := range sn.tasks {
+		for s := t[0]; s < t[1]; s++ {
+			sn.refPos[s] = pos
+			pos++
+		}
+	}
+	for _, s := range sn.top {
+		sn.refPos[s] = pos
+		pos++
+	}
+	sort.Ints(front)
+	for _, s := range front {
+		sn.xtasks = append(sn.xtasks, [2]int{s - size[s] + 1, s + 1})
+	}
+	sort.SliceStable(sn.xtasks, func(i, j int) bool { return work[sn.xtasks[i][1]-1] > work[sn.xtasks[j][1]-1] })
+	sn.xtop = append(slices.Clone(sn.top), moved...)
+	slices.SortFunc(sn.xtop, func(a, b int) int { return int(sn.refPos[a]) - int(sn.refPos[b]) })
 }
 
 // smallUpdate sets the lower part of the top wd x wd square and the rows
@@ -558,10 +757,13 @@ func (sn *supernodes) splitTasks(chead, cnext, sparent []int) {
 // loop makes two entries of a row a turn, which loads the row's terms
 // once for both (smallUpdate's own instructions on parking-garage 63.3M
 // to 55.2M); each sum is still added term by term in order.
-func smallUpdate(cb, l []float64, m, wd, ncd int) {
+func smallUpdate(cb, l []float64, m, wd, ncd int) { smallUpdateRows(cb, l, 0, m, wd, ncd) }
+
+// smallUpdateRows is smallUpdate of rows r0..r1-1 of cb.
+func smallUpdateRows(cb, l []float64, r0, r1, wd, ncd int) {
 	switch ncd {
 	case 3:
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			lr := l[r*3 : r*3+3 : r*3+3]
 			qn := min(wd, r+1)
 			cr := cb[r*wd : r*wd+qn]
@@ -587,7 +789,7 @@ func smallUpdate(cb, l []float64, m, wd, ncd int) {
 			}
 		}
 	case 4:
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			lr := l[r*4 : r*4+4 : r*4+4]
 			qn := min(wd, r+1)
 			cr := cb[r*wd : r*wd+qn]
@@ -616,7 +818,7 @@ func smallUpdate(cb, l []float64, m, wd, ncd int) {
 			}
 		}
 	case 6:
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			lr := l[r*6 : r*6+6 : r*6+6]
 			qn := min(wd, r+1)
 			cr := cb[r*wd : r*wd+qn]
@@ -651,7 +853,7 @@ func smallUpdate(cb, l []float64, m, wd, ncd int) {
 			}
 		}
 	default:
-		for r := 0; r < m; r++ {
+		for r := r0; r < r1; r++ {
 			lr := l[r*ncd : (r+1)*ncd]
 			qn := min(wd, r+1)
 			cr := cb[r*wd : r*wd+qn]
