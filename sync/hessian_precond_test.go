@@ -652,6 +652,83 @@ func TestFactorShiftedFrom(t *testing.T) {
 	}
 }
 
+// TestRaiseLimit checks how far below zero the modified attempt raises a
+// pivot: at -5e-2 of the largest diagonal entry (between the ladder's top
+// rung and raiseLimit) it makes one factor with that pivot raised to its
+// magnitude, the factor of H + E with E diagonal, nonnegative and nonzero
+// at the raised pivot only (a dense gonum oracle: the inverse of the
+// factor's solve); at -2e-1 the attempt fails, and so does every rung,
+// whose shifts are far smaller.
+func TestRaiseLimit(t *testing.T) {
+	for _, c := range []struct {
+		last     float64
+		ok       bool
+		attempts int
+	}{
+		{last: -5e-2, ok: true, attempts: 1},
+		{last: -2e-1, ok: false, attempts: len(shiftLadder)},
+	} {
+		bb := sparse.NewBlockBuilder(3, 1)
+		for i, v := range []float64{1, 0.5, c.last} {
+			bb.AddDiag(i, []float64{v})
+		}
+		bb.AddOff(0, 1, []float64{0.1})
+		bb.AddOff(1, 2, []float64{1e-3})
+		h := bb.Build()
+		chol, err := sparse.AnalyzeBlocks(h, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rung, attempts := 0, 0
+		shift, raised, ok := factorShifted(h, chol, 0, h.MaxDiag(), &rung, 0, len(shiftLadder)-1, true, &attempts)
+		if ok != c.ok || attempts != c.attempts {
+			t.Errorf("last diagonal entry %g: ok %t after %d attempts, want %t after %d", c.last, ok, attempts, c.ok, c.attempts)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if shift != 0 || rung != 0 || raised != 1 {
+			t.Errorf("last diagonal entry %g: shift %g, rung %d, %d raised; want 0, 0, 1", c.last, shift, rung, raised)
+		}
+		// M = (solve)^{-1}, column by column, against H.
+		n := 3
+		inv := mat.NewDense(n, n, nil)
+		e, x := make([]float64, n), make([]float64, n)
+		for j := 0; j < n; j++ {
+			clear(e)
+			e[j] = 1
+			chol.Solve(x, e)
+			inv.SetCol(j, x)
+		}
+		var m mat.Dense
+		if err := m.Inverse(inv); err != nil {
+			t.Fatal(err)
+		}
+		hd := mat.NewDense(n, n, h.Dense())
+		var mins float64
+		nonzero := 0
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				diff := m.At(i, j) - hd.At(i, j)
+				switch {
+				case i != j && math.Abs(diff) > 1e-12:
+					t.Errorf("last diagonal entry %g: factor minus H has (%d,%d) = %g, want a diagonal difference", c.last, i, j, diff)
+				case i == j && diff < -1e-12:
+					t.Errorf("last diagonal entry %g: factor minus H has (%d,%d) = %g < 0", c.last, i, j, diff)
+				case i == j && diff > 1e-12:
+					nonzero++
+					mins = diff
+				}
+			}
+		}
+		// The pivot -|p| raised to |p| adds 2|p| at its place.
+		if nonzero != 1 || math.Abs(mins-2*math.Abs(c.last)) > 1e-4 {
+			t.Errorf("last diagonal entry %g: %d raised entries, the last raised by %g; want 1 raised by about %g", c.last, nonzero, mins, 2*math.Abs(c.last))
+		}
+	}
+}
+
 // TestTCGConverged checks truncated CG's stopping rule: far from the
 // optimum the residual must shrink by a tenth, nearer by the relative
 // gradient (superlinear), and never below a tenth of the outer tolerance,
