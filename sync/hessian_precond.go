@@ -681,15 +681,42 @@ func (p *hessianPrecond) refactorAfter() int {
 	if p.chol == nil {
 		return fresh
 	}
-	factor := p.chol.Flops()
+	factor, iter := p.flops()
+	return fresh + int(factor/(refactorFlopRatio*iter))
+}
+
+// flops returns the counted costs of a factorization and of an inner
+// iteration (see refactorAfter); p.chol must be analysed.
+func (p *hessianPrecond) flops() (factor, iter float64) {
+	factor = p.chol.Flops()
 	solve := 4 * float64(p.chol.StoredNNZ())
 	if p.split && p.schol != nil {
 		factor += p.schol.Flops()
 		solve += 4 * float64(p.schol.StoredNNZ()) * float64(p.r-p.d)
 	}
-	iter := solve + 2*float64(len(p.q.Val))*float64(p.r)
-	return fresh + int(factor/(refactorFlopRatio*iter))
+	return factor, solve + 2*float64(len(p.q.Val))*float64(p.r)
 }
+
+// factorIterations is a factorization's cost in inner iterations at
+// break-even (refactorBreakEven), or 0 before the first.
+func (p *hessianPrecond) factorIterations() float64 {
+	if p.chol == nil {
+		return 0
+	}
+	factor, iter := p.flops()
+	return factor / (refactorBreakEven * iter)
+}
+
+// refactorBreakEven is the ratio of the counted flops (refactorAfter) at
+// which a factorization costs as much as the inner iterations it saves:
+// an iteration's flop costs about three of a factorization's, whose dense
+// kernels run more flops per instruction than the solves and the
+// Hessian products. Measured by instruction counts on the whole process
+// (docs/tuning.md, "Trust-region work, issue 27"): cubicle's last step
+// with the kept factor, 10 inner iterations against a factorization and
+// 2, ran 435M instructions fewer (flop ratio 49.9); parking-garage's, 16
+// against a factorization and 3, 109M more (ratio 6.6).
+const refactorBreakEven = 3.0
 
 // raiseFloor is the least value, relative to the largest diagonal entry,
 // to which the modified factorization raises a failing pivot (see

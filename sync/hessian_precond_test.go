@@ -754,6 +754,64 @@ func TestTCGConverged(t *testing.T) {
 	}
 }
 
+// TestTCGShrink checks that tcgShrink is the shrink tcgConverged asks for:
+// a residual just below it converges, one just above does not.
+func TestTCGShrink(t *testing.T) {
+	const enorm, tol = 1e4, 1e-9
+	for _, rel := range []float64{0.5, 1e-1, 1e-3, 2.25e-5, 1e-6, 3.93e-8, 7e-9} {
+		r0 := rel * enorm
+		shrink := tcgShrink(rel, tol)
+		if !tcgConverged(shrink*r0*(1-1e-9), r0, enorm, tol) || tcgConverged(shrink*r0*(1+1e-9), r0, enorm, tol) {
+			t.Errorf("rel %g: tcgShrink %g is not tcgConverged's threshold", rel, shrink)
+		}
+	}
+}
+
+// TestKeepForLastStep checks the rule on the last steps of the benchmark
+// graphs (rel at the last point, the kept factor's shrink per iteration in
+// its run before, a factorization's flop ratio over refactorBreakEven):
+// the graphs where the kept factor ran fewer instructions keep it, those
+// where it ran more refactor; and its guards.
+func TestKeepForLastStep(t *testing.T) {
+	const tol = 1e-9
+	for _, c := range []struct {
+		name            string
+		rel, rn         float64 // rn: the run before's residual shrink, in iters
+		iters           int
+		flopRatio       float64
+		want            bool
+		keptIn, freshIn int // the last step's inner iterations each way
+	}{
+		{"cubicle", 2.25e-5, 2.24e-3, 7, 49.9, true, 10, 2},
+		{"city10000", 3.93e-8, 4.96e-5, 4, 16.2, true, 3, 1},
+		{"kitti_00", 1.93e-8, 1.3e-4, 5, 0.705, true, 4, 4},
+		{"parking-garage", 1.58e-5, 5.65e-4, 15, 6.56, false, 16, 3},
+		{"intel", 2e-7, 4.03e-5, 5, 1.84, false, 5, 1},
+		{"MIT", 4.95e-6, 2.13e-3, 5, 0.666, false, 8, 3},
+	} {
+		rate := math.Pow(c.rn, 1/float64(c.iters))
+		if got := keepForLastStep(c.rel, tol, rate, c.flopRatio/refactorBreakEven); got != c.want {
+			t.Errorf("%s: keep %t, want %t (kept factor %d inner iterations, fresh %d)", c.name, got, c.want, c.keptIn, c.freshIn)
+		}
+	}
+	for _, c := range []struct {
+		rel, rate, factorIters float64
+		want                   bool
+	}{
+		{rel: 1e-4, rate: 0.1, factorIters: 1e6, want: false}, // not the last step: rel^2 > tol
+		{rel: 1e-6, rate: 0, factorIters: 1e6, want: false},   // no rate known
+		{rel: 1e-6, rate: 1, factorIters: 1e6, want: false},   // a run that did not shrink
+		{rel: 1e-6, rate: math.NaN(), factorIters: 1e6, want: false},
+		{rel: 1e-6, rate: 0.5, factorIters: 0, want: false}, // 0.5^k <= 1e-4: 14 iterations
+		{rel: 1e-6, rate: 0.5, factorIters: 11, want: true}, // 14 - freshInner
+		{rel: 1e-6, rate: 0.5, factorIters: 10.9, want: false},
+	} {
+		if got := keepForLastStep(c.rel, tol, c.rate, c.factorIters); got != c.want {
+			t.Errorf("rel %g, rate %g, factor %g iterations: keep %t, want %t", c.rel, c.rate, c.factorIters, got, c.want)
+		}
+	}
+}
+
 // TestNextRadius checks the trust region's radius update: a poor step
 // leaves a region that excludes it, so the same tCG cannot run again at the
 // same point and return the same step, whether the step was on the boundary
