@@ -790,7 +790,7 @@ func TestKeepForLastStep(t *testing.T) {
 		{"MIT", 4.95e-6, 2.13e-3, 5, 0.666, false, 8, 3},
 	} {
 		rate := math.Pow(c.rn, 1/float64(c.iters))
-		if got := keepForLastStep(c.rel, tol, rate, c.flopRatio/refactorBreakEven); got != c.want {
+		if got := keepForLastStep(c.rel, tol, rate, func() float64 { return c.flopRatio / refactorBreakEven }); got != c.want {
 			t.Errorf("%s: keep %t, want %t (kept factor %d inner iterations, fresh %d)", c.name, got, c.want, c.keptIn, c.freshIn)
 		}
 	}
@@ -806,7 +806,7 @@ func TestKeepForLastStep(t *testing.T) {
 		{rel: 1e-6, rate: 0.5, factorIters: 11, want: true}, // 14 - freshInner
 		{rel: 1e-6, rate: 0.5, factorIters: 10.9, want: false},
 	} {
-		if got := keepForLastStep(c.rel, tol, c.rate, c.factorIters); got != c.want {
+		if got := keepForLastStep(c.rel, tol, c.rate, func() float64 { return c.factorIters }); got != c.want {
 			t.Errorf("rel %g, rate %g, factor %g iterations: keep %t, want %t", c.rel, c.rate, c.factorIters, got, c.want)
 		}
 	}

@@ -84,10 +84,11 @@ func tcgShrink(rel, gradTol float64) float64 {
 // shrank the residual by rate per iteration (0: unknown, the run ended on
 // the boundary or was not preconditioned by the Hessian's factor), as
 // those that shrink it by tcgShrink(rel); a fresh factor is counted at
-// freshInner, and a factorization at factorIters inner iterations
-// (hessianPrecond.factorIterations). A misjudged kept factor is still
+// freshInner, and a factorization at factorIters() inner iterations
+// (hessianPrecond.factorIterations, asked only when the rest allows a
+// keep: it sums over the factor's columns). A misjudged kept factor is still
 // replaced mid-step by restartAfter's rule.
-func keepForLastStep(rel, gradTol, rate, factorIters float64) bool {
+func keepForLastStep(rel, gradTol, rate float64, factorIters func() float64) bool {
 	if !(rate > 0 && rate < 1) || !(rel > 0) || rel*rel > gradTol {
 		return false
 	}
@@ -96,7 +97,7 @@ func keepForLastStep(rel, gradTol, rate, factorIters float64) bool {
 		return true
 	}
 	kept := math.Ceil(math.Log(need) / math.Log(rate))
-	return kept-freshInner <= factorIters
+	return kept-freshInner <= factorIters()
 }
 
 // nextRadius returns the trust region's radius after a step of norm
@@ -389,7 +390,7 @@ func (t *trustRegion) start() {
 func (t *trustRegion) setPoint() {
 	t.m.lambda(t.lam, t.x, t.nq)
 	t.gg.setPoint(t.m.gaugePoint(t.x))
-	if t.refactor && t.useHessian && !t.hp.resume && keepForLastStep(t.rel(), t.opts.GradTol, t.rate, t.hp.factorIterations()) {
+	if t.refactor && t.useHessian && !t.hp.resume && keepForLastStep(t.rel(), t.opts.GradTol, t.rate, t.hp.factorIterations) {
 		t.refactor = false
 	}
 	t.pending = t.hp != nil && (t.refactor || !t.useHessian)
