@@ -681,15 +681,42 @@ func (p *hessianPrecond) refactorAfter() int {
 	if p.chol == nil {
 		return fresh
 	}
-	factor := p.chol.Flops()
+	factor, iter := p.flops()
+	return fresh + int(factor/(refactorFlopRatio*iter))
+}
+
+// flops returns the counted costs of a factorization and of an inner
+// iteration (see refactorAfter); p.chol must be analysed.
+func (p *hessianPrecond) flops() (factor, iter float64) {
+	factor = p.chol.Flops()
 	solve := 4 * float64(p.chol.StoredNNZ())
 	if p.split && p.schol != nil {
 		factor += p.schol.Flops()
 		solve += 4 * float64(p.schol.StoredNNZ()) * float64(p.r-p.d)
 	}
-	iter := solve + 2*float64(len(p.q.Val))*float64(p.r)
-	return fresh + int(factor/(refactorFlopRatio*iter))
+	return factor, solve + 2*float64(len(p.q.Val))*float64(p.r)
 }
+
+// factorIterations is a factorization's cost in inner iterations at
+// break-even (refactorBreakEven), or 0 before the first.
+func (p *hessianPrecond) factorIterations() float64 {
+	if p.chol == nil {
+		return 0
+	}
+	factor, iter := p.flops()
+	return factor / (refactorBreakEven * iter)
+}
+
+// refactorBreakEven is the ratio of the counted flops (refactorAfter) at
+// which a factorization costs as much as the inner iterations it saves:
+// an iteration's flop costs about three of a factorization's, whose dense
+// kernels run more flops per instruction than the solves and the
+// Hessian products. Measured by instruction counts on the whole process
+// (docs/tuning.md, "Trust-region work, issue 27"): cubicle's last step
+// with the kept factor, 10 inner iterations against a factorization and
+// 2, ran 435M instructions fewer (flop ratio 49.9); parking-garage's, 16
+// against a factorization and 3, 109M more (ratio 6.6).
+const refactorBreakEven = 3.0
 
 // raiseFloor is the least value, relative to the largest diagonal entry,
 // to which the modified factorization raises a failing pivot (see
@@ -698,6 +725,28 @@ func (p *hessianPrecond) refactorAfter() int {
 // raising it to 1e-5 instead of 1e-4 of the diagonal left a small SE(3)
 // test graph stalled at a relative gradient of 1.3e-10.
 const raiseFloor = 1e-4
+
+// raiseLimit is how far below zero, relative to the largest diagonal
+// entry, a pivot of the modified factorization may fall and still be
+// raised (to its magnitude) rather than fail the attempt (see
+// factorShifted). Raising k pivots makes the factor that of H + E with E
+// diagonal of rank k, so tCG preconditioned by it takes about k more
+// iterations than with the exact factor, whatever the size of E; a
+// negative pivot raised to its magnitude also makes no entry below it
+// grow (the growth the limit guards against comes from pivots near
+// zero, which raiseFloor bounds, and from pivots a first raise drove far
+// below zero). The Hessians near a minimum that are not yet positive
+// definite have their negative pivot in the last columns of the
+// elimination, its value 1 to 2 percent of the diagonal below zero
+// (sphere2500's first Hessian, -1.06e-2; smallGrid3D's, -1.85e-2). With
+// the ladder's top rung as the limit (1e-2, the rule before) those
+// attempts failed after the whole factorization, and the ladder made
+// another one (two on smallGrid3D), shifted, which blurs every small
+// eigenvalue (docs/tuning.md, "Trust-region work, issue 27"). Pivot
+// growth still fails: on a 10,648-pose lattice the first Hessian's last
+// columns raise two pivots (the first -4.5e-2 of the diagonal) and the
+// next falls to -3.0 times the diagonal, and the ladder shifts as before.
+const raiseLimit = 1e-1
 
 // freshInner: see refactorAfter.
 const freshInner = 3
@@ -746,8 +795,9 @@ const resumeShift = 1e-4
 // a lower rung that fails costs less than a stale shifted factor; starting
 // each resumed ladder at the factor's own rung, or from rung 0, were
 // slower on the 10^6-pose grid (docs/tuning.md, "Tuning figures":
-// resumeFrom). Of the benchmark graphs only smallGrid3D's first factor
-// needs 1e-4.
+// resumeFrom). No benchmark graph's first factor needs 1e-4 after BCM's
+// five sweeps (smallGrid3D's did before raiseLimit); smallGrid3D's needs
+// 1e-3 after one (TestShiftedFactorServesOnePoint).
 func resumeFrom(rung int, resumed bool, prev int) int {
 	switch {
 	case resumed && rung > 0 && rung < prev, !resumed && shiftLadder[rung] >= resumeShift:
@@ -784,7 +834,7 @@ const refactorFlopRatio = 20.0
 //
 // With modify, the unshifted attempt is a modified factorization
 // (sparse.Cholesky.FactorizeBlocksModified): pivots that fail but are not
-// below -1e-2 of the largest diagonal entry are raised to at least
+// below -raiseLimit of the largest diagonal entry are raised to at least
 // raiseFloor of it. A Hessian near a minimum but not yet positive definite
 // thus factors in one pass, exact but for a few raised pivots, where it
 // took a failed factorization and a shifted one; the shift also blurs
@@ -812,7 +862,7 @@ func factorShiftedRows(h *sparse.BlockSym, rows *sparse.BlockRows, chol *sparse.
 		shift = mu + shiftLadder[t]*scale
 		var err error
 		raised = 0
-		floor, limit := raiseFloor*scale, shiftLadder[len(shiftLadder)-1]*scale
+		floor, limit := raiseFloor*scale, raiseLimit*scale
 		switch {
 		case t == 0 && modify && scale > 0 && rows != nil:
 			raised, err = chol.FactorizeRowsModified(rows, shift, floor, limit)

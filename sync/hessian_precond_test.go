@@ -652,6 +652,83 @@ func TestFactorShiftedFrom(t *testing.T) {
 	}
 }
 
+// TestRaiseLimit checks how far below zero the modified attempt raises a
+// pivot: at -5e-2 of the largest diagonal entry (between the ladder's top
+// rung and raiseLimit) it makes one factor with that pivot raised to its
+// magnitude, the factor of H + E with E diagonal, nonnegative and nonzero
+// at the raised pivot only (a dense gonum oracle: the inverse of the
+// factor's solve); at -2e-1 the attempt fails, and so does every rung,
+// whose shifts are far smaller.
+func TestRaiseLimit(t *testing.T) {
+	for _, c := range []struct {
+		last     float64
+		ok       bool
+		attempts int
+	}{
+		{last: -5e-2, ok: true, attempts: 1},
+		{last: -2e-1, ok: false, attempts: len(shiftLadder)},
+	} {
+		bb := sparse.NewBlockBuilder(3, 1)
+		for i, v := range []float64{1, 0.5, c.last} {
+			bb.AddDiag(i, []float64{v})
+		}
+		bb.AddOff(0, 1, []float64{0.1})
+		bb.AddOff(1, 2, []float64{1e-3})
+		h := bb.Build()
+		chol, err := sparse.AnalyzeBlocks(h, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rung, attempts := 0, 0
+		shift, raised, ok := factorShifted(h, chol, 0, h.MaxDiag(), &rung, 0, len(shiftLadder)-1, true, &attempts)
+		if ok != c.ok || attempts != c.attempts {
+			t.Errorf("last diagonal entry %g: ok %t after %d attempts, want %t after %d", c.last, ok, attempts, c.ok, c.attempts)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if shift != 0 || rung != 0 || raised != 1 {
+			t.Errorf("last diagonal entry %g: shift %g, rung %d, %d raised; want 0, 0, 1", c.last, shift, rung, raised)
+		}
+		// M = (solve)^{-1}, column by column, against H.
+		n := 3
+		inv := mat.NewDense(n, n, nil)
+		e, x := make([]float64, n), make([]float64, n)
+		for j := 0; j < n; j++ {
+			clear(e)
+			e[j] = 1
+			chol.Solve(x, e)
+			inv.SetCol(j, x)
+		}
+		var m mat.Dense
+		if err := m.Inverse(inv); err != nil {
+			t.Fatal(err)
+		}
+		hd := mat.NewDense(n, n, h.Dense())
+		var mins float64
+		nonzero := 0
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				diff := m.At(i, j) - hd.At(i, j)
+				switch {
+				case i != j && math.Abs(diff) > 1e-12:
+					t.Errorf("last diagonal entry %g: factor minus H has (%d,%d) = %g, want a diagonal difference", c.last, i, j, diff)
+				case i == j && diff < -1e-12:
+					t.Errorf("last diagonal entry %g: factor minus H has (%d,%d) = %g < 0", c.last, i, j, diff)
+				case i == j && diff > 1e-12:
+					nonzero++
+					mins = diff
+				}
+			}
+		}
+		// The pivot -|p| raised to |p| adds 2|p| at its place.
+		if nonzero != 1 || math.Abs(mins-2*math.Abs(c.last)) > 1e-4 {
+			t.Errorf("last diagonal entry %g: %d raised entries, the last raised by %g; want 1 raised by about %g", c.last, nonzero, mins, 2*math.Abs(c.last))
+		}
+	}
+}
+
 // TestTCGConverged checks truncated CG's stopping rule: far from the
 // optimum the residual must shrink by a tenth, nearer by the relative
 // gradient (superlinear), and never below a tenth of the outer tolerance,
@@ -673,6 +750,64 @@ func TestTCGConverged(t *testing.T) {
 		r0 := c.rel * enorm
 		if got := tcgConverged(c.shrink*r0, r0, enorm, tol); got != c.want {
 			t.Errorf("rel %g, residual shrunk to %g: converged %t, want %t", c.rel, c.shrink, got, c.want)
+		}
+	}
+}
+
+// TestTCGShrink checks that tcgShrink is the shrink tcgConverged asks for:
+// a residual just below it converges, one just above does not.
+func TestTCGShrink(t *testing.T) {
+	const enorm, tol = 1e4, 1e-9
+	for _, rel := range []float64{0.5, 1e-1, 1e-3, 2.25e-5, 1e-6, 3.93e-8, 7e-9} {
+		r0 := rel * enorm
+		shrink := tcgShrink(rel, tol)
+		if !tcgConverged(shrink*r0*(1-1e-9), r0, enorm, tol) || tcgConverged(shrink*r0*(1+1e-9), r0, enorm, tol) {
+			t.Errorf("rel %g: tcgShrink %g is not tcgConverged's threshold", rel, shrink)
+		}
+	}
+}
+
+// TestKeepForLastStep checks the rule on the last steps of the benchmark
+// graphs (rel at the last point, the kept factor's shrink per iteration in
+// its run before, a factorization's flop ratio over refactorBreakEven):
+// the graphs where the kept factor ran fewer instructions keep it, those
+// where it ran more refactor; and its guards.
+func TestKeepForLastStep(t *testing.T) {
+	const tol = 1e-9
+	for _, c := range []struct {
+		name            string
+		rel, rn         float64 // rn: the run before's residual shrink, in iters
+		iters           int
+		flopRatio       float64
+		want            bool
+		keptIn, freshIn int // the last step's inner iterations each way
+	}{
+		{"cubicle", 2.25e-5, 2.24e-3, 7, 49.9, true, 10, 2},
+		{"city10000", 3.93e-8, 4.96e-5, 4, 16.2, true, 3, 1},
+		{"kitti_00", 1.93e-8, 1.3e-4, 5, 0.705, true, 4, 4},
+		{"parking-garage", 1.58e-5, 5.65e-4, 15, 6.56, false, 16, 3},
+		{"intel", 2e-7, 4.03e-5, 5, 1.84, false, 5, 1},
+		{"MIT", 4.95e-6, 2.13e-3, 5, 0.666, false, 8, 3},
+	} {
+		rate := math.Pow(c.rn, 1/float64(c.iters))
+		if got := keepForLastStep(c.rel, tol, rate, func() float64 { return c.flopRatio / refactorBreakEven }); got != c.want {
+			t.Errorf("%s: keep %t, want %t (kept factor %d inner iterations, fresh %d)", c.name, got, c.want, c.keptIn, c.freshIn)
+		}
+	}
+	for _, c := range []struct {
+		rel, rate, factorIters float64
+		want                   bool
+	}{
+		{rel: 1e-4, rate: 0.1, factorIters: 1e6, want: false}, // not the last step: rel^2 > tol
+		{rel: 1e-6, rate: 0, factorIters: 1e6, want: false},   // no rate known
+		{rel: 1e-6, rate: 1, factorIters: 1e6, want: false},   // a run that did not shrink
+		{rel: 1e-6, rate: math.NaN(), factorIters: 1e6, want: false},
+		{rel: 1e-6, rate: 0.5, factorIters: 0, want: false}, // 0.5^k <= 1e-4: 14 iterations
+		{rel: 1e-6, rate: 0.5, factorIters: 11, want: true}, // 14 - freshInner
+		{rel: 1e-6, rate: 0.5, factorIters: 10.9, want: false},
+	} {
+		if got := keepForLastStep(c.rel, tol, c.rate, func() float64 { return c.factorIters }); got != c.want {
+			t.Errorf("rel %g, rate %g, factor %g iterations: keep %t, want %t", c.rel, c.rate, c.factorIters, got, c.want)
 		}
 	}
 }

@@ -242,31 +242,33 @@ func TestResumeFrom(t *testing.T) {
 	}
 }
 
-// TestShiftedFactorServesOnePoint solves smallGrid3D, whose first Hessian
-// factors only shifted by 1e-4 of its diagonal (resumeShift): the next
-// accepted point must refactor, from the rung below, whatever its inner
-// iterations, and so on while the factor stays shifted and lands lower.
+// TestShiftedFactorServesOnePoint solves smallGrid3D after one BCM sweep,
+// where its first Hessian factors only shifted by 1e-3 of its diagonal
+// (above resumeShift; after five sweeps the modified factorization
+// factors it since raiseLimit is 1e-1): the next accepted point must
+// refactor, from the rung below, whatever its inner iterations, and so on
+// while the factor stays shifted and lands lower.
 func TestShiftedFactorServesOnePoint(t *testing.T) {
 	dir := datasets.SuiteOrSkip(t)
 	g, err := g2o.ReadFile(filepath.Join(dir, "smallGrid3D.g2o"), g2o.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Solve(context.Background(), g, Options{})
+	res, err := Solve(context.Background(), g, Options{BCMMaxSweeps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := resumedFactors(t, "smallGrid3D", res.History, res.Rank); n < 2 {
-		t.Errorf("%d refactorizations by resumeFrom's rule, want 2 (after 1e-4, then after 1e-5)", n)
+	if n := resumedFactors(t, "smallGrid3D", res.History, res.Rank); n < 3 {
+		t.Errorf("%d refactorizations by resumeFrom's rule, want 3 (after 1e-3, 1e-4, then 1e-5)", n)
 	}
-	// The ladder steps down one rung a point: 1e-4, 1e-5, exact.
+	// The ladder steps down one rung a point: 1e-3, 1e-4, 1e-5, exact.
 	var shifts []float64
 	for _, h := range res.History {
-		if h.Phase == "rtr" && h.Factorizations > 0 && len(shifts) < 3 {
+		if h.Phase == "rtr" && h.Factorizations > 0 && len(shifts) < 4 {
 			shifts = append(shifts, h.Shift)
 		}
 	}
-	if !slices.Equal(shifts, []float64{1e-4, 1e-5, 0}) {
-		t.Errorf("the first three factors' shifts are %v, want [1e-4 1e-5 0]", shifts)
+	if !slices.Equal(shifts, []float64{1e-3, 1e-4, 1e-5, 0}) {
+		t.Errorf("the first four factors' shifts are %v, want [1e-3 1e-4 1e-5 0]", shifts)
 	}
 }
