@@ -58,6 +58,12 @@ type AgentOptions struct {
 	// sharing a process (SolveOn) leave it nil: they could only report
 	// the process's.
 	PeakRSS func() int64
+	// ReturnMemory, if set, is called when the agent has let go of much
+	// memory at once (the whole graph, once its part is built), so that
+	// the pages can go back to the system instead of staying in the
+	// resident set as the runtime's free memory. The bcmsync agent command
+	// sets it to debug.FreeOSMemory; agents sharing a process leave it nil.
+	ReturnMemory func()
 }
 
 func (o *AgentOptions) defaults() {
@@ -178,29 +184,37 @@ func (a *agent) build(p *Partition, want string) error {
 	if k >= p.K {
 		return fmt.Errorf("agent %d: the partition has parts 0..%d", k, p.K-1)
 	}
-	l, err := newLocal(g, p, k, opts.Problem, g.D)
-	if err != nil {
-		return err
-	}
 	adj := poseAdjacency(g)
 	h := overlapOf(opts.Overlap, adj, p)
 	if h > maxOverlap {
 		return fmt.Errorf("agent %d: overlap %d above %d", k, h, maxOverlap)
 	}
+	fp := fingerprint(g, p, opts.Problem) + overlapTag(h)
+	if want != "" && fp != want {
+		return differentProblem(k, fp, want)
+	}
+	// The chordal estimate first: its factors and subgraphs are let go
+	// before the rows of Q and their factors are made, instead of
+	// stacking on them and on the graph (at 10^5 poses that stack was the
+	// agent's peak).
+	chordal, comp, ncomp, err := localChordal(g, p.Owned(k), opts.Problem)
+	if err != nil {
+		return fmt.Errorf("agent %d: %w", k, err)
+	}
+	l, err := newLocal(g, p, k, opts.Problem, g.D)
+	if err != nil {
+		return err
+	}
 	if h > 0 {
+		// The overlap's updates replace the part's own (local.improve):
+		// the part's translation factor would sit unused under the
+		// overlap's.
+		l.dropTranslations()
 		if l.ov, l.shared, err = newOverlap(g, adj, p, l, h); err != nil {
 			return fmt.Errorf("agent %d: %w", k, err)
 		}
 	}
 	adj = nil
-	fp := fingerprint(g, p, opts.Problem) + overlapTag(h)
-	if want != "" && fp != want {
-		return differentProblem(k, fp, want)
-	}
-	chordal, comp, ncomp, err := localChordal(g, l.own, opts.Problem)
-	if err != nil {
-		return fmt.Errorf("agent %d: %w", k, err)
-	}
 	var edges []posegraph.Edge
 	for _, e := range g.Edges {
 		if p.Part[e.I] == k || p.Part[e.J] == k {
@@ -228,6 +242,9 @@ func (a *agent) build(p *Partition, want string) error {
 	// rows, not the file (at 10^5 poses the graph is a third of an
 	// agent's live heap).
 	a.g = nil
+	if opts.ReturnMemory != nil {
+		opts.ReturnMemory()
+	}
 	opts.Logger.Info("agent ready", "part", k, "poses", len(l.own), "public", len(l.shared), "neighbour_poses", len(l.pub))
 	return nil
 }
