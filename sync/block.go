@@ -26,8 +26,13 @@ import (
 // block of Q's rows 0..n-1; the neighbours' rows are not read). A
 // BlockProblem is not safe for concurrent use.
 type BlockProblem struct {
-	q    *sparse.BlockSym // the block's rows of Q, on its numbering
-	qbb  *sparse.BlockSym // Q_BB
+	q *sparse.BlockSym // the block's rows of Q, on its numbering
+	// qbb is Q_BB as a view of q's first n rows, whose blocks up to
+	// ends[i] are Q_BB's (the products stop there: manifold.ends): the
+	// rows are held once, and Q_BB is copied out only while its factor
+	// is made (bbCopy).
+	qbb  *sparse.BlockSym
+	ends []int
 	n, d int
 	pre  *lazyFactor // of Q_BB + sigma I
 	// At the current rank: the manifold of the block with its linear
@@ -48,6 +53,19 @@ func NewBlockProblem(q *blockmat.BlockSym, n, d int) (*BlockProblem, error) {
 	if q.B != d && q.B != d+1 {
 		return nil, fmt.Errorf("sync: blocks of size %d in dimension %d", q.B, d)
 	}
+	p := &BlockProblem{q: q, n: n, d: d, ends: q.LeadingEnds(n),
+		qbb: &sparse.BlockSym{N: n, B: q.B, RowPtr: q.RowPtr[:n+1], ColIdx: q.ColIdx, Val: q.Val, Diag: q.Diag[:n]}}
+	perm := sparse.BlockOrder(p.bbCopy(), 0)
+	p.pre = &lazyFactor{build: func() (*sparse.Cholesky, error) {
+		return qFactor(p.bbCopy(), perm, nil).build()
+	}}
+	return p, nil
+}
+
+// bbCopy returns Q_BB as a matrix of its own, as the factor's analysis
+// and factorization read it: q's blocks in columns below n.
+func (p *BlockProblem) bbCopy() *sparse.BlockSym {
+	q, n := p.q, p.n
 	bb := sparse.NewBlockBuilder(n, q.B)
 	for i := 0; i < n; i++ {
 		for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
@@ -59,8 +77,7 @@ func NewBlockProblem(q *blockmat.BlockSym, n, d int) (*BlockProblem, error) {
 			}
 		}
 	}
-	qbb := bb.Build()
-	return &BlockProblem{q: q, qbb: qbb, n: n, d: d, pre: qFactor(qbb, sparse.BlockOrder(qbb, 0), nil)}, nil
+	return bb.Build()
 }
 
 // Reset forgets the trust region's radius and the momentum's previous
@@ -87,6 +104,7 @@ func (p *BlockProblem) at(x *blockmat.Blocks) *sparse.Blocks {
 	xb := &sparse.Blocks{R: r, B: b, N: p.n, Data: x.Data[:p.n*r*b]}
 	if p.m == nil || p.m.r != r {
 		p.m = newManifold(p.qbb, p.d, r, 1)
+		p.m.ends = p.ends
 		p.m.lin = sparse.NewBlocks(r, b, p.n)
 		p.nq, p.g = sparse.NewBlocks(r, b, p.n), sparse.NewBlocks(r, b, p.n)
 		p.Reset()
