@@ -106,7 +106,7 @@ func (p *BlockProblem) at(x *blockmat.Blocks) *sparse.Blocks {
 		p.m = newManifold(p.qbb, p.d, r, 1)
 		p.m.ends = p.ends
 		p.m.lin = sparse.NewBlocks(r, b, p.n)
-		p.nq, p.g = sparse.NewBlocks(r, b, p.n), sparse.NewBlocks(r, b, p.n)
+		p.nq, p.g = nil, nil // made on first use: the trust region has its own
 		p.Reset()
 	}
 	// G_i = sum_j X_j Q_ji over the fixed blocks j of row i (Q_ji is the
@@ -135,6 +135,15 @@ func (p *BlockProblem) at(x *blockmat.Blocks) *sparse.Blocks {
 	return xb
 }
 
+// scratch makes the products' scratch at the manifold's rank, after at:
+// the statistics and the momentum use it, the trust region does not (an
+// agent's overlapping subproblem only takes steps).
+func (p *BlockProblem) scratch() {
+	if p.nq == nil {
+		p.nq, p.g = p.m.newBlocks(), p.m.newBlocks()
+	}
+}
+
 // TrustRegion takes up to steps steps of Solve's trust region on x's
 // block, the other blocks of x fixed, each solving its model by at most
 // maxInner truncated-CG iterations (0: the trust region's default), and
@@ -155,6 +164,7 @@ func (p *BlockProblem) TrustRegion(ctx context.Context, x *blockmat.Blocks, step
 // poses the shares add up to F and to the squared norms.
 func (p *BlockProblem) Stats(x *blockmat.Blocks) (f, grad2, norm2 float64) {
 	xb := p.at(x)
+	p.scratch()
 	p.m.mulQ(p.nq, xb)
 	g, e := p.m.gradient(p.g, xb, p.nq)
 	return inner(xb, p.nq), g * g, e * e
@@ -170,6 +180,7 @@ func (p *BlockProblem) Stats(x *blockmat.Blocks) (f, grad2, norm2 float64) {
 // F's rounding error, near the optimum.
 func (p *BlockProblem) MomentumInner(x *blockmat.Blocks) float64 {
 	xb := p.at(x)
+	p.scratch()
 	if len(p.last) != len(xb.Data) {
 		return 0
 	}
@@ -187,6 +198,7 @@ func (p *BlockProblem) MomentumInner(x *blockmat.Blocks) float64 {
 // negative).
 func (p *BlockProblem) Cost(x *blockmat.Blocks) float64 {
 	xb := p.at(x)
+	p.scratch()
 	p.m.mulQ(p.nq, xb)
 	return inner(xb, p.nq) + inner(xb, p.m.lin)
 }
@@ -197,6 +209,7 @@ func (p *BlockProblem) Cost(x *blockmat.Blocks) float64 {
 // the first call after Reset, only records X.
 func (p *BlockProblem) Momentum(x *blockmat.Blocks, beta float64) {
 	xb := p.at(x)
+	p.scratch()
 	if len(p.last) != len(xb.Data) || beta == 0 {
 		p.last = append(p.last[:0], xb.Data...)
 		return

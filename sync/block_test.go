@@ -158,7 +158,8 @@ func TestBlockMomentumInner(t *testing.T) {
 // in it) instead of holding a copy, with the same bits as the copy that it
 // held before: the trust region's steps, the momentum, the statistics and
 // the cost, from the same point, before and after its factor is let go
-// and made again.
+// and made again. One that only takes steps makes no scratch for the
+// statistics.
 func TestBlockProblemHoldsRowsOnce(t *testing.T) {
 	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
 		for _, d := range []int{2, 3} {
@@ -172,6 +173,18 @@ func TestBlockProblemHoldsRowsOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 				c.qbb, c.ends = c.bbCopy(), nil // the copy, as before
+				steps, err := NewBlockProblem(q, 25, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				z := sparse.NewBlocks(x.R, x.B, x.N)
+				copy(z.Data, x.Data)
+				if _, err := steps.TrustRegion(context.Background(), z, 2, 0); err != nil {
+					t.Fatal(err)
+				}
+				if steps.nq != nil || steps.g != nil {
+					t.Fatalf("%v d=%d r=%d: a block problem that only takes steps made the statistics' scratch", prob, d, r)
+				}
 				y := sparse.NewBlocks(x.R, x.B, x.N)
 				copy(y.Data, x.Data)
 				same := func(step string, a, b float64) {
