@@ -249,7 +249,12 @@ func (a *agent) build(p *Partition, want string) error {
 	// agent's live heap).
 	a.g = nil
 	a.returnMemory()
-	opts.Logger.Info("agent ready", "part", k, "poses", len(l.own), "public", len(l.shared), "neighbour_poses", len(l.pub))
+	halo, ring := 0, len(l.pub)
+	if l.ov != nil {
+		halo, ring = len(l.ov.halo), len(l.ov.ext.pub)
+	}
+	opts.Logger.Info("agent ready", "part", k, "poses", len(l.own), "public", len(l.shared), "neighbour_poses", len(l.pub),
+		"halo_poses", halo, "ring_poses", ring, "outside_mb", float64(l.outsideBytes())/1e6)
 	return nil
 }
 

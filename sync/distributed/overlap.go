@@ -312,3 +312,30 @@ func (o *overlap) knows(gi int) bool {
 	ei, ok := o.ext.globalToLocal[gi]
 	return ok && ei >= len(o.ext.own)
 }
+
+// outsideBytes is the memory the agent holds for poses outside its part,
+// its boundary in the "1/K plus the boundary": the rows of Q at
+// those poses (the rows of its neighbours' public poses, and with an
+// overlap the halo's and the ring's rows of the overlapping subproblem)
+// and its copies of their blocks of the variable. It leaves out what
+// scales with the halo inside the overlap's own structures (the steps'
+// factor, the trust region's blocks): those are the overlap's price in
+// the rounds' work as much as in memory.
+func (l *local) outsideBytes() int {
+	blk := l.x.R * l.b * 8
+	n := len(l.pub)*blk + rowBytes(l.q, len(l.own), l.q.N)
+	if o := l.ov; o != nil {
+		e := o.ext
+		n += (e.x.N-len(o.own))*blk + o.hx.N*blk + rowBytes(e.q, len(e.own), e.q.N)
+		for _, ei := range o.extHalo {
+			n += rowBytes(e.q, ei, ei+1)
+		}
+	}
+	return n
+}
+
+// rowBytes is the memory of rows lo..hi-1 of q: their blocks, column
+// indices, row pointers and diagonal positions.
+func rowBytes(q *sparse.BlockSym, lo, hi int) int {
+	return (q.RowPtr[hi]-q.RowPtr[lo])*(q.B*q.B*8+8) + (hi-lo)*16
+}

@@ -178,6 +178,66 @@ func TestOverlapDropsPartTranslations(t *testing.T) {
 	}
 }
 
+// An agent's memory outside its part (outsideBytes) counted from the
+// graph: a row of Q at a pose outside the part has a block for the pose
+// and one for each neighbour whose edge the agent holds (a halo pose all
+// of its neighbours; a ring or neighbour public pose those in the part or
+// the halo), and the agent holds a block of the variable for each such
+// pose, and a second one for each halo pose (as published).
+func TestOutsideBytes(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		g := testGraph(t, d)
+		adj := poseAdjacency(g)
+		p, _ := BFS(g, 3)
+		for _, h := range []int{0, 1, 3} {
+			for k := 0; k < p.K; k++ {
+				l, err := newLocal(g, p, k, posegraph.Poses, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				halo, ring := []int(nil), l.pub
+				if h > 0 {
+					if l.ov, _, err = newOverlap(g, adj, p, l, h); err != nil {
+						t.Fatal(err)
+					}
+					halo, ring = overlapSets(adj, p, k, h)
+				}
+				inHalo := map[int]bool{}
+				for _, i := range halo {
+					inHalo[i] = true
+				}
+				b := d + 1
+				rowBytes := func(i int, held func(int) bool) int {
+					blocks := 1
+					for _, j := range adj[i] {
+						if held(j) {
+							blocks++
+						}
+					}
+					return blocks*(b*b*8+8) + 16
+				}
+				own := func(j int) bool { return p.Part[j] == k }
+				want := 0
+				blk := d * b * 8
+				for _, i := range l.pub { // the part's own rows' neighbours
+					want += blk + rowBytes(i, own)
+				}
+				if h > 0 {
+					for _, i := range halo {
+						want += 2*blk + rowBytes(i, func(int) bool { return true })
+					}
+					for _, i := range ring {
+						want += blk + rowBytes(i, func(j int) bool { return own(j) || inHalo[j] })
+					}
+				}
+				if got := l.outsideBytes(); got != want {
+					t.Errorf("d=%d h=%d part %d: %d bytes outside the part, want %d", d, h, k, got, want)
+				}
+			}
+		}
+	}
+}
+
 // A solve with overlapping parts certifies the central optimum, with the
 // agents' halos of 1, 2 and 3 hops, and an agent whose overlap is not the
 // coordinator's refuses to join, saying so.
