@@ -207,6 +207,15 @@ func (a *agent) build(p *Partition, want string) error {
 	if err != nil {
 		return fmt.Errorf("agent %d: %w", k, err)
 	}
+	var plan overlapPlan
+	if h > 0 {
+		plan = planOverlap(adj, p, k, h)
+	}
+	adj = nil
+	// The chordal estimate's factors and the adjacency are garbage now:
+	// their pages go back before the rows are built on top of the graph
+	// (the agent's first peak).
+	a.returnMemory()
 	l, err := newLocal(g, p, k, opts.Problem, g.D)
 	if err != nil {
 		return err
@@ -216,11 +225,10 @@ func (a *agent) build(p *Partition, want string) error {
 		// the part's translation factor would sit unused under the
 		// overlap's.
 		l.dropTranslations()
-		if l.ov, l.shared, err = newOverlap(g, adj, p, l, h); err != nil {
+		if l.ov, l.shared, err = newOverlapOf(g, p, l, plan); err != nil {
 			return fmt.Errorf("agent %d: %w", k, err)
 		}
 	}
-	adj = nil
 	var edges []posegraph.Edge
 	for _, e := range g.Edges {
 		if p.Part[e.I] == k || p.Part[e.J] == k {
@@ -259,10 +267,11 @@ func (a *agent) build(p *Partition, want string) error {
 }
 
 // returnMemory calls AgentOptions.ReturnMemory, if set, where much memory
-// has just been let go: the graph once the part is built, the rounds'
-// factor when a certificate test begins, the certificate's when the rounds
-// resume. Without it the runtime keeps the freed pages for a while, and
-// the next phase's new memory stacks on them in the resident set.
+// has just been let go: the chordal estimate's factors before the rows are
+// built, the graph once they are, the rounds' factor when a certificate
+// test begins, the certificate's when the rounds resume. Without it the
+// runtime keeps the freed pages for a while, and the next phase's new
+// memory stacks on them in the resident set.
 func (a *agent) returnMemory() {
 	if a.opts.ReturnMemory != nil {
 		a.opts.ReturnMemory()

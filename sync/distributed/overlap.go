@@ -211,11 +211,26 @@ type overlap struct {
 	hx      *sparse.Blocks // the halo's published blocks
 }
 
+// overlapPlan is what an overlap takes from the pose adjacency: part k's
+// halo and the poses it publishes at overlap h (overlapSets,
+// publishedPoses). An agent finds them before it builds its rows, and lets
+// the adjacency (the whole graph's) go first.
+type overlapPlan struct{ halo, published []int }
+
+func planOverlap(adj [][]int, p *Partition, k, h int) overlapPlan {
+	halo, _ := overlapSets(adj, p, k, h)
+	return overlapPlan{halo: halo, published: publishedPoses(adj, p, k, h)}
+}
+
 // newOverlap builds agent k's overlapping subproblem at overlap h >= 1 and
 // the list of its own poses it publishes (local indices of l).
 func newOverlap(g *posegraph.Graph, adj [][]int, p *Partition, l *local, h int) (*overlap, []int, error) {
-	k := l.part
-	halo, _ := overlapSets(adj, p, k, h)
+	return newOverlapOf(g, p, l, planOverlap(adj, p, l.part, h))
+}
+
+// newOverlapOf is newOverlap from the overlap's plan.
+func newOverlapOf(g *posegraph.Graph, p *Partition, l *local, plan overlapPlan) (*overlap, []int, error) {
+	k, halo := l.part, plan.halo
 	in := make(map[int]bool, len(l.own)+len(halo))
 	for _, i := range l.own {
 		in[i] = true
@@ -239,7 +254,7 @@ func newOverlap(g *posegraph.Graph, adj [][]int, p *Partition, l *local, h int) 
 		o.haloIdx[gi] = j
 	}
 	var pub []int
-	for _, gi := range publishedPoses(adj, p, k, h) {
+	for _, gi := range plan.published {
 		pub = append(pub, l.globalToLocal[gi])
 	}
 	return o, pub, nil
