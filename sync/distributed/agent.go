@@ -59,11 +59,11 @@ type AgentOptions struct {
 	// the process's.
 	PeakRSS func() int64
 	// ReturnMemory, if set, is called when the agent has let go of much
-	// memory at once (the whole graph once its part is built, one
-	// phase's factors when the certificate or the rounds begin), so that
-	// the pages can go back to the system instead of staying in the
-	// resident set as the runtime's free memory. The bcmsync agent command
-	// sets it to debug.FreeOSMemory; agents sharing a process leave it nil.
+	// memory at once (the chordal estimate's factors, the whole graph once
+	// its part is built), so that the pages can go back to the system
+	// instead of staying in the resident set as the runtime's free memory.
+	// The bcmsync agent command sets it to debug.FreeOSMemory; agents
+	// sharing a process leave it nil.
 	ReturnMemory func()
 }
 
@@ -120,11 +120,6 @@ type agent struct {
 	proof       *bsync.PartCertifier // the certificate by parts (prove.go), made on first use
 	lifted      *message             // the reply to the last committed escape (escape.go), for a resent commit
 	round       roundState           // the rounding by parts (round.go)
-
-	// proving is set from a certificate test's first command to the next
-	// update: each of the two phases lets the other's factors go
-	// (returnMemory).
-	proving bool
 }
 
 // RunAgent runs agent k of partition p on bus until the coordinator stops
@@ -268,10 +263,11 @@ func (a *agent) build(p *Partition, want string) error {
 
 // returnMemory calls AgentOptions.ReturnMemory, if set, where much memory
 // has just been let go: the chordal estimate's factors before the rows are
-// built, the graph once they are, the rounds' factor when a certificate
-// test begins, the certificate's when the rounds resume. Without it the
-// runtime keeps the freed pages for a while, and the next phase's new
-// memory stacks on them in the resident set.
+// built, the graph once they are. Without it the runtime keeps the freed
+// pages for a while, and the next allocations stack on them in the
+// resident set. (At the phases' turns, where one phase's factors go, the
+// bcmsync agent command's memory limit returns them: calls there cost the
+// certificate time and lowered no peak, docs/distributed.md.)
 func (a *agent) returnMemory() {
 	if a.opts.ReturnMemory != nil {
 		a.opts.ReturnMemory()
@@ -510,10 +506,6 @@ func (a *agent) onCommand(data []byte) []byte {
 			// iteration's vectors wait for the next test instead of
 			// stacking on it.
 			a.proof.Release()
-		}
-		if a.proving {
-			a.proving = false
-			a.returnMemory()
 		}
 		if !a.waitNeeds(m.Needs) {
 			rep.Status, rep.Needs = statusStale, a.unmet(m.Needs)

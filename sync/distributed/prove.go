@@ -53,10 +53,6 @@ func (a *agent) prove(m, rep *message) error {
 	if l.ov != nil {
 		l.ov.ext.block.ReleaseFactor()
 	}
-	if !a.proving {
-		a.proving = true
-		a.returnMemory()
-	}
 	switch m.Op {
 	case opProveSetup:
 		// The boundary poses, their weights, and the blocks of Q to other
