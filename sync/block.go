@@ -26,8 +26,13 @@ import (
 // block of Q's rows 0..n-1; the neighbours' rows are not read). A
 // BlockProblem is not safe for concurrent use.
 type BlockProblem struct {
-	q    *sparse.BlockSym // the block's rows of Q, on its numbering
-	qbb  *sparse.BlockSym // Q_BB
+	q *sparse.BlockSym // the block's rows of Q, on its numbering
+	// qbb is Q_BB as a view of q's first n rows, whose blocks up to
+	// ends[i] are Q_BB's (the products stop there: manifold.ends): the
+	// rows are held once, and Q_BB is copied out only while its factor
+	// is made (bbCopy).
+	qbb  *sparse.BlockSym
+	ends []int
 	n, d int
 	pre  *lazyFactor // of Q_BB + sigma I
 	// At the current rank: the manifold of the block with its linear
@@ -48,6 +53,19 @@ func NewBlockProblem(q *blockmat.BlockSym, n, d int) (*BlockProblem, error) {
 	if q.B != d && q.B != d+1 {
 		return nil, fmt.Errorf("sync: blocks of size %d in dimension %d", q.B, d)
 	}
+	p := &BlockProblem{q: q, n: n, d: d, ends: q.LeadingEnds(n),
+		qbb: &sparse.BlockSym{N: n, B: q.B, RowPtr: q.RowPtr[:n+1], ColIdx: q.ColIdx, Val: q.Val, Diag: q.Diag[:n]}}
+	perm := sparse.BlockOrder(p.bbCopy(), 0)
+	p.pre = &lazyFactor{build: func() (*sparse.Cholesky, error) {
+		return qFactor(p.bbCopy(), perm, nil).build()
+	}}
+	return p, nil
+}
+
+// bbCopy returns Q_BB as a matrix of its own, as the factor's analysis
+// and factorization read it: q's blocks in columns below n.
+func (p *BlockProblem) bbCopy() *sparse.BlockSym {
+	q, n := p.q, p.n
 	bb := sparse.NewBlockBuilder(n, q.B)
 	for i := 0; i < n; i++ {
 		for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
@@ -59,8 +77,7 @@ func NewBlockProblem(q *blockmat.BlockSym, n, d int) (*BlockProblem, error) {
 			}
 		}
 	}
-	qbb := bb.Build()
-	return &BlockProblem{q: q, qbb: qbb, n: n, d: d, pre: qFactor(qbb, sparse.BlockOrder(qbb, 0), nil)}, nil
+	return bb.Build()
 }
 
 // Reset forgets the trust region's radius and the momentum's previous
@@ -87,8 +104,9 @@ func (p *BlockProblem) at(x *blockmat.Blocks) *sparse.Blocks {
 	xb := &sparse.Blocks{R: r, B: b, N: p.n, Data: x.Data[:p.n*r*b]}
 	if p.m == nil || p.m.r != r {
 		p.m = newManifold(p.qbb, p.d, r, 1)
+		p.m.ends = p.ends
 		p.m.lin = sparse.NewBlocks(r, b, p.n)
-		p.nq, p.g = sparse.NewBlocks(r, b, p.n), sparse.NewBlocks(r, b, p.n)
+		p.nq, p.g = nil, nil // made on first use: the trust region has its own
 		p.Reset()
 	}
 	// G_i = sum_j X_j Q_ji over the fixed blocks j of row i (Q_ji is the
@@ -117,6 +135,15 @@ func (p *BlockProblem) at(x *blockmat.Blocks) *sparse.Blocks {
 	return xb
 }
 
+// scratch makes the products' scratch at the manifold's rank, after at:
+// the statistics and the momentum use it, the trust region does not (an
+// agent's overlapping subproblem only takes steps).
+func (p *BlockProblem) scratch() {
+	if p.nq == nil {
+		p.nq, p.g = p.m.newBlocks(), p.m.newBlocks()
+	}
+}
+
 // TrustRegion takes up to steps steps of Solve's trust region on x's
 // block, the other blocks of x fixed, each solving its model by at most
 // maxInner truncated-CG iterations (0: the trust region's default), and
@@ -137,6 +164,7 @@ func (p *BlockProblem) TrustRegion(ctx context.Context, x *blockmat.Blocks, step
 // poses the shares add up to F and to the squared norms.
 func (p *BlockProblem) Stats(x *blockmat.Blocks) (f, grad2, norm2 float64) {
 	xb := p.at(x)
+	p.scratch()
 	p.m.mulQ(p.nq, xb)
 	g, e := p.m.gradient(p.g, xb, p.nq)
 	return inner(xb, p.nq), g * g, e * e
@@ -152,6 +180,7 @@ func (p *BlockProblem) Stats(x *blockmat.Blocks) (f, grad2, norm2 float64) {
 // F's rounding error, near the optimum.
 func (p *BlockProblem) MomentumInner(x *blockmat.Blocks) float64 {
 	xb := p.at(x)
+	p.scratch()
 	if len(p.last) != len(xb.Data) {
 		return 0
 	}
@@ -169,6 +198,7 @@ func (p *BlockProblem) MomentumInner(x *blockmat.Blocks) float64 {
 // negative).
 func (p *BlockProblem) Cost(x *blockmat.Blocks) float64 {
 	xb := p.at(x)
+	p.scratch()
 	p.m.mulQ(p.nq, xb)
 	return inner(xb, p.nq) + inner(xb, p.m.lin)
 }
@@ -179,6 +209,7 @@ func (p *BlockProblem) Cost(x *blockmat.Blocks) float64 {
 // the first call after Reset, only records X.
 func (p *BlockProblem) Momentum(x *blockmat.Blocks, beta float64) {
 	xb := p.at(x)
+	p.scratch()
 	if len(p.last) != len(xb.Data) || beta == 0 {
 		p.last = append(p.last[:0], xb.Data...)
 		return

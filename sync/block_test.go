@@ -153,3 +153,79 @@ func TestBlockMomentumInner(t *testing.T) {
 		}
 	}
 }
+
+// A block problem reads Q_BB in its rows of Q (a view and the rows' ends
+// in it) instead of holding a copy, with the same bits as the copy that it
+// held before: the trust region's steps, the momentum, the statistics and
+// the cost, from the same point, before and after its factor is let go
+// and made again. One that only takes steps makes no scratch for the
+// statistics.
+func TestBlockProblemHoldsRowsOnce(t *testing.T) {
+	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
+		for _, d := range []int{2, 3} {
+			for _, r := range []int{d, d + 1} {
+				_, q, x, p := blockCase(t, d, r, prob)
+				if &p.qbb.Val[0] != &q.Val[0] || p.ends == nil {
+					t.Fatalf("%v d=%d r=%d: the block problem copied Q_BB", prob, d, r)
+				}
+				c, err := NewBlockProblem(q, 25, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.qbb, c.ends = c.bbCopy(), nil // the copy, as before
+				steps, err := NewBlockProblem(q, 25, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				z := sparse.NewBlocks(x.R, x.B, x.N)
+				copy(z.Data, x.Data)
+				if _, err := steps.TrustRegion(context.Background(), z, 2, 0); err != nil {
+					t.Fatal(err)
+				}
+				if steps.nq != nil || steps.g != nil {
+					t.Fatalf("%v d=%d r=%d: a block problem that only takes steps made the statistics' scratch", prob, d, r)
+				}
+				y := sparse.NewBlocks(x.R, x.B, x.N)
+				copy(y.Data, x.Data)
+				same := func(step string, a, b float64) {
+					t.Helper()
+					if math.Float64bits(a) != math.Float64bits(b) {
+						t.Fatalf("%v d=%d r=%d %s: %v, with the copy %v", prob, d, r, step, a, b)
+					}
+				}
+				sameX := func(step string) {
+					t.Helper()
+					for k := range x.Data {
+						same(step, x.Data[k], y.Data[k])
+					}
+				}
+				for it := 0; it < 4; it++ {
+					fa, ga, na := p.Stats(x)
+					fb, gb, nb := c.Stats(y)
+					same("F", fa, fb)
+					same("gradient", ga, gb)
+					same("norm", na, nb)
+					p.Momentum(x, 0.5)
+					c.Momentum(y, 0.5)
+					sameX("momentum")
+					for _, bp := range []*BlockProblem{p, c} {
+						z := x
+						if bp == c {
+							z = y
+						}
+						if _, err := bp.TrustRegion(context.Background(), z, 3, 0); err != nil {
+							t.Fatal(err)
+						}
+					}
+					sameX("trust region")
+					same("momentum inner", p.MomentumInner(x), c.MomentumInner(y))
+					same("cost", p.Cost(x), c.Cost(y))
+					if it == 1 {
+						p.ReleaseFactor()
+						c.ReleaseFactor()
+					}
+				}
+			}
+		}
+	}
+}

@@ -41,6 +41,12 @@ type manifold struct {
 	// time: posegraph.LaplacianRows), for mulQ without hold.
 	makeQ   func() *sparse.BlockSym
 	mulRows func(dst, x *sparse.Blocks)
+	// ends, when set, makes q a view of a larger matrix's first n block
+	// rows, of which the blocks up to ends[i] (columns below n) are the
+	// manifold's Q (BlockSym.LeadingEnds): a BlockProblem's Q_BB read in
+	// its rows of Q, not copied. Only the products read beyond q's
+	// diagonal blocks, and they stop at ends.
+	ends []int
 }
 
 func newManifold(q *sparse.BlockSym, d, r, threads int) *manifold {
@@ -69,10 +75,19 @@ func (m *manifold) hold() (release func()) {
 
 func (m *manifold) newBlocks() *sparse.Blocks { return sparse.NewBlocks(m.r, m.b, m.n) }
 
+// mulHeld sets dst = X Q with the Q the manifold holds (no linear term).
+func (m *manifold) mulHeld(dst, x *sparse.Blocks) {
+	if m.ends != nil {
+		m.q.MulBlocksLeading(dst, x, m.ends)
+		return
+	}
+	m.q.MulBlocksParallel(dst, x, m.threads)
+}
+
 // mulQ sets dst = X Q (+ lin, when the manifold has a linear term).
 func (m *manifold) mulQ(dst, x *sparse.Blocks) {
 	if m.q != nil {
-		m.q.MulBlocksParallel(dst, x, m.threads)
+		m.mulHeld(dst, x)
 	} else {
 		m.mulRows(dst, x) // the same bits (a manifold without Q has mulRows)
 	}
@@ -173,7 +188,7 @@ func (m *manifold) hess(dst, x, v *sparse.Blocks, lam []float64, work *sparse.Bl
 	if m.q == nil {
 		defer m.hold()()
 	}
-	m.q.MulBlocksParallel(work, v, m.threads)
+	m.mulHeld(work, v)
 	if c := poseChunks(m.n, m.threads); c == 1 {
 		m.subLambda(v, work, lam, 0, m.n)
 	} else {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -41,11 +42,38 @@ func gcPolicy(t *testing.T, cmd string, want int) {
 		t.Fatalf("GC percent %d with %d bytes live, want %d", p, len(small), smallHeapGCPercent)
 	}
 	runtime.KeepAlive(small)
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		t.Fatalf("memory limit %d on a small heap, want none", l)
+	}
 	collectUntil(t, largeHeap+1<<20, want)
+	// An agent's memory limit follows its heap goal; other commands set none.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		l := debug.SetMemoryLimit(-1)
+		if cmd != "agent" {
+			if l != math.MaxInt64 {
+				t.Fatalf("%s: memory limit %d, want none", cmd, l)
+			}
+			break
+		}
+		if l != math.MaxInt64 && uint64(l) >= ms.NextGC && uint64(l) <= 2*ms.NextGC+ms.Sys {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent: memory limit %d with a heap goal of %d and %d bytes from the system", l, ms.NextGC, ms.Sys)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
 	// Past hugeHeap live (lowered for the test), the smaller percentage.
 	defer func(h uint64) { hugeHeap = h }(hugeHeap)
 	hugeHeap = 2 * largeHeap
 	collectUntil(t, 2*largeHeap+1<<20, min(hugeHeapGCPercent, want))
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		t.Fatalf("%s: memory limit %d once the watch ended, want none", cmd, l)
+	}
 }
 
 // collectUntil keeps n bytes live (written, so resident) and collects until
@@ -91,6 +119,8 @@ func resetGCPolicy(p int) {
 	large.Store(false)
 	reserved.Store(0)
 	smallPercent.Store(smallHeapGCPercent)
+	limitsMemory.Store(false)
+	debug.SetMemoryLimit(math.MaxInt64)
 	debug.SetGCPercent(p)
 	// A watch the test armed ends at the next collection.
 	runtime.GC()

@@ -40,12 +40,17 @@ func (x *Blocks) Set(row, col int, v float64) {
 // MulBlockRow writes (X*Q)_i = sum_j X_j Q_ji into dst (R x B, row-major).
 // Q_ji is the transpose of the stored Q_ij.
 func (m *BlockSym) MulBlockRow(dst []float64, x *Blocks, i int) {
+	m.mulBlockRowTo(dst, x, i, m.RowPtr[i+1])
+}
+
+// mulBlockRowTo is MulBlockRow over row i's blocks up to position end.
+func (m *BlockSym) mulBlockRowTo(dst []float64, x *Blocks, i, end int) {
 	b, r := m.B, x.R
 	for k := range dst[:r*b] {
 		dst[k] = 0
 	}
 	rb := r * b
-	for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+	for k := m.RowPtr[i]; k < end; k++ {
 		j := m.ColIdx[k]
 		q := m.Val[k*b*b : (k+1)*b*b]
 		xj := x.Data[j*rb : (j+1)*rb]
@@ -66,19 +71,54 @@ func (m *BlockSym) MulBlockRow(dst []float64, x *Blocks, i int) {
 
 // MulBlocks sets dst = X*Q. dst and x must not alias. It does not allocate.
 func (m *BlockSym) MulBlocks(dst, x *Blocks) {
-	m.mulRange(dst, x, 0, m.N)
+	m.mulRange(dst, x, 0, m.N, nil)
 }
 
-func (m *BlockSym) mulRange(dst, x *Blocks, lo, hi int) {
+// LeadingEnds returns, for each block row i < n, the position after its
+// last block in a column below n: the extent of row i in the leading n x n
+// block Q_LL. Each row's columns are sorted, so its blocks in Q_LL come
+// first.
+func (m *BlockSym) LeadingEnds(n int) []int {
+	ends := make([]int, n)
+	for i := range ends {
+		k := m.RowPtr[i]
+		for k < m.RowPtr[i+1] && m.ColIdx[k] < n {
+			k++
+		}
+		ends[i] = k
+	}
+	return ends
+}
+
+// MulBlocksLeading sets dst = X Q_LL, Q_LL the leading dst.N x dst.N block
+// of m (block rows and columns 0..dst.N-1) and x of dst.N blocks, reading
+// row i's blocks up to ends[i] (LeadingEnds(dst.N)). It is MulBlocks on a
+// copy of Q_LL, bit for bit, without the copy: the subproblem of a block of
+// poses with its neighbours fixed (package sync's BlockProblem) keeps Q's
+// rows once. It does not allocate.
+func (m *BlockSym) MulBlocksLeading(dst, x *Blocks, ends []int) {
+	m.mulRange(dst, x, 0, dst.N, ends)
+}
+
+// rowEnd is the position after row i's last block that a product reads:
+// ends[i], or the row's end when ends is nil.
+func (m *BlockSym) rowEnd(i int, ends []int) int {
+	if ends != nil {
+		return ends[i]
+	}
+	return m.RowPtr[i+1]
+}
+
+func (m *BlockSym) mulRange(dst, x *Blocks, lo, hi int, ends []int) {
 	switch m.B {
 	case 3:
-		m.mulRange3(dst, x, lo, hi)
+		m.mulRange3(dst, x, lo, hi, ends)
 	case 4:
-		m.mulRange4(dst, x, lo, hi)
+		m.mulRange4(dst, x, lo, hi, ends)
 	default:
 		rb := x.R * m.B
 		for i := lo; i < hi; i++ {
-			m.MulBlockRow(dst.Data[i*rb:(i+1)*rb], x, i)
+			m.mulBlockRowTo(dst.Data[i*rb:(i+1)*rb], x, i, m.rowEnd(i, ends))
 		}
 	}
 }
@@ -89,17 +129,17 @@ func (m *BlockSym) mulRange(dst, x *Blocks, lo, hi int) {
 // summed in MulBlockRow's order, so where Go never fuses a multiply and
 // an add (amd64 below GOAMD64=v3, the default) the bits are the same
 // (elsewhere the two may round differently in the last place).
-func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
+func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int, ends []int) {
 	r := x.R
 	if r == 3 {
-		m.mulRange4r3(dst, x, lo, hi)
+		m.mulRange4r3(dst, x, lo, hi, ends)
 		return
 	}
 	rb := r * 4
 	for i := lo; i < hi; i++ {
 		di := dst.Data[i*rb : (i+1)*rb]
 		clear(di)
-		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+		for k, ke := m.RowPtr[i], m.rowEnd(i, ends); k < ke; k++ {
 			j := m.ColIdx[k]
 			q := (*[16]float64)(m.Val[k*16 : k*16+16])
 			xj := x.Data[j*rb : (j+1)*rb]
@@ -121,9 +161,9 @@ func (m *BlockSym) mulRange4(dst, x *Blocks, lo, hi int) {
 // blocks instead of loaded and stored at every block. Each entry is the
 // same sequence of additions, so the bits are too where nothing fuses
 // (see mulRange4).
-func (m *BlockSym) mulRange4r3(dst, x *Blocks, lo, hi int) {
+func (m *BlockSym) mulRange4r3(dst, x *Blocks, lo, hi int, ends []int) {
 	for i := lo; i < hi; i++ {
-		ks, ke := m.RowPtr[i], m.RowPtr[i+1]
+		ks, ke := m.RowPtr[i], m.rowEnd(i, ends)
 		di := (*[12]float64)(dst.Data[i*12 : i*12+12])
 		for a := 0; a < 12; a += 4 {
 			var d0, d1, d2, d3 float64
@@ -142,21 +182,21 @@ func (m *BlockSym) mulRange4r3(dst, x *Blocks, lo, hi int) {
 }
 
 // mulRange3 is mulRange4 for 3 x 3 blocks (SE(2) poses, SO(3) rotations).
-func (m *BlockSym) mulRange3(dst, x *Blocks, lo, hi int) {
+func (m *BlockSym) mulRange3(dst, x *Blocks, lo, hi int, ends []int) {
 	r := x.R
 	switch r {
 	case 2:
-		m.mulRange3r2(dst, x, lo, hi)
+		m.mulRange3r2(dst, x, lo, hi, ends)
 		return
 	case 3:
-		m.mulRange3r3(dst, x, lo, hi)
+		m.mulRange3r3(dst, x, lo, hi, ends)
 		return
 	}
 	rb := r * 3
 	for i := lo; i < hi; i++ {
 		di := dst.Data[i*rb : (i+1)*rb]
 		clear(di)
-		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+		for k, ke := m.RowPtr[i], m.rowEnd(i, ends); k < ke; k++ {
 			j := m.ColIdx[k]
 			q := (*[9]float64)(m.Val[k*9 : k*9+9])
 			xj := x.Data[j*rb : (j+1)*rb]
@@ -176,10 +216,10 @@ func (m *BlockSym) mulRange3(dst, x *Blocks, lo, hi int) {
 // each is the same sequence of additions, so the bits are too. It and
 // mulRange3r3 repeat each other's shape: one function for both ranks,
 // with slices where these have arrays, ran 12 to 34% more instructions.
-func (m *BlockSym) mulRange3r2(dst, x *Blocks, lo, hi int) {
+func (m *BlockSym) mulRange3r2(dst, x *Blocks, lo, hi int, ends []int) {
 	for i := lo; i < hi; i++ {
 		var d0, d1, d2, d3, d4, d5 float64
-		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+		for k, ke := m.RowPtr[i], m.rowEnd(i, ends); k < ke; k++ {
 			q := (*[9]float64)(m.Val[k*9 : k*9+9])
 			xj := (*[6]float64)(x.Data[m.ColIdx[k]*6:])
 			a0, a1, a2 := rowTimes3(q, xj[0], xj[1], xj[2])
@@ -193,10 +233,10 @@ func (m *BlockSym) mulRange3r2(dst, x *Blocks, lo, hi int) {
 }
 
 // mulRange3r3 is mulRange3r2 at rank 3 (the first rank above d in 2-D).
-func (m *BlockSym) mulRange3r3(dst, x *Blocks, lo, hi int) {
+func (m *BlockSym) mulRange3r3(dst, x *Blocks, lo, hi int, ends []int) {
 	for i := lo; i < hi; i++ {
 		var d0, d1, d2, d3, d4, d5, d6, d7, d8 float64
-		for k := m.RowPtr[i]; k < m.RowPtr[i+1]; k++ {
+		for k, ke := m.RowPtr[i], m.rowEnd(i, ends); k < ke; k++ {
 			q := (*[9]float64)(m.Val[k*9 : k*9+9])
 			xj := (*[9]float64)(x.Data[m.ColIdx[k]*9:])
 			a0, a1, a2 := rowTimes3(q, xj[0], xj[1], xj[2])
@@ -239,13 +279,13 @@ func (m *BlockSym) MulBlocksParallel(dst, x *Blocks, threads int) {
 			hi++
 		}
 		if t == threads-1 {
-			m.mulRange(dst, x, lo, m.N) // the last part on this goroutine
+			m.mulRange(dst, x, lo, m.N, nil) // the last part on this goroutine
 			break
 		}
 		wg.Add(1)
 		go func(lo, hi int) {
 			defer wg.Done()
-			m.mulRange(dst, x, lo, hi)
+			m.mulRange(dst, x, lo, hi, nil)
 		}(lo, hi)
 		lo = hi
 	}

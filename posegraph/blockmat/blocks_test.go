@@ -101,3 +101,56 @@ func BenchmarkMulBlocks(b *testing.B) {
 		}
 	}
 }
+
+// TestMulBlocksLeading checks the product by a leading block read in the
+// whole matrix's rows bit for bit against MulBlocks on a copy of that
+// block (made with a BlockBuilder from the rows' blocks in columns below
+// n, as a block-coordinate subproblem's Q_BB is), for every block size,
+// the ranks of every kernel, and leading blocks of one row, some rows and
+// all of them; and LeadingEnds against a scan of each row.
+func TestMulBlocksLeading(t *testing.T) {
+	rng := rand.New(rand.NewPCG(85, 86))
+	for b := 1; b <= 5; b++ {
+		for _, r := range []int{1, 2, 3, 4, 5} {
+			nb := 200
+			q := randomSym(rng, nb, b, 4)
+			for _, n := range []int{1, 37, 150, nb} {
+				ends := q.LeadingEnds(n)
+				bb := NewBlockBuilder(n, b)
+				for i := 0; i < n; i++ {
+					end := q.RowPtr[i]
+					for k := q.RowPtr[i]; k < q.RowPtr[i+1]; k++ {
+						switch j := q.ColIdx[k]; {
+						case j < n:
+							end = k + 1
+							if j == i {
+								bb.AddDiag(i, q.Block(k))
+							} else if j > i {
+								bb.AddOff(i, j, q.Block(k))
+							}
+						}
+					}
+					if ends[i] != end {
+						t.Fatalf("b=%d n=%d: row %d ends at %d in the leading block, want %d", b, n, i, ends[i], end)
+					}
+				}
+				qbb := bb.Build()
+				x := NewBlocks(r, b, n)
+				for k := range x.Data {
+					x.Data[k] = rng.NormFloat64()
+				}
+				want, got := NewBlocks(r, b, n), NewBlocks(r, b, n)
+				for k := range got.Data {
+					got.Data[k] = math.NaN()
+				}
+				qbb.MulBlocks(want, x)
+				q.MulBlocksLeading(got, x, ends)
+				for k, v := range got.Data {
+					if math.Float64bits(v) != math.Float64bits(want.Data[k]) {
+						t.Fatalf("b=%d r=%d n=%d: entry %d is %v, the copy's product %v", b, r, n, k, v, want.Data[k])
+					}
+				}
+			}
+		}
+	}
+}

@@ -58,6 +58,13 @@ type AgentOptions struct {
 	// sharing a process (SolveOn) leave it nil: they could only report
 	// the process's.
 	PeakRSS func() int64
+	// ReturnMemory, if set, is called when the agent has let go of much
+	// memory at once (the chordal estimate's factors, the whole graph once
+	// its part is built), so that the pages can go back to the system
+	// instead of staying in the resident set as the runtime's free memory.
+	// The bcmsync agent command sets it to debug.FreeOSMemory; agents
+	// sharing a process leave it nil.
+	ReturnMemory func()
 }
 
 func (o *AgentOptions) defaults() {
@@ -178,28 +185,44 @@ func (a *agent) build(p *Partition, want string) error {
 	if k >= p.K {
 		return fmt.Errorf("agent %d: the partition has parts 0..%d", k, p.K-1)
 	}
-	l, err := newLocal(g, p, k, opts.Problem, g.D)
-	if err != nil {
-		return err
-	}
 	adj := poseAdjacency(g)
 	h := overlapOf(opts.Overlap, adj, p)
 	if h > maxOverlap {
 		return fmt.Errorf("agent %d: overlap %d above %d", k, h, maxOverlap)
 	}
-	if h > 0 {
-		if l.ov, l.shared, err = newOverlap(g, adj, p, l, h); err != nil {
-			return fmt.Errorf("agent %d: %w", k, err)
-		}
-	}
-	adj = nil
 	fp := fingerprint(g, p, opts.Problem) + overlapTag(h)
 	if want != "" && fp != want {
 		return differentProblem(k, fp, want)
 	}
-	chordal, comp, ncomp, err := localChordal(g, l.own, opts.Problem)
+	// The chordal estimate first: its factors and subgraphs are let go
+	// before the rows of Q and their factors are made, instead of
+	// stacking on them and on the graph (at 10^5 poses that stack was the
+	// agent's peak).
+	chordal, comp, ncomp, err := localChordal(g, p.Owned(k), opts.Problem)
 	if err != nil {
 		return fmt.Errorf("agent %d: %w", k, err)
+	}
+	var plan overlapPlan
+	if h > 0 {
+		plan = planOverlap(adj, p, k, h)
+	}
+	adj = nil
+	// The chordal estimate's factors and the adjacency are garbage now:
+	// their pages go back before the rows are built on top of the graph
+	// (the agent's first peak).
+	a.returnMemory()
+	l, err := newLocal(g, p, k, opts.Problem, g.D)
+	if err != nil {
+		return err
+	}
+	if h > 0 {
+		// The overlap's updates replace the part's own (local.improve):
+		// the part's translation factor would sit unused under the
+		// overlap's.
+		l.dropTranslations()
+		if l.ov, l.shared, err = newOverlapOf(g, p, l, plan); err != nil {
+			return fmt.Errorf("agent %d: %w", k, err)
+		}
 	}
 	var edges []posegraph.Edge
 	for _, e := range g.Edges {
@@ -228,8 +251,27 @@ func (a *agent) build(p *Partition, want string) error {
 	// rows, not the file (at 10^5 poses the graph is a third of an
 	// agent's live heap).
 	a.g = nil
-	opts.Logger.Info("agent ready", "part", k, "poses", len(l.own), "public", len(l.shared), "neighbour_poses", len(l.pub))
+	a.returnMemory()
+	halo, ring := 0, len(l.pub)
+	if l.ov != nil {
+		halo, ring = len(l.ov.halo), len(l.ov.ext.pub)
+	}
+	opts.Logger.Info("agent ready", "part", k, "poses", len(l.own), "public", len(l.shared), "neighbour_poses", len(l.pub),
+		"halo_poses", halo, "ring_poses", ring, "outside_mb", float64(l.outsideBytes())/1e6)
 	return nil
+}
+
+// returnMemory calls AgentOptions.ReturnMemory, if set, where much memory
+// has just been let go: the chordal estimate's factors before the rows are
+// built, the graph once they are. Without it the runtime keeps the freed
+// pages for a while, and the next allocations stack on them in the
+// resident set. (At the phases' turns, where one phase's factors go, the
+// bcmsync agent command's memory limit returns them: calls there cost the
+// certificate time and lowered no peak, docs/distributed.md.)
+func (a *agent) returnMemory() {
+	if a.opts.ReturnMemory != nil {
+		a.opts.ReturnMemory()
+	}
 }
 
 // partitionOfInts decodes the coordinator's partition from an opInit's Ints:

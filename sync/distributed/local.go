@@ -213,6 +213,12 @@ func (l *local) factorTranslations() error {
 	return nil
 }
 
+// dropTranslations lets go of the translation step's factor, for an agent
+// whose updates are its overlap's: solveTranslations is then a no-op.
+func (l *local) dropTranslations() {
+	l.chol, l.tIndex, l.nFree, l.rhs = nil, nil, 0, nil
+}
+
 // solveTranslations minimizes F exactly over the own translations with
 // everything else fixed: delta L = -N_p, p += delta.
 func (l *local) solveTranslations() {

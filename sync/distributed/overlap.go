@@ -211,11 +211,26 @@ type overlap struct {
 	hx      *sparse.Blocks // the halo's published blocks
 }
 
+// overlapPlan is what an overlap takes from the pose adjacency: part k's
+// halo and the poses it publishes at overlap h (overlapSets,
+// publishedPoses). An agent finds them before it builds its rows, and lets
+// the adjacency (the whole graph's) go first.
+type overlapPlan struct{ halo, published []int }
+
+func planOverlap(adj [][]int, p *Partition, k, h int) overlapPlan {
+	halo, _ := overlapSets(adj, p, k, h)
+	return overlapPlan{halo: halo, published: publishedPoses(adj, p, k, h)}
+}
+
 // newOverlap builds agent k's overlapping subproblem at overlap h >= 1 and
 // the list of its own poses it publishes (local indices of l).
 func newOverlap(g *posegraph.Graph, adj [][]int, p *Partition, l *local, h int) (*overlap, []int, error) {
-	k := l.part
-	halo, _ := overlapSets(adj, p, k, h)
+	return newOverlapOf(g, p, l, planOverlap(adj, p, l.part, h))
+}
+
+// newOverlapOf is newOverlap from the overlap's plan.
+func newOverlapOf(g *posegraph.Graph, p *Partition, l *local, plan overlapPlan) (*overlap, []int, error) {
+	k, halo := l.part, plan.halo
 	in := make(map[int]bool, len(l.own)+len(halo))
 	for _, i := range l.own {
 		in[i] = true
@@ -239,7 +254,7 @@ func newOverlap(g *posegraph.Graph, adj [][]int, p *Partition, l *local, h int) 
 		o.haloIdx[gi] = j
 	}
 	var pub []int
-	for _, gi := range publishedPoses(adj, p, k, h) {
+	for _, gi := range plan.published {
 		pub = append(pub, l.globalToLocal[gi])
 	}
 	return o, pub, nil
@@ -311,4 +326,31 @@ func (o *overlap) knows(gi int) bool {
 	}
 	ei, ok := o.ext.globalToLocal[gi]
 	return ok && ei >= len(o.ext.own)
+}
+
+// outsideBytes is the memory the agent holds for poses outside its part,
+// its boundary in the "1/K plus the boundary": the rows of Q at
+// those poses (the rows of its neighbours' public poses, and with an
+// overlap the halo's and the ring's rows of the overlapping subproblem)
+// and its copies of their blocks of the variable. It leaves out what
+// scales with the halo inside the overlap's own structures (the steps'
+// factor, the trust region's blocks): those are the overlap's price in
+// the rounds' work as much as in memory.
+func (l *local) outsideBytes() int {
+	blk := l.x.R * l.b * 8
+	n := len(l.pub)*blk + rowBytes(l.q, len(l.own), l.q.N)
+	if o := l.ov; o != nil {
+		e := o.ext
+		n += (e.x.N-len(o.own))*blk + o.hx.N*blk + rowBytes(e.q, len(e.own), e.q.N)
+		for _, ei := range o.extHalo {
+			n += rowBytes(e.q, ei, ei+1)
+		}
+	}
+	return n
+}
+
+// rowBytes is the memory of rows lo..hi-1 of q: their blocks, column
+// indices, row pointers and diagonal positions.
+func rowBytes(q *sparse.BlockSym, lo, hi int) int {
+	return (q.RowPtr[hi]-q.RowPtr[lo])*(q.B*q.B*8+8) + (hi-lo)*16
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bcmsync/bcmsync/posegraph"
+	"github.com/bcmsync/bcmsync/rounding"
 	bsync "github.com/bcmsync/bcmsync/sync"
 )
 
@@ -123,6 +124,114 @@ func TestOverlapSets(t *testing.T) {
 							t.Fatalf("d=%d K=%d part %d: the ring at overlap 0 is not the public neighbours", d, K, k)
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// An agent with an overlap lets go of its part's own translation factor
+// (its updates are the overlap's), and its updates are the same bits as
+// with the factor kept.
+func TestOverlapDropsPartTranslations(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		g := testGraph(t, d)
+		poses := rounding.Random(g, 5)
+		xg := g.Lift(poses, posegraph.Poses, d)
+		p, _ := BFS(g, 3)
+		adj := poseAdjacency(g)
+		for k := 0; k < p.K; k++ {
+			var ls [2]*local
+			for v := range ls {
+				l, err := newLocal(g, p, k, posegraph.Poses, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v == 1 {
+					l.dropTranslations()
+				}
+				if l.ov, _, err = newOverlap(g, adj, p, l, 2); err != nil {
+					t.Fatal(err)
+				}
+				for gi, li := range l.globalToLocal {
+					l.setPose(li, poses[gi])
+				}
+				for gi := range g.IDs {
+					l.ov.store(gi, xg.Block(gi)) // the halo and ring as published
+				}
+				for it := 0; it < 3; it++ {
+					if err := l.improve(1, 1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ls[v] = l
+			}
+			if ls[1].chol != nil || ls[0].chol == nil && ls[0].nFree > 0 {
+				t.Fatalf("d=%d part %d: the part's translation factor was not let go", d, k)
+			}
+			for i, v := range ls[0].x.Data {
+				if math.Float64bits(v) != math.Float64bits(ls[1].x.Data[i]) {
+					t.Fatalf("d=%d part %d: entry %d is %v without the part's factor, %v with it", d, k, i, ls[1].x.Data[i], v)
+				}
+			}
+		}
+	}
+}
+
+// An agent's memory outside its part (outsideBytes) counted from the
+// graph: a row of Q at a pose outside the part has a block for the pose
+// and one for each neighbour whose edge the agent holds (a halo pose all
+// of its neighbours; a ring or neighbour public pose those in the part or
+// the halo), and the agent holds a block of the variable for each such
+// pose, and a second one for each halo pose (as published).
+func TestOutsideBytes(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		g := testGraph(t, d)
+		adj := poseAdjacency(g)
+		p, _ := BFS(g, 3)
+		for _, h := range []int{0, 1, 3} {
+			for k := 0; k < p.K; k++ {
+				l, err := newLocal(g, p, k, posegraph.Poses, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				halo, ring := []int(nil), l.pub
+				if h > 0 {
+					if l.ov, _, err = newOverlap(g, adj, p, l, h); err != nil {
+						t.Fatal(err)
+					}
+					halo, ring = overlapSets(adj, p, k, h)
+				}
+				inHalo := map[int]bool{}
+				for _, i := range halo {
+					inHalo[i] = true
+				}
+				b := d + 1
+				rowBytes := func(i int, held func(int) bool) int {
+					blocks := 1
+					for _, j := range adj[i] {
+						if held(j) {
+							blocks++
+						}
+					}
+					return blocks*(b*b*8+8) + 16
+				}
+				own := func(j int) bool { return p.Part[j] == k }
+				want := 0
+				blk := d * b * 8
+				for _, i := range l.pub { // the part's own rows' neighbours
+					want += blk + rowBytes(i, own)
+				}
+				if h > 0 {
+					for _, i := range halo {
+						want += 2*blk + rowBytes(i, func(int) bool { return true })
+					}
+					for _, i := range ring {
+						want += blk + rowBytes(i, func(j int) bool { return own(j) || inHalo[j] })
+					}
+				}
+				if got := l.outsideBytes(); got != want {
+					t.Errorf("d=%d h=%d part %d: %d bytes outside the part, want %d", d, h, k, got, want)
 				}
 			}
 		}
