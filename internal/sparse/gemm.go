@@ -8,6 +8,14 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 )
 
+// gemmUsesDgemm reports whether gemmNT leaves an m x n product to gonum's
+// Dgemm (below a whole tile in either direction): the top's split updates
+// (topsplit.go) must choose the kernel as gemmNT does, or their bits
+// would differ from one goroutine's.
+func gemmUsesDgemm(m, n int) bool {
+	return m < gemmMR || n < gemmNR-2
+}
+
 // gemmNT computes C = alpha A B^T + beta C for row-major A (m x k, stride
 // lda), B (n x k, stride ldb) and C (m x n, stride ldc): the product every
 // supernodal update is made of. gonum's Dgemm forms it from dot products of
@@ -32,7 +40,7 @@ func gemmNT(m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb i
 	// Below a whole tile in either direction every tile is an edge tile,
 	// and gonum's dot products are faster (measured: 50 x 1 x 200 takes
 	// 12 us here, 2 us in gonum).
-	if m < gemmMR || n < gemmNR-2 || !hasFMA() {
+	if gemmUsesDgemm(m, n) || !hasFMA() {
 		gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}

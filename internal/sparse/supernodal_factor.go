@@ -45,12 +45,15 @@ type snWork struct {
 }
 
 // factor computes the numeric supernodal factor of a. Independent subtrees
-// (sn.tasks) are factored concurrently; the supernodes above them (the
-// top of the tree, with the large separators whose dense products gonum
-// parallelizes itself) follow in order. A descendant's pending update of a
-// supernode outside its subtree is queued per task and linked in task order
-// after the join, so the order of every sum, hence every bit of the
-// result, is the same on any number of threads.
+// (sn.tasks, or the finer sn.xtasks) are factored concurrently; the
+// supernodes above them (the top of the tree) follow in order, their
+// large products split between threads by gemmNT and, on two threads,
+// their descendants' updates by rows with a helper goroutine
+// (topsplit.go). A descendant's pending update of a supernode outside its
+// subtree is linked where it would be on one thread (in task order after
+// the join, or for the finer split at its refPos, factorReplay), so the
+// order of every sum, hence every bit of the result, is the same on any
+// number of threads.
 func (sn *supernodes) factor(c *Cholesky, a *CSC, thr float64) error {
 	sn.ensureVmap(c, a)
 	sn.assemble(a.Val)

@@ -50,7 +50,10 @@ type topJob struct {
 // its size, as the work depends on the descendants linked to it.
 func (sn *supernodes) startHelper(top []int) {
 	sn.helper = nil
-	if runtime.GOMAXPROCS(0) < 2 || !hasFMA() {
+	// With more than two threads gemmNT splits a large update between
+	// all of them, which beats the helper's two halves: the helper is for
+	// two (the same bits either way, as a split by rows changes no sum).
+	if runtime.GOMAXPROCS(0) != 2 || !hasFMA() {
 		return
 	}
 	worth := false
@@ -68,7 +71,9 @@ func (sn *supernodes) startHelper(top []int) {
 	if len(sn.work) < 2 {
 		sn.work = append(sn.work, &snWork{relMap: make([]int32, len(sn.super))})
 	}
-	h := &topHelper{jobs: make(chan topJob), done: make(chan struct{}), w: sn.work[1]}
+	// done holds one reply, so that the helper ends (on the closed jobs)
+	// even if the main goroutine never takes it, as when it panics.
+	h := &topHelper{jobs: make(chan topJob), done: make(chan struct{}, 1), w: sn.work[1]}
 	sn.helper = h
 	go func() {
 		for j := range h.jobs {
@@ -186,7 +191,7 @@ func (sn *supernodes) updateRows(s int, list []int, lo, hi int, relMap []int32, 
 		switch {
 		case m*wd*ncd < blasThreshold:
 			smallUpdateRows(cb, a, r0, r1, wd, ncd)
-		case m < gemmMR || wd < gemmNR-2:
+		case gemmUsesDgemm(m, wd):
 			if lo == 0 {
 				sn.thin++
 			}
