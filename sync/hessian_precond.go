@@ -731,11 +731,12 @@ const raiseFloor = 1e-4
 // raised (to its magnitude) rather than fail the attempt (see
 // factorShifted). Raising k pivots makes the factor that of H + E with E
 // diagonal of rank k, so tCG preconditioned by it takes about k more
-// iterations than with the exact factor, whatever the size of E; a
-// negative pivot raised to its magnitude also makes no entry below it
-// grow (the growth the limit guards against comes from pivots near
-// zero, which raiseFloor bounds, and from pivots a first raise drove far
-// below zero). The Hessians near a minimum that are not yet positive
+// iterations than with the exact factor, whatever the size of E. A
+// raise does move the pivots after it: raising d < 0 to |d| flips the
+// sign of its column's update, so later pivots fall by a_jk^2/|d| where
+// they would have risen by it; the limit is what catches a fall that
+// grows (on a 10,648-pose lattice a pivot after two raises fell to -3.0
+// times the diagonal, and the attempt fails as before). The Hessians near a minimum that are not yet positive
 // definite have their negative pivot in the last columns of the
 // elimination, its value 1 to 2 percent of the diagonal below zero
 // (sphere2500's first Hessian, -1.06e-2; smallGrid3D's, -1.85e-2). With
@@ -815,8 +816,9 @@ func resumeFrom(rung int, resumed bool, prev int) int {
 // factorization costs tens of inner iterations the failed attempt is the
 // dearest part of the first step, and a shifted factor that a modified
 // one would have beaten costs a few inner iterations at most. Below the
-// threshold (every benchmark graph, whose first factors are not all
-// shifted) the modified attempt is always made.
+// threshold (every benchmark graph but torus3D, whose first Hessian costs
+// 1.27e9; their first factors are not all shifted) the modified attempt
+// is always made.
 const shiftFirstFlops = 1e9
 
 // refactorFlopRatio: see refactorAfter.
@@ -827,7 +829,10 @@ const refactorFlopRatio = 20.0
 // minimum the Hessian may be indefinite. A slightly shifted one
 // (Levenberg-Marquardt style) is still a good preconditioner, and tCG
 // detects the negative curvature itself; beyond 1e-2 of the diagonal the
-// caller does better with Q's factor. The unshifted matrix is always tried
+// caller does better with Q's factor. (The modified attempt may raise a
+// few pivots down to raiseLimit, 1e-1: a change of rank k costs tCG about
+// k iterations, where a shift that large would blur every small
+// eigenvalue.) The unshifted matrix is always tried
 // first (near a minimum it is the exact Newton system); then, since
 // consecutive points need similar shifts, the ladder resumes one rung below
 // the last success, which saves most failed factorizations.

@@ -790,12 +790,14 @@ func TestKeepForLastStep(t *testing.T) {
 		{"MIT", 4.95e-6, 2.13e-3, 5, 0.666, false, 8, 3},
 	} {
 		rate := math.Pow(c.rn, 1/float64(c.iters))
-		if got := keepForLastStep(c.rel, tol, rate, func() float64 { return c.flopRatio / refactorBreakEven }); got != c.want {
+		if got := keepForLastStep(c.rel, tol, rate, 1000, func() float64 { return c.flopRatio / refactorBreakEven }); got != c.want {
 			t.Errorf("%s: keep %t, want %t (kept factor %d inner iterations, fresh %d)", c.name, got, c.want, c.keptIn, c.freshIn)
 		}
 	}
 	for _, c := range []struct {
 		rel, rate, factorIters float64
+		budget                 int     // restartAfter's (0: 1000)
+		tol                    float64 // the gradient tolerance (0: tol)
 		want                   bool
 	}{
 		{rel: 1e-4, rate: 0.1, factorIters: 1e6, want: false}, // not the last step: rel^2 > tol
@@ -805,9 +807,19 @@ func TestKeepForLastStep(t *testing.T) {
 		{rel: 1e-6, rate: 0.5, factorIters: 0, want: false}, // 0.5^k <= 1e-4: 14 iterations
 		{rel: 1e-6, rate: 0.5, factorIters: 11, want: true}, // 14 - freshInner
 		{rel: 1e-6, rate: 0.5, factorIters: 10.9, want: false},
+		{rel: 1e-6, rate: 0.5, factorIters: 11, budget: 13, want: false}, // past restartAfter's budget
+		{rel: 1e-6, rate: 0.5, factorIters: 11, budget: 14, want: true},
+		{rel: 1e-6, rate: 0.5, factorIters: 1e6, tol: 1e-3, want: false}, // a loose tolerance (GNC's inner solves)
 	} {
-		if got := keepForLastStep(c.rel, tol, c.rate, func() float64 { return c.factorIters }); got != c.want {
-			t.Errorf("rel %g, rate %g, factor %g iterations: keep %t, want %t", c.rel, c.rate, c.factorIters, got, c.want)
+		budget, ctol := 1000, tol
+		if c.budget > 0 {
+			budget = c.budget
+		}
+		if c.tol > 0 {
+			ctol = c.tol
+		}
+		if got := keepForLastStep(c.rel, ctol, c.rate, budget, func() float64 { return c.factorIters }); got != c.want {
+			t.Errorf("rel %g, rate %g, factor %g iterations, budget %d, tol %g: keep %t, want %t", c.rel, c.rate, c.factorIters, budget, ctol, got, c.want)
 		}
 	}
 }

@@ -295,7 +295,7 @@ const FrameWorld = "world"
 
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
-	if b, ok := appendReportJSON(make([]byte, 0, 8<<10), r); ok {
+	if b, ok := appendReportJSON(nil, r); ok {
 		_, err := w.Write(b)
 		return err
 	}

@@ -1,6 +1,9 @@
 package cli
 
-import "syscall"
+import (
+	"bytes"
+	"syscall"
+)
 
 // peakRSS is the process's peak resident set size (VmHWM) in bytes, or 0
 // where /proc is not available. It finds the line itself: fmt's scanner and
@@ -16,17 +19,30 @@ func peakRSS() int64 {
 		return 0
 	}
 	defer syscall.Close(fd)
-	var buf [4096]byte // the file is about 1.5 KB
+	// VmHWM is some 1.5 KB into the file, after the Groups line, which a
+	// user in many groups makes long: read on in pieces, looking in each
+	// piece's whole lines and keeping its last partial line (from its line
+	// break, which vmHWM's "\nVmHWM:" needs) for the next.
+	var buf [4096]byte
 	n := 0
-	for n < len(buf) {
+	for {
 		k, err := syscall.Read(fd, buf[n:])
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil || k == 0 {
-			break
+			return vmHWM(buf[:n]) // the file's end: its last line is whole
 		}
 		n += k
+		i := bytes.LastIndexByte(buf[:n], '\n')
+		if i >= 0 {
+			if v := vmHWM(buf[:i+1]); v > 0 {
+				return v
+			}
+			n = copy(buf[:], buf[i:n])
+		}
+		if n == len(buf) {
+			n = 0 // a line longer than buf: not the one looked for
+		}
 	}
-	return vmHWM(buf[:n])
 }

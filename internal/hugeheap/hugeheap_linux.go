@@ -162,7 +162,7 @@ func readInt(path string) int {
 // stat, a second read and, for sysfs files, which can be polled, their
 // registration with the runtime's poller and its removal, some 40 us a
 // file on the machine the project is measured on, where every solve of
-// a file of 64 KB or more reads these four.
+// a file of 64 KB or more reads these three.
 func readSmall(path string, buf []byte) (_ []byte, ok bool) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	for err == syscall.EINTR {
