@@ -19,6 +19,11 @@ func peakRSS() int64 {
 		return 0
 	}
 	defer syscall.Close(fd)
+	return readVmHWM(fd)
+}
+
+// readVmHWM reads the VmHWM line of the status file open at fd.
+func readVmHWM(fd int) int64 {
 	// VmHWM is some 1.5 KB into the file, after the Groups line, which a
 	// user in many groups makes long: read on in pieces, looking in each
 	// piece's whole lines and keeping its last partial line (from its line
