@@ -55,9 +55,16 @@ func NewBlockProblem(q *blockmat.BlockSym, n, d int) (*BlockProblem, error) {
 	}
 	p := &BlockProblem{q: q, n: n, d: d, ends: q.LeadingEnds(n),
 		qbb: &sparse.BlockSym{N: n, B: q.B, RowPtr: q.RowPtr[:n+1], ColIdx: q.ColIdx, Val: q.Val, Diag: q.Diag[:n]}}
-	perm := sparse.BlockOrder(p.bbCopy(), 0)
+	// The order is found at the first factor, from its own copy of Q_BB,
+	// and kept for the next: a part under an overlapping subproblem never
+	// factors, and made here the order's copy sat on an agent's build.
+	var perm []int
 	p.pre = &lazyFactor{build: func() (*sparse.Cholesky, error) {
-		return qFactor(p.bbCopy(), perm, nil).build()
+		bb := p.bbCopy()
+		if perm == nil {
+			perm = sparse.BlockOrder(bb, 0)
+		}
+		return qFactor(bb, perm, nil).build()
 	}}
 	return p, nil
 }

@@ -89,13 +89,18 @@ var (
 // the heap. The runtime returns freed pages to the system in the
 // background, slowly (about 1% of a core), so an agent whose rounds free a
 // trust region's vectors and whose certificate lets factors go kept 10 to
-// 35 MB of freed pages in its resident set, at 10^5 poses a fifth of its
-// peak; near its limit the runtime returns them at once. The limit
-// follows the goal, so it triggers no collection that the percentage
-// would not (a phase that grows its live heap past it collects early, and
-// the next check raises it).
-func memoryLimitFor(ms *runtime.MemStats) int64 {
-	return int64(ms.NextGC + ms.NextGC/10 + (ms.Sys - ms.HeapSys))
+// 40 MB of freed pages in its resident set, at 10^5 poses up to a fifth
+// of its peak; near its limit the runtime returns them at once. The goal
+// is the percentage's (percent, over the heap in use, which is at least
+// the live heap the collection left), not the runtime's NextGC: that is
+// the lower of the percentage's goal and the one a limit implies (the
+// limit less the runtime's other memory, fragmentation and 3% of
+// headroom), so a limit computed from it would, after a phase that grows
+// the live heap by more than that headroom, only ratchet up a few percent
+// per collection, with collections back to back.
+func memoryLimitFor(ms *runtime.MemStats, percent uint64) int64 {
+	goal := max(ms.NextGC, ms.HeapAlloc*(100+percent)/100)
+	return int64(goal + goal/10 + (ms.Sys - ms.HeapSys))
 }
 
 // setGCPolicy sets the collector's percentage to smallHeapGCPercent and,
@@ -191,7 +196,7 @@ func checkHeap(*heapSentinel) {
 			return
 		}
 		if limitsMemory.Load() {
-			debug.SetMemoryLimit(memoryLimitFor(&ms))
+			debug.SetMemoryLimit(memoryLimitFor(&ms, lp))
 		}
 		armHeapWatch()
 		return

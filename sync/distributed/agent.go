@@ -194,6 +194,13 @@ func (a *agent) build(p *Partition, want string) error {
 	if want != "" && fp != want {
 		return differentProblem(k, fp, want)
 	}
+	// The overlap's plan is all the adjacency is for: it goes before the
+	// chordal estimate is made.
+	var plan overlapPlan
+	if h > 0 {
+		plan = planOverlap(adj, p, k, h)
+	}
+	adj = nil
 	// The chordal estimate first: its factors and subgraphs are let go
 	// before the rows of Q and their factors are made, instead of
 	// stacking on them and on the graph (at 10^5 poses that stack was the
@@ -202,14 +209,9 @@ func (a *agent) build(p *Partition, want string) error {
 	if err != nil {
 		return fmt.Errorf("agent %d: %w", k, err)
 	}
-	var plan overlapPlan
-	if h > 0 {
-		plan = planOverlap(adj, p, k, h)
-	}
-	adj = nil
-	// The chordal estimate's factors and the adjacency are garbage now:
-	// their pages go back before the rows are built on top of the graph
-	// (the agent's first peak).
+	// The chordal estimate's factors are garbage now: their pages go back
+	// before the rows are built on top of the graph (the agent's first
+	// peak).
 	a.returnMemory()
 	l, err := newLocal(g, p, k, opts.Problem, g.D)
 	if err != nil {

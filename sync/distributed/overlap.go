@@ -222,13 +222,9 @@ func planOverlap(adj [][]int, p *Partition, k, h int) overlapPlan {
 	return overlapPlan{halo: halo, published: publishedPoses(adj, p, k, h)}
 }
 
-// newOverlap builds agent k's overlapping subproblem at overlap h >= 1 and
-// the list of its own poses it publishes (local indices of l).
-func newOverlap(g *posegraph.Graph, adj [][]int, p *Partition, l *local, h int) (*overlap, []int, error) {
-	return newOverlapOf(g, p, l, planOverlap(adj, p, l.part, h))
-}
-
-// newOverlapOf is newOverlap from the overlap's plan.
+// newOverlapOf builds agent k's overlapping subproblem from its plan
+// (planOverlap, at overlap h >= 1) and the list of its own poses it
+// publishes (local indices of l).
 func newOverlapOf(g *posegraph.Graph, p *Partition, l *local, plan overlapPlan) (*overlap, []int, error) {
 	k, halo := l.part, plan.halo
 	in := make(map[int]bool, len(l.own)+len(halo))

@@ -327,3 +327,8 @@ func TestOverlapRounds(t *testing.T) {
 		}
 	}
 }
+
+// newOverlap is newOverlapOf with the plan made from adj at overlap h.
+func newOverlap(g *posegraph.Graph, adj [][]int, p *Partition, l *local, h int) (*overlap, []int, error) {
+	return newOverlapOf(g, p, l, planOverlap(adj, p, l.part, h))
+}
