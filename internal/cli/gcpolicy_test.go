@@ -154,20 +154,14 @@ func TestGCPolicyReserved(t *testing.T) {
 	collectUntil(t, maxRaisedReserve/4, smallHeapGCPercent)
 }
 
-// memoryLimitFor takes the percentage's goal when a limit held the
-// runtime's goal below it (a phase that grew the live heap), so the next
-// limit leaves the percentage's headroom instead of ratcheting up by the
-// limit's; and an agent run with GOMEMLIMIT set keeps that limit.
+// memoryLimitFor is the runtime's heap goal, a tenth of it and the
+// runtime's other memory; and an agent run with GOMEMLIMIT set keeps that
+// limit.
 func TestMemoryLimitFor(t *testing.T) {
 	const mb = 1 << 20
-	ms := runtime.MemStats{HeapAlloc: 100 * mb, NextGC: 103 * mb, Sys: 150 * mb, HeapSys: 140 * mb}
-	goal := uint64(120 * mb) // 100 MB in use at 20%
-	if got, want := memoryLimitFor(&ms, 20), int64(goal+goal/10+10*mb); got != want {
-		t.Errorf("limit %d with the goal held down by a limit, want %d (the percentage's goal, a tenth, the other memory)", got, want)
-	}
-	ms.NextGC = 130 * mb
-	if got, want := memoryLimitFor(&ms, 20), int64(130*mb+13*mb+10*mb); got != want {
-		t.Errorf("limit %d with the runtime's goal above the percentage's, want %d", got, want)
+	ms := runtime.MemStats{HeapAlloc: 100 * mb, NextGC: 120 * mb, Sys: 150 * mb, HeapSys: 140 * mb}
+	if got, want := memoryLimitFor(&ms), int64(120*mb+12*mb+10*mb); got != want {
+		t.Errorf("limit %d, want %d (the goal, a tenth, the other memory)", got, want)
 	}
 
 	defer resetGCPolicy(gcPercent())
