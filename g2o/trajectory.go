@@ -181,7 +181,7 @@ func ReadVertices(r io.Reader, name string, opts ReadOptions) (*Trajectory, erro
 			l := max(v.line, p.verts[k-1].line)
 			return nil, &ParseError{File: name, Line: l, Msg: fmt.Sprintf("vertex %d declared twice (first at line %d)", v.id, min(v.line, p.verts[k-1].line))}
 		}
-		if v.id > maxExactStamp || v.id < -maxExactStamp {
+		if id := int64(v.id); id > maxExactStamp || id < -maxExactStamp { // int64: int may be 32 bits wide
 			return nil, &ParseError{File: name, Line: v.line, Msg: fmt.Sprintf("vertex id %d is beyond 2^53 and cannot serve as an exact stamp", v.id)}
 		}
 		tr.Stamps = append(tr.Stamps, float64(v.id))

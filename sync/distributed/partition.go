@@ -76,7 +76,7 @@ const robotShift = 56
 func ByRobot(g *posegraph.Graph) (*Partition, error) {
 	letters := map[int]bool{}
 	for i, id := range g.IDs {
-		c := id >> robotShift
+		c := int(int64(id) >> robotShift) // int64: int may be 32 bits wide (no id has a prefix there)
 		if id < 0 || c < 'A' || c > 'z' {
 			return nil, fmt.Errorf("%s: pose id %d (pose %d) has no robot prefix (a GTSAM Symbol key, letter << 56 | index)", g.Source, id, i)
 		}
@@ -93,7 +93,7 @@ func ByRobot(g *posegraph.Graph) (*Partition, error) {
 	}
 	p := &Partition{K: len(keys), Part: make([]int, g.N())}
 	for i, id := range g.IDs {
-		p.Part[i] = index[id>>robotShift]
+		p.Part[i] = index[int(int64(id)>>robotShift)]
 	}
 	return p, nil
 }

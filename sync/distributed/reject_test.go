@@ -151,7 +151,7 @@ func TestAgentTakesCoordinatorsPartition(t *testing.T) {
 		{0, partitionInts(p)[:g.N()], fmt.Sprintf("agent 0: the coordinator's partition: %d entries for %d poses", g.N()-1, g.N())},
 		{0, nil, "the coordinator sent no partition"},
 		// A part count from the wire is checked before it sizes anything.
-		{0, append([]uint32{1<<32 - 1}, partitionInts(p)[1:]...), fmt.Sprintf("%d parts for %d poses", 1<<32-1, g.N())},
+		{0, append([]uint32{1<<32 - 1}, partitionInts(p)[1:]...), fmt.Sprintf("%d parts for %d poses", uint32(1<<32-1), g.N())},
 	} {
 		opts := AgentOptions{}
 		opts.defaults()
