@@ -101,10 +101,9 @@ var (
 // fragmentation and 3% of headroom). So after a phase that grows the live
 // heap by more than that headroom, the limit rises only some 7% per
 // collection, with collections close together: deliberately, as the
-// agent's peak memory is the target. On the 46^3 lattice with 8
-// agents (quiet, one run each) the agents peaked at 104.6-117.5 MB in 124
-// s this way, and at 112.3-124.0 MB in 106 s with the limit taken from
-// the percentage's goal (docs/distributed.md, "Memory").
+// agent's peak memory is the target. A limit from the
+// percentage's goal ran faster and peaked some 7 MB higher per agent on
+// the 46^3 lattice (docs/distributed.md, "Memory").
 func memoryLimitFor(ms *runtime.MemStats) int64 {
 	return int64(ms.NextGC + ms.NextGC/10 + (ms.Sys - ms.HeapSys))
 }
