@@ -18,7 +18,11 @@
 // kernel needs no zeroing), marks that region, and frees it with one
 // collection. The region stays mapped and marked; the runtime hands out
 // its lowest free addresses first, so the process's later allocations land
-// in it and fault in 2 MB pages.
+// in it and fault in 2 MB pages. They reach it only after the free pages
+// below it, in the huge page where the block began and the heap's earlier
+// allocations lie; Reserve has the kernel back that page with a huge page
+// at once too (MADV_COLLAPSE, Linux 6.1: it copies the pages already
+// touched), where the kernel can.
 //
 // The cost is the collection and a little address-space bookkeeping, so
 // Reserve is for a process's start, before its large allocations, and for

@@ -15,9 +15,10 @@ import (
 	"unsafe"
 )
 
-// vmFlags returns the VmFlags of the mapping in /proc/self/smaps that
-// contains addr, and whether one does.
-func vmFlags(t *testing.T, addr uintptr) ([]string, bool) {
+// smapsField returns the value of field key (as "VmFlags" or
+// "AnonHugePages") of the mapping in /proc/self/smaps that contains addr,
+// and whether one does.
+func smapsField(t *testing.T, addr uintptr, key string) (string, bool) {
 	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
@@ -28,9 +29,9 @@ func vmFlags(t *testing.T, addr uintptr) ([]string, bool) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if flags, ok := strings.CutPrefix(line, "VmFlags:"); ok {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
 			if in {
-				return strings.Fields(flags), true
+				return strings.TrimSpace(v), true
 			}
 			continue
 		}
@@ -50,7 +51,102 @@ func vmFlags(t *testing.T, addr uintptr) ([]string, bool) {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return nil, false
+	return "", false
+}
+
+// vmFlags returns the VmFlags of the mapping that contains addr, and
+// whether one does.
+func vmFlags(t *testing.T, addr uintptr) ([]string, bool) {
+	t.Helper()
+	v, ok := smapsField(t, addr, "VmFlags")
+	return strings.Fields(v), ok
+}
+
+// anonHugeKB is the AnonHugePages, in kB, of the mapping that contains
+// addr.
+func anonHugeKB(t *testing.T, addr uintptr) int {
+	t.Helper()
+	v, ok := smapsField(t, addr, "AnonHugePages")
+	if !ok {
+		t.Fatalf("no mapping holds %#x", addr)
+	}
+	kb, err := strconv.Atoi(strings.TrimSuffix(v, " kB"))
+	if err != nil {
+		t.Fatalf("AnonHugePages %q: %v", v, err)
+	}
+	return kb
+}
+
+// canCollapse maps a private region and reports whether the kernel
+// collapses its pages into a huge page (MADV_COLLAPSE, Linux 6.1, and THP
+// not "never").
+func canCollapse(t *testing.T) bool {
+	t.Helper()
+	if strconv.IntSize < 64 {
+		return false
+	}
+	hp := hugePageSize()
+	m, err := syscall.Mmap(-1, 0, 2*hp, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return false
+	}
+	defer syscall.Munmap(m)
+	base := uintptr(unsafe.Pointer(&m[0]))
+	lo := (base + uintptr(hp) - 1) &^ (uintptr(hp) - 1)
+	m[lo-base] = 1
+	return collapse(lo, uintptr(hp))
+}
+
+// collapse backs a range of whole huge pages with huge pages and keeps
+// its contents: the bytes written before, and zeros where nothing was.
+// A range that is not all mapped is refused.
+func TestCollapse(t *testing.T) {
+	if !canCollapse(t) {
+		t.Skip("the kernel does not collapse pages into huge pages here")
+	}
+	hp := hugePageSize()
+	m, err := syscall.Mmap(-1, 0, 3*hp, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	base := uintptr(unsafe.Pointer(&m[0]))
+	lo := (base + uintptr(hp) - 1) &^ (uintptr(hp) - 1)
+	off := int(lo - base)
+	// Touch a few 4 KB pages, as a heap's first allocations would.
+	for _, k := range []int{0, 3, 17, 511} {
+		m[off+k*4096+5] = byte(k + 1)
+	}
+	// A second mapping so that the first's huge pages can be read apart
+	// from the rest of the region.
+	if err := syscall.Mprotect(m[off+hp:], syscall.PROT_READ); err != nil {
+		t.Fatal(err)
+	}
+	if !collapse(lo, uintptr(hp)) {
+		t.Fatal("collapse of a mapped, touched range failed")
+	}
+	if kb := anonHugeKB(t, lo); kb < hp>>10 {
+		t.Errorf("after collapse the range has %d kB of huge pages, want %d", kb, hp>>10)
+	}
+	for i := 0; i < hp; i++ {
+		want := byte(0)
+		if i%4096 == 5 {
+			switch k := i / 4096; k {
+			case 0, 3, 17, 511:
+				want = byte(k + 1)
+			}
+		}
+		if m[off+i] != want {
+			t.Fatalf("byte %d after collapse = %d, want %d", i, m[off+i], want)
+		}
+	}
+	// A range with a hole is refused, and nothing breaks.
+	if _, _, errno := syscall.Syscall(syscall.SYS_MUNMAP, lo+uintptr(hp), uintptr(hp), 0); errno != 0 {
+		t.Fatal(errno)
+	}
+	if collapse(lo+uintptr(hp), uintptr(hp)) {
+		t.Error("collapse of an unmapped range succeeded")
+	}
 }
 
 func thpMode() string {
@@ -67,10 +163,18 @@ func thpMode() string {
 	return ""
 }
 
+var marksRan bool
+
 // Reserve marks a heap region for huge pages: the region it returns is
 // in one mapping whose VmFlags carry hg (MADV_HUGEPAGE), and the heap's
 // next large allocation lands in it.
 func TestReserveMarksHeap(t *testing.T) {
+	// Reserve is once per process: a second call finds the first region
+	// free, and its block lands in it (go test -count=2).
+	if marksRan {
+		t.Skip("ran already in this process")
+	}
+	marksRan = true
 	if mode := thpMode(); mode != "madvise" {
 		t.Skipf("THP mode %q: Reserve does nothing unless it is madvise", mode)
 	}
@@ -90,6 +194,19 @@ func TestReserveMarksHeap(t *testing.T) {
 		}
 		if !slices.Contains(flags, "hg") {
 			t.Errorf("mapping of %#x has VmFlags %v, without hg", a, flags)
+		}
+	}
+	// The huge page below the region, where the heap's next small
+	// allocations go first, is backed by a huge page already, where the
+	// kernel collapses pages and that page is all heap (the test binary's
+	// heap might begin inside it).
+	if below := start - uintptr(hugePageSize()); canCollapse(t) {
+		if _, ok := vmFlags(t, below); ok {
+			if !lastCollapsed {
+				t.Errorf("the huge page below the region, at %#x, is mapped but was not collapsed", below)
+			} else if kb := anonHugeKB(t, below); kb < hugePageSize()>>10 {
+				t.Errorf("the mapping of the page below the region has %d kB of huge pages, want at least %d", kb, hugePageSize()>>10)
+			}
 		}
 	}
 	// The region is free heap again: an allocation of its size fits in it.
