@@ -85,7 +85,7 @@ func Reserve(n int) (start, end uintptr) {
 		// pages first, each a fault of its own, before it reaches the
 		// marked region. Backed by one huge page now, while the collector
 		// is off and the page is quiet, they cost no fault.
-		lastCollapsed = collapse(start-uintptr(hp), uintptr(hp))
+		collapse(start-uintptr(hp), uintptr(hp))
 	}
 	b = nil
 	debug.SetGCPercent(gcPercent)
@@ -97,10 +97,6 @@ func Reserve(n int) (start, end uintptr) {
 	runtime.GC()
 	return start, end
 }
-
-// lastCollapsed records whether Reserve's last call collapsed the huge
-// page below its region, for the tests.
-var lastCollapsed bool
 
 // madvCollapse is MADV_COLLAPSE (Linux 6.1), which the syscall package
 // does not name; its value is the same on every Linux architecture Go
