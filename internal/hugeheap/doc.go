@@ -18,7 +18,12 @@
 // kernel needs no zeroing), marks that region, and frees it with one
 // collection. The region stays mapped and marked; the runtime hands out
 // its lowest free addresses first, so the process's later allocations land
-// in it and fault in 2 MB pages.
+// in it and fault in 2 MB pages. They reach it only after the free pages
+// below it, in the huge page where the block began and the heap's earlier
+// allocations lie; Reserve has the kernel back that page with a huge page
+// at once too (MADV_COLLAPSE, Linux 6.1: it copies the pages already
+// touched), where the kernel can. That page is then resident whole: up to
+// 2 MB more of peak memory, in exchange for some hundreds of faults.
 //
 // The cost is the collection and a little address-space bookkeeping, so
 // Reserve is for a process's start, before its large allocations, and for
@@ -29,7 +34,8 @@
 // or "off".
 //
 // The risks, and why the Go runtime itself stopped marking its heap (Go
-// 1.21.4, golang/go#64332 and #61718): where THP's defrag setting is
+// 1.21.4, golang/go#64332 and #61718) and collapsing it (#63334): where
+// THP's defrag setting is
 // "madvise" (the kernel's default) or "always", a fault in marked memory
 // may stall while the kernel compacts memory to find a free huge page,
 // which on a fragmented, busy machine can cost more than the faults saved;

@@ -78,6 +78,14 @@ func Reserve(n int) (start, end uintptr) {
 	off := int(start - lo)
 	if syscall.Madvise(b[off:off+int(end-start)], syscall.MADV_HUGEPAGE) != nil {
 		start, end = 0, 0
+	} else {
+		// The huge page below the region holds the block's first bytes
+		// and, in a fresh process, the heap's earlier allocations. After
+		// the collection the runtime hands out that page's free 4 KB
+		// pages first, each a fault of its own, before it reaches the
+		// marked region. Backed by one huge page now, while the collector
+		// is off and the page is quiet, they cost no fault.
+		collapse(start-uintptr(hp), uintptr(hp))
 	}
 	b = nil
 	debug.SetGCPercent(gcPercent)
@@ -88,6 +96,31 @@ func Reserve(n int) (start, end uintptr) {
 	// marked region.
 	runtime.GC()
 	return start, end
+}
+
+// madvCollapse is MADV_COLLAPSE (Linux 6.1), which the syscall package
+// does not name; its value is the same on every Linux architecture Go
+// supports.
+const madvCollapse = 25
+
+// collapse asks the kernel to back [lo, lo+n), a range of whole huge pages
+// in one mapping, with huge pages at once, copying the 4 KB pages already
+// there (MADV_COLLAPSE). It is a hint: on a kernel without it, or where the
+// range is not all mapped, nothing happens. The kernel may refuse for a
+// passing reason (EAGAIN, a page it could not isolate at that moment);
+// a second try then succeeds on the machine the project is measured on,
+// where a first try failed in about one solve of three.
+func collapse(lo, n uintptr) bool {
+	for try := 0; try < 3; try++ {
+		_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, lo, n, madvCollapse)
+		if errno == 0 {
+			return true
+		}
+		if errno != syscall.EAGAIN {
+			return false
+		}
+	}
+	return false
 }
 
 // madviseMode reports whether THP is in "madvise" mode, the one in which

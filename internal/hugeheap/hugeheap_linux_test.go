@@ -4,6 +4,7 @@ package hugeheap
 
 import (
 	"bufio"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -53,26 +54,143 @@ func vmFlags(t *testing.T, addr uintptr) ([]string, bool) {
 	return nil, false
 }
 
-func thpMode() string {
-	b, err := os.ReadFile(thpDir + "enabled")
-	if err != nil {
-		return ""
+// thpBacked reports whether the 4 KB page at addr is part of a transparent
+// huge page: its page frame from /proc/self/pagemap, that frame's flags
+// from /proc/kpageflags (KPF_THP). Both need privileges (CAP_SYS_ADMIN);
+// the test skips where they cannot be read.
+func thpBacked(t *testing.T, addr uintptr) bool {
+	t.Helper()
+	var b [8]byte
+	read := func(path string, off uint64) uint64 {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Skip(err)
+		}
+		defer f.Close()
+		if _, err := f.ReadAt(b[:], int64(off)); err != nil {
+			t.Skip(path, err)
+		}
+		return binary.LittleEndian.Uint64(b[:])
 	}
-	s := string(b)
-	if i := strings.IndexByte(s, '['); i >= 0 {
-		if j := strings.IndexByte(s[i:], ']'); j > 0 {
-			return s[i+1 : i+j]
+	entry := read("/proc/self/pagemap", uint64(addr)/uint64(os.Getpagesize())*8)
+	if entry>>63 == 0 {
+		return false // not present
+	}
+	pfn := entry & (1<<55 - 1)
+	if pfn == 0 {
+		t.Skip("/proc/self/pagemap gives no page frames without CAP_SYS_ADMIN")
+	}
+	const kpfTHP = 1 << 22
+	return read("/proc/kpageflags", pfn*8)&kpfTHP != 0
+}
+
+// madvCollapseErrno calls madvise(MADV_COLLAPSE) on [lo, lo+n) with the
+// kernel's number itself, not the package's constant or collapse, which
+// are under test; it retries a passing EAGAIN as collapse does.
+func madvCollapseErrno(lo, n uintptr) syscall.Errno {
+	for try := 0; ; try++ {
+		_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, lo, n, 25)
+		if errno != syscall.EAGAIN || try == 2 {
+			return errno
 		}
 	}
-	return ""
 }
+
+// canCollapse maps a private region and tries to collapse it: the tests
+// of collapse skip where the kernel has no MADV_COLLAPSE (before 6.1, or
+// THP "never": EINVAL) or no huge page to give (ENOMEM, EAGAIN), and fail
+// on any other refusal.
+func canCollapse(t *testing.T) bool {
+	t.Helper()
+	if strconv.IntSize < 64 {
+		return false
+	}
+	hp := hugePageSize()
+	m, err := syscall.Mmap(-1, 0, 2*hp, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return false
+	}
+	defer syscall.Munmap(m)
+	base := uintptr(unsafe.Pointer(&m[0]))
+	lo := (base + uintptr(hp) - 1) &^ (uintptr(hp) - 1)
+	m[lo-base] = 1
+	switch errno := madvCollapseErrno(lo, uintptr(hp)); errno {
+	case 0:
+		return true
+	case syscall.EINVAL, syscall.ENOMEM, syscall.EAGAIN:
+		return false
+	default:
+		t.Fatalf("MADV_COLLAPSE of a private, touched range: %v", errno)
+		return false
+	}
+}
+
+// collapse backs a range of whole huge pages with huge pages and keeps
+// its contents: the bytes written before, and zeros where nothing was.
+// A range that is not all mapped is refused.
+func TestCollapse(t *testing.T) {
+	if !canCollapse(t) {
+		t.Skip("the kernel does not collapse pages into huge pages here")
+	}
+	hp := hugePageSize()
+	m, err := syscall.Mmap(-1, 0, 3*hp, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	base := uintptr(unsafe.Pointer(&m[0]))
+	lo := (base + uintptr(hp) - 1) &^ (uintptr(hp) - 1)
+	off := int(lo - base)
+	// Touch a few 4 KB pages, as a heap's first allocations would.
+	for _, k := range []int{0, 3, 17, 511} {
+		m[off+k*4096+5] = byte(k + 1)
+	}
+	if madviseMode() && thpBacked(t, lo) {
+		t.Fatal("a range of touched 4 KB pages is a huge page before collapse")
+	}
+	if !collapse(lo, uintptr(hp)) {
+		t.Fatal("collapse of a mapped, touched range failed")
+	}
+	for _, a := range []uintptr{lo, lo + 17*4096, lo + uintptr(hp) - 1} {
+		if !thpBacked(t, a) {
+			t.Errorf("after collapse, %#x (range [%#x, %#x)) is not in a huge page", a, lo, lo+uintptr(hp))
+		}
+	}
+	for i := 0; i < hp; i++ {
+		want := byte(0)
+		if i%4096 == 5 {
+			switch k := i / 4096; k {
+			case 0, 3, 17, 511:
+				want = byte(k + 1)
+			}
+		}
+		if m[off+i] != want {
+			t.Fatalf("byte %d after collapse = %d, want %d", i, m[off+i], want)
+		}
+	}
+	// A range with a hole is refused, and nothing breaks.
+	if _, _, errno := syscall.Syscall(syscall.SYS_MUNMAP, lo+uintptr(hp), uintptr(hp), 0); errno != 0 {
+		t.Fatal(errno)
+	}
+	if collapse(lo+uintptr(hp), uintptr(hp)) {
+		t.Error("collapse of an unmapped range succeeded")
+	}
+}
+
+var marksRan bool
 
 // Reserve marks a heap region for huge pages: the region it returns is
 // in one mapping whose VmFlags carry hg (MADV_HUGEPAGE), and the heap's
 // next large allocation lands in it.
 func TestReserveMarksHeap(t *testing.T) {
-	if mode := thpMode(); mode != "madvise" {
-		t.Skipf("THP mode %q: Reserve does nothing unless it is madvise", mode)
+	// Reserve is once per process: a second call finds the first region
+	// free, and its block lands in it (go test -count=2).
+	if marksRan {
+		t.Skip("ran already in this process")
+	}
+	marksRan = true
+	if !madviseMode() {
+		t.Skip("THP is not in madvise mode: Reserve does nothing")
 	}
 	if strictOvercommit() || addressLimited() || strconv.IntSize < 64 {
 		t.Skip("strict overcommit, a limited or 32-bit address space: Reserve does nothing")
@@ -90,6 +208,15 @@ func TestReserveMarksHeap(t *testing.T) {
 		}
 		if !slices.Contains(flags, "hg") {
 			t.Errorf("mapping of %#x has VmFlags %v, without hg", a, flags)
+		}
+	}
+	// The huge page below the region, where the heap's next small
+	// allocations go first, is a huge page already, where it is all heap
+	// (the test binary's heap might begin inside it) and the kernel
+	// collapses pages.
+	if below := start - uintptr(hugePageSize()); canCollapse(t) && !thpBacked(t, below) {
+		if errno := madvCollapseErrno(below, uintptr(hugePageSize())); errno == 0 {
+			t.Errorf("the huge page below the region, at %#x, was not collapsed, and the kernel collapses it", below)
 		}
 	}
 	// The region is free heap again: an allocation of its size fits in it.
@@ -130,7 +257,7 @@ func TestReserveSmall(t *testing.T) {
 // Under a limit on the address space Reserve does nothing: a heap growth
 // past the limit would end the process.
 func TestReserveAddressLimit(t *testing.T) {
-	if thpMode() != "madvise" || strictOvercommit() {
+	if !madviseMode() || strictOvercommit() {
 		t.Skip("Reserve does nothing here anyway")
 	}
 	t.Setenv(Env, "")
@@ -157,7 +284,7 @@ func TestReserveAddressLimit(t *testing.T) {
 
 // Under a memory limit the reservation is at most half of it.
 func TestReserveMemoryLimit(t *testing.T) {
-	if thpMode() != "madvise" || strictOvercommit() || addressLimited() {
+	if !madviseMode() || strictOvercommit() || addressLimited() {
 		t.Skip("Reserve does nothing here anyway")
 	}
 	t.Setenv(Env, "")
@@ -218,8 +345,8 @@ func TestReadSmall(t *testing.T) {
 // The region covers n, rounded up to whole huge pages: callers size the
 // heap goal from it.
 func TestReserveCoversN(t *testing.T) {
-	if mode := thpMode(); mode != "madvise" {
-		t.Skipf("THP mode %q: Reserve does nothing unless it is madvise", mode)
+	if !madviseMode() {
+		t.Skip("THP is not in madvise mode: Reserve does nothing")
 	}
 	if strictOvercommit() || addressLimited() || strconv.IntSize < 64 {
 		t.Skip("strict overcommit, a limited or 32-bit address space: Reserve does nothing")
