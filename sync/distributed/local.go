@@ -219,6 +219,17 @@ func (l *local) dropTranslations() {
 	l.chol, l.tIndex, l.nFree, l.rhs = nil, nil, 0, nil
 }
 
+// releaseStepsFactor lets go of the trust-region steps' factor, the own
+// block's and the overlap's, until the next update makes it again, bit for
+// bit (bsync.BlockProblem.ReleaseFactor): the certificate and the
+// rounding use other factors.
+func (l *local) releaseStepsFactor() {
+	l.block.ReleaseFactor()
+	if l.ov != nil {
+		l.ov.ext.block.ReleaseFactor()
+	}
+}
+
 // solveTranslations minimizes F exactly over the own translations with
 // everything else fixed: delta L = -N_p, p += delta.
 func (l *local) solveTranslations() {
