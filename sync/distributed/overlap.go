@@ -236,7 +236,7 @@ func newOverlapOf(g *posegraph.Graph, p *Partition, l *local, plan overlapPlan) 
 	}
 	set := append(slices.Clone(l.own), halo...)
 	slices.Sort(set)
-	ext, err := newLocalOf(g, p, k, set, func(i int) bool { return in[i] }, l.kind, l.x.R)
+	ext, err := newLocalOf(g, p, k, set, func(i int) bool { return in[i] }, l.kind, l.x.R, true)
 	if err != nil {
 		return nil, nil, err
 	}
