@@ -101,7 +101,7 @@ func (a *agent) prove(m, rep *message) error {
 		for x, i := range pr.Boundary {
 			rep.Ints[x] = uint32(i)
 		}
-		rep.Extra = append(append(make([]float64, 0, len(pr.Scale)+len(pr.Schur)), pr.Scale...), pr.Schur...)
+		rep.Extra, rep.extraTail = pr.Scale, pr.Schur
 	}
 	return nil
 }

@@ -177,6 +177,12 @@ func TestWireRoundTripAndRejects(t *testing.T) {
 	if allocs := testing.AllocsPerRun(10, func() { encode(nil, m) }); len(data) != encodedSize(m) || allocs != 1 {
 		t.Fatalf("a record of %d bytes in %v allocations; encodedSize says %d", len(data), allocs, encodedSize(m))
 	}
+	// Extra sent in two pieces is the same record.
+	split := *m
+	split.Extra, split.extraTail = m.Extra[:1], m.Extra[1:]
+	if two := encode(nil, &split); !slices.Equal(two, data) {
+		t.Fatal("Extra sent in two pieces makes another record")
+	}
 	got, err := decode(data)
 	if err != nil {
 		t.Fatal(err)
