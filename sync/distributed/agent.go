@@ -58,13 +58,6 @@ type AgentOptions struct {
 	// sharing a process (SolveOn) leave it nil: they could only report
 	// the process's.
 	PeakRSS func() int64
-	// ReturnMemory, if set, is called when the agent has let go of much
-	// memory at once (the chordal estimate's factors, the whole graph once
-	// its part is built), so that the pages can go back to the system
-	// instead of staying in the resident set as the runtime's free memory.
-	// The bcmsync agent command sets it to debug.FreeOSMemory; agents
-	// sharing a process leave it nil.
-	ReturnMemory func()
 }
 
 func (o *AgentOptions) defaults() {
@@ -226,8 +219,7 @@ func (a *agent) build(p *Partition, want string) error {
 		}
 		unsubs = append(unsubs, unsub)
 	}
-	a.g, g = nil, nil
-	a.returnMemory()
+	a.g = nil
 	fail := func(err error) error {
 		// The graph is gone: this agent cannot build a part again.
 		for _, u := range unsubs {
@@ -243,8 +235,6 @@ func (a *agent) build(p *Partition, want string) error {
 	if err != nil {
 		return fail(fmt.Errorf("agent %d: %w", k, err))
 	}
-	own = nil
-	a.returnMemory()
 	l, err := a.buildRows(sub, p, h, plan)
 	if err != nil {
 		return fail(err)
@@ -258,9 +248,6 @@ func (a *agent) build(p *Partition, want string) error {
 	a.unsubs = append(a.unsubs, unsubs...)
 	a.p, a.l, a.fingerprint, a.edges = p, l, fp, slices.Clip(edges)
 	a.chordal, a.comp, a.ncomp = chordal, comp, ncomp
-	// The part's graph and what the rows' assembly left go back too.
-	sub = nil
-	a.returnMemory()
 	halo, ring := 0, len(l.pub)
 	if l.ov != nil {
 		halo, ring = len(l.ov.halo), len(l.ov.ext.pub)
@@ -335,19 +322,6 @@ func readParts(sub *posegraph.Graph, p *Partition, k int) []int {
 	}
 	slices.Sort(parts)
 	return parts
-}
-
-// returnMemory calls AgentOptions.ReturnMemory, if set, where much memory
-// has just been let go: the chordal estimate's factors before the rows are
-// built, the graph once they are. Without it the runtime keeps the freed
-// pages for a while, and the next allocations stack on them in the
-// resident set. (At the phases' turns, where one phase's factors go, the
-// bcmsync agent command's memory limit returns them: calls there cost the
-// certificate time and lowered no peak, docs/distributed.md.)
-func (a *agent) returnMemory() {
-	if a.opts.ReturnMemory != nil {
-		a.opts.ReturnMemory()
-	}
 }
 
 // partitionOfInts decodes the coordinator's partition from an opInit's Ints:
