@@ -201,9 +201,10 @@ func (a *agent) build(p *Partition, want string) error {
 	}
 	adj = nil
 	// All the part needs of the graph: the edges at its poses and at its
-	// halo's, and the subgraph of its poses. The graph as read (at 10^5 poses 35 MB, a third of an
-	// agent's peak) goes before the chordal estimate, the rows and their
-	// factors are made, instead of lying under them.
+	// halo's, and the subgraph of its poses. The graph as read (at 10^5
+	// poses 35 MB, a third of an agent's peak) goes before the chordal
+	// estimate, the rows and their factors are made, instead of lying
+	// under them.
 	sub, own := partGraph(g, p, k, plan.halo), ownGraph(g, p.Owned(k))
 	// Subscribed while the graph is held: a failed subscription leaves
 	// the agent as it was, without the ones made, free to take the next
@@ -305,8 +306,8 @@ func partGraph(g *posegraph.Graph, p *Partition, k int, halo []int) *posegraph.G
 
 // readParts returns the parts other than k whose poses part k's agent
 // reads, sorted: the parts of the ends of sub's edges (partGraph) outside
-// part k, its neighbours' public poses, its halo and its ring, as
-// neighbourParts finds them from the rows.
+// part k: its neighbours' public poses, its halo and its ring, the parts
+// the rows made from sub read (TestAgentRowsFromPartGraph).
 func readParts(sub *posegraph.Graph, p *Partition, k int) []int {
 	seen := map[int]bool{}
 	for _, e := range sub.Edges {
@@ -345,17 +346,6 @@ func partitionInts(p *Partition) []uint32 {
 		ints[1+i] = uint32(q)
 	}
 	return ints
-}
-
-func neighbourParts(l *local, p *Partition) map[int]bool {
-	s := map[int]bool{}
-	for _, q := range l.owner {
-		s[q] = true
-	}
-	if l.ov != nil {
-		l.ov.parts(p, s)
-	}
-	return s
 }
 
 // reject logs a message that is not applied.

@@ -256,16 +256,6 @@ func newOverlapOf(g *posegraph.Graph, p *Partition, l *local, plan overlapPlan) 
 	return o, pub, nil
 }
 
-// parts adds to s the parts whose poses the overlap reads.
-func (o *overlap) parts(p *Partition, s map[int]bool) {
-	for _, gi := range o.halo {
-		s[p.Part[gi]] = true
-	}
-	for _, q := range o.ext.owner {
-		s[q] = true
-	}
-}
-
 // store copies a published or given block of pose gi into the overlap's
 // copies (halo or ring); it reports whether the pose is one of them.
 func (o *overlap) store(gi int, blk []float64) bool {

@@ -226,6 +226,25 @@ func TestAgentRowsFromPartGraph(t *testing.T) {
 	}
 }
 
+// neighbourParts is readParts' oracle: the parts whose poses l's rows
+// read, its neighbours' public poses and, with an overlap, its halo's and
+// its ring's, found from the rows made.
+func neighbourParts(l *local, p *Partition) map[int]bool {
+	s := map[int]bool{}
+	for _, q := range l.owner {
+		s[q] = true
+	}
+	if o := l.ov; o != nil {
+		for _, gi := range o.halo {
+			s[p.Part[gi]] = true
+		}
+		for _, q := range o.ext.owner {
+			s[q] = true
+		}
+	}
+	return s
+}
+
 // sameRows fails unless a and b are the same rows to the bit.
 func sameRows(t *testing.T, a, b *sparse.BlockSym) {
 	t.Helper()
