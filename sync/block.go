@@ -35,6 +35,11 @@ type BlockProblem struct {
 	ends []int
 	n, d int
 	pre  *lazyFactor // of Q_BB + sigma I
+	// solver and buffers are the trust region's preconditioner solves and
+	// vectors, kept from one TrustRegion to the next (rtrBuffers) and let
+	// go with the factor; nil buffers makes them anew for each run.
+	solver  *rowSolver
+	buffers *rtrBuffers
 	// At the current rank: the manifold of the block with its linear
 	// term, the products' scratch, the trust region's last radius and the
 	// momentum's previous point.
@@ -53,7 +58,7 @@ func NewBlockProblem(q *blockmat.BlockSym, n, d int) (*BlockProblem, error) {
 	if q.B != d && q.B != d+1 {
 		return nil, fmt.Errorf("sync: blocks of size %d in dimension %d", q.B, d)
 	}
-	p := &BlockProblem{q: q, n: n, d: d, ends: q.LeadingEnds(n),
+	p := &BlockProblem{q: q, n: n, d: d, ends: q.LeadingEnds(n), buffers: &rtrBuffers{},
 		qbb: &sparse.BlockSym{N: n, B: q.B, RowPtr: q.RowPtr[:n+1], ColIdx: q.ColIdx, Val: q.Val, Diag: q.Diag[:n]}}
 	// The order is found at the first factor, from its own copy of Q_BB,
 	// and kept for the next: a part under an overlapping subproblem never
@@ -95,12 +100,17 @@ func (p *BlockProblem) Reset() {
 }
 
 // ReleaseFactor lets go of the trust region's preconditioner, the factor
-// of Q_BB + sigma I, until the next TrustRegion makes it again: the same
-// factor, so the same steps. A distributed agent calls it when the
-// certificate by parts begins, whose own factor and Schur complement set
-// the agent's peak memory while this one would sit idle.
+// of Q_BB + sigma I, and of the vectors its runs keep, until the next
+// TrustRegion makes them again: the same factor and zero vectors, so the
+// same steps. A distributed agent calls it when the certificate by parts
+// begins, whose own factor and Schur complement set the agent's peak
+// memory while these would sit idle.
 func (p *BlockProblem) ReleaseFactor() {
 	p.pre.chol = nil
+	p.solver = nil
+	if p.buffers != nil {
+		p.buffers = &rtrBuffers{}
+	}
 }
 
 // at returns the block's part of x (aliasing x's first n blocks) and
@@ -161,7 +171,14 @@ func (p *BlockProblem) TrustRegion(ctx context.Context, x *blockmat.Blocks, step
 		return 0, nil
 	}
 	xb := p.at(x)
-	rr, err := rtr(ctx, p.m, xb, newRowSolver(p.pre), nil, rtrOptions{MaxIter: steps, MaxInner: maxInner, Radius: p.radius})
+	pre := p.solver
+	if pre == nil || p.buffers == nil {
+		pre = newRowSolver(p.pre)
+	}
+	if p.buffers != nil {
+		p.solver = pre // its right-hand sides, made at the first solve, are overwritten by each
+	}
+	rr, err := rtr(ctx, p.m, xb, pre, nil, rtrOptions{MaxIter: steps, MaxInner: maxInner, Radius: p.radius, buffers: p.buffers})
 	p.radius = rr.Radius
 	return rr.Iterations, err
 }

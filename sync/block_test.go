@@ -158,8 +158,10 @@ func TestBlockMomentumInner(t *testing.T) {
 // in it) instead of holding a copy, with the same bits as the copy that it
 // held before: the trust region's steps, the momentum, the statistics and
 // the cost, from the same point, before and after its factor is let go
-// and made again. One that only takes steps makes no scratch for the
-// statistics.
+// and made again; and with the trust region's vectors kept from one run
+// to the next (rtrBuffers), let go with the factor, the same bits as with
+// vectors made for each run. One that only takes steps makes no scratch
+// for the statistics.
 func TestBlockProblemHoldsRowsOnce(t *testing.T) {
 	for _, prob := range []posegraph.Problem{posegraph.Poses, posegraph.Rotations} {
 		for _, d := range []int{2, 3} {
@@ -173,6 +175,7 @@ func TestBlockProblemHoldsRowsOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 				c.qbb, c.ends = c.bbCopy(), nil // the copy, as before
+				c.buffers = nil                 // and the trust region's vectors made for each run
 				steps, err := NewBlockProblem(q, 25, d)
 				if err != nil {
 					t.Fatal(err)
@@ -223,6 +226,11 @@ func TestBlockProblemHoldsRowsOnce(t *testing.T) {
 					if it == 1 {
 						p.ReleaseFactor()
 						c.ReleaseFactor()
+						if p.solver != nil || len(p.buffers.blocks) != 0 || c.buffers != nil {
+							t.Fatalf("%v d=%d r=%d: the trust region's vectors kept past ReleaseFactor", prob, d, r)
+						}
+					} else if len(p.buffers.blocks) == 0 || p.solver == nil {
+						t.Fatalf("%v d=%d r=%d: the trust region's vectors not kept", prob, d, r)
 					}
 				}
 			}

@@ -41,6 +41,55 @@ type rtrOptions struct {
 	// share makes tCG's direction use the point's gradient and X Q
 	// storage at any size (tests of shareMinBytes).
 	share bool
+	// buffers, if set, keeps the run's vectors for the next run at the
+	// same size (rtrBuffers).
+	buffers *rtrBuffers
+}
+
+// rtrBuffers keeps a trust region's vectors from one run of rtr to the
+// next, for a caller that runs it again and again on one problem (a
+// distributed agent's BlockProblem, a few steps per update): made anew,
+// they were most of the memory an agent allocated per update, 13 MB at
+// the 10^5 lattice's parts, and the collections and page faults to
+// recycle them were a third of its time under a tight heap goal. A kept
+// vector is cleared before it is used again, so a run starts from the
+// zero vectors a fresh one would (the same bits).
+type rtrBuffers struct {
+	r, b, n int
+	blocks  []*sparse.Blocks // in the order newTrustRegion takes them
+	lam     []float64
+}
+
+// vector returns the k-th vector of a run on m: kept from a run at the
+// same size and cleared, or made (and kept).
+func (bs *rtrBuffers) vector(m *manifold, k int) *sparse.Blocks {
+	if bs == nil {
+		return m.newBlocks()
+	}
+	if bs.r != m.r || bs.b != m.b || bs.n != m.n {
+		*bs = rtrBuffers{r: m.r, b: m.b, n: m.n}
+	}
+	if k < len(bs.blocks) {
+		v := bs.blocks[k]
+		clear(v.Data)
+		return v
+	}
+	v := m.newBlocks()
+	bs.blocks = append(bs.blocks, v)
+	return v
+}
+
+// multipliers returns the run's Lambda blocks, zero (after vector, which
+// sets the size).
+func (bs *rtrBuffers) multipliers(m *manifold) []float64 {
+	if bs == nil {
+		return make([]float64, m.n*m.d*m.d)
+	}
+	if len(bs.lam) != m.n*m.d*m.d {
+		bs.lam = make([]float64, m.n*m.d*m.d)
+	}
+	clear(bs.lam)
+	return bs.lam
 }
 
 type rtrResult struct {
@@ -329,25 +378,30 @@ const shareMinBytes = 16 << 20
 // newTrustRegion makes the state of a run from x, with its buffers.
 func newTrustRegion(m *manifold, x *sparse.Blocks, pre *rowSolver, hp *hessianPrecond, opts rtrOptions) *trustRegion {
 	t := &trustRegion{m: m, opts: opts, pre: pre, hp: hp, x: x, refactor: true}
-	t.nq = m.newBlocks()
-	t.grad = m.newBlocks()
-	t.eta = m.newBlocks()
-	t.res = m.newBlocks()
+	k := 0
+	vec := func() *sparse.Blocks {
+		k++
+		return opts.buffers.vector(m, k-1)
+	}
+	t.nq = vec()
+	t.grad = vec()
+	t.eta = vec()
+	t.res = vec()
 	t.share = opts.share || 8*len(x.Data) >= shareMinBytes
 	if t.share {
 		t.heta = t.res // made after tCG, from eta (restore)
 	} else {
-		t.heta = m.newBlocks()
-		t.delta, t.hdelta = m.newBlocks(), m.newBlocks()
+		t.heta = vec()
+		t.delta, t.hdelta = vec(), vec()
 	}
 	// xnew and nqNew hold nothing while tCG runs (the trial point is made
 	// after it): they are the preconditioned residual and the Hessian
 	// product's scratch there, two vectors less (docs/tuning.md,
 	// "Tuning figures": rowSolver; at a million poses a vector is 96 MB).
-	t.xnew, t.nqNew = m.newBlocks(), m.newBlocks()
-	t.lam = make([]float64, m.n*m.d*m.d)
+	t.xnew, t.nqNew = vec(), vec()
+	t.lam = opts.buffers.multipliers(m)
 	if m.r > m.d && 4*8*len(x.Data) <= quarterMaxBytes && !opts.noReplay && !t.share {
-		t.quarter = &tcgQuarter{eta: m.newBlocks(), heta: m.newBlocks(), delta: m.newBlocks(), hdelta: m.newBlocks()}
+		t.quarter = &tcgQuarter{eta: vec(), heta: vec(), delta: vec(), hdelta: vec()}
 	}
 	t.gg = newGauge(m.r)
 	t.gg.threads = m.threads

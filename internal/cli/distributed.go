@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	stdsync "sync"
@@ -296,7 +295,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer closeBus()
 	return distributed.RunAgent(ctx, bus, g, nil, *part, distributed.AgentOptions{
 		Problem: f.problem(), Subject: f.subject, Sweeps: *sweeps, Logger: f.logger(stderr), Key: key, PeakRSS: peakRSS,
-		Overlap: f.overlapHops(), ReturnMemory: debug.FreeOSMemory,
+		Overlap: f.overlapHops(),
 	})
 }
 

@@ -58,13 +58,6 @@ type AgentOptions struct {
 	// sharing a process (SolveOn) leave it nil: they could only report
 	// the process's.
 	PeakRSS func() int64
-	// ReturnMemory, if set, is called when the agent has let go of much
-	// memory at once (the chordal estimate's factors, the whole graph once
-	// its part is built), so that the pages can go back to the system
-	// instead of staying in the resident set as the runtime's free memory.
-	// The bcmsync agent command sets it to debug.FreeOSMemory; agents
-	// sharing a process leave it nil.
-	ReturnMemory func()
 }
 
 func (o *AgentOptions) defaults() {
@@ -117,6 +110,7 @@ type agent struct {
 	rejected    int
 	stopped     chan struct{}
 	fingerprint string
+	lost        error                // why a build that had let the graph go failed
 	proof       *bsync.PartCertifier // the certificate by parts (prove.go), made on first use
 	lifted      *message             // the reply to the last committed escape (escape.go), for a resent commit
 	round       roundState           // the rounding by parts (round.go)
@@ -176,9 +170,15 @@ func newAgent(bus Bus, g *posegraph.Graph, p *Partition, k int, opts AgentOption
 // estimate, and subscribes to its neighbours' poses. With want set (the
 // fingerprint of the coordinator's opInit), a part whose fingerprint
 // differs is refused before anything is kept, so that a refused opInit
-// leaves the agent free to take the next one.
+// leaves the agent free to take the next one. The graph goes once the
+// part's edges are taken (partGraph), before its chordal estimate and rows
+// are made: a part that cannot be made from them leaves the agent unable
+// to build another (it must be restarted).
 func (a *agent) build(p *Partition, want string) error {
 	g, k, opts := a.g, a.k, a.opts
+	if g == nil {
+		return fmt.Errorf("agent %d: its part could not be built (%w), and it let the graph go: restart it", k, a.lost)
+	}
 	if err := p.Validate(g.N()); err != nil {
 		return fmt.Errorf("agent %d: the coordinator's %w", k, err)
 	}
@@ -194,49 +194,23 @@ func (a *agent) build(p *Partition, want string) error {
 	if want != "" && fp != want {
 		return differentProblem(k, fp, want)
 	}
-	// The overlap's plan is all the adjacency is for: it goes before the
-	// chordal estimate is made.
+	// The overlap's plan is all the adjacency is for.
 	var plan overlapPlan
 	if h > 0 {
 		plan = planOverlap(adj, p, k, h)
 	}
 	adj = nil
-	// The chordal estimate first: its factors and subgraphs are let go
-	// before the rows of Q and their factors are made, instead of
-	// stacking on them and on the graph (at 10^5 poses that stack was the
-	// agent's peak).
-	chordal, comp, ncomp, err := localChordal(g, p.Owned(k), opts.Problem)
-	if err != nil {
-		return fmt.Errorf("agent %d: %w", k, err)
-	}
-	// The chordal estimate's factors are garbage now: their pages go back
-	// before the rows are built on top of the graph (the agent's first
-	// peak).
-	a.returnMemory()
-	l, err := newLocal(g, p, k, opts.Problem, g.D)
-	if err != nil {
-		return err
-	}
-	if h > 0 {
-		// The overlap's updates replace the part's own (local.improve):
-		// the part's translation factor would sit unused under the
-		// overlap's.
-		l.dropTranslations()
-		if l.ov, l.shared, err = newOverlapOf(g, p, l, plan); err != nil {
-			return fmt.Errorf("agent %d: %w", k, err)
-		}
-	}
-	var edges []posegraph.Edge
-	for _, e := range g.Edges {
-		if p.Part[e.I] == k || p.Part[e.J] == k {
-			e.Meas, e.Info = nil, nil
-			edges = append(edges, e)
-		}
-	}
-	// Subscribed before anything is kept: a failed subscription leaves the
-	// agent as it was, without the ones made.
+	// All the part needs of the graph: the edges at its poses and at its
+	// halo's, and the subgraph of its poses. The graph as read (at 10^5
+	// poses 35 MB, a third of an agent's peak) goes before the chordal
+	// estimate, the rows and their factors are made, instead of lying
+	// under them.
+	sub, own := partGraph(g, p, k, plan.halo), ownGraph(g, p.Owned(k))
+	// Subscribed while the graph is held: a failed subscription leaves
+	// the agent as it was, without the ones made, free to take the next
+	// opInit.
 	var unsubs []func()
-	for q := range neighbourParts(l, p) {
+	for _, q := range readParts(sub, p, k) {
 		unsub, err := a.bus.Subscribe(poseSubject(opts.Subject, q), func(data []byte) { a.onPoses(q, data) })
 		if err != nil {
 			for _, u := range unsubs {
@@ -246,14 +220,35 @@ func (a *agent) build(p *Partition, want string) error {
 		}
 		unsubs = append(unsubs, unsub)
 	}
+	a.g = nil
+	fail := func(err error) error {
+		// The graph is gone: this agent cannot build a part again.
+		for _, u := range unsubs {
+			u()
+		}
+		a.lost = err
+		return err
+	}
+	// The chordal estimate before the rows: its factors and subgraphs are
+	// let go before the rows of Q and their factors are made, instead of
+	// stacking on them.
+	chordal, comp, ncomp, err := localChordal(own, opts.Problem)
+	if err != nil {
+		return fail(fmt.Errorf("agent %d: %w", k, err))
+	}
+	l, err := a.buildRows(sub, p, h, plan)
+	if err != nil {
+		return fail(err)
+	}
+	var edges []posegraph.Edge
+	for _, e := range sub.Edges {
+		if p.Part[e.I] == k || p.Part[e.J] == k {
+			edges = append(edges, e)
+		}
+	}
 	a.unsubs = append(a.unsubs, unsubs...)
 	a.p, a.l, a.fingerprint, a.edges = p, l, fp, slices.Clip(edges)
 	a.chordal, a.comp, a.ncomp = chordal, comp, ncomp
-	// The whole graph is not needed any more: an agent holds its part's
-	// rows, not the file (at 10^5 poses the graph is a third of an
-	// agent's live heap).
-	a.g = nil
-	a.returnMemory()
 	halo, ring := 0, len(l.pub)
 	if l.ov != nil {
 		halo, ring = len(l.ov.halo), len(l.ov.ext.pub)
@@ -263,17 +258,71 @@ func (a *agent) build(p *Partition, want string) error {
 	return nil
 }
 
-// returnMemory calls AgentOptions.ReturnMemory, if set, where much memory
-// has just been let go: the chordal estimate's factors before the rows are
-// built, the graph once they are. Without it the runtime keeps the freed
-// pages for a while, and the next allocations stack on them in the
-// resident set. (At the phases' turns, where one phase's factors go, the
-// bcmsync agent command's memory limit returns them: calls there cost the
-// certificate time and lowered no peak, docs/distributed.md.)
-func (a *agent) returnMemory() {
-	if a.opts.ReturnMemory != nil {
-		a.opts.ReturnMemory()
+// buildRows makes part k's rows of Q from its graph sub (partGraph) and,
+// at overlap h > 0, its overlapping subproblem, whose updates replace the
+// part's own (local.improve): the part then has no translation factor of
+// its own, which would never be used.
+func (a *agent) buildRows(sub *posegraph.Graph, p *Partition, h int, plan overlapPlan) (*local, error) {
+	k := a.k
+	l, err := newLocalOf(sub, p, k, p.Owned(k), func(i int) bool { return p.Part[i] == k }, a.opts.Problem, sub.D, h == 0)
+	if err != nil {
+		return nil, err
 	}
+	if h > 0 {
+		if l.ov, l.shared, err = newOverlapOf(sub, p, l, plan); err != nil {
+			return nil, fmt.Errorf("agent %d: %w", k, err)
+		}
+	}
+	return l, nil
+}
+
+// partGraph returns the edges of g that part k's rows and its overlap's
+// need, those with an end at its poses or in its halo (sorted), in g's
+// order and without the records as read (Meas, Info), as a graph of g's
+// dimension: newLocalOf makes the same rows from it as from g.
+func partGraph(g *posegraph.Graph, p *Partition, k int, halo []int) *posegraph.Graph {
+	in := make([]bool, g.N())
+	for i, q := range p.Part {
+		in[i] = q == k
+	}
+	for _, i := range halo {
+		in[i] = true
+	}
+	n := 0
+	for _, e := range g.Edges {
+		if in[e.I] || in[e.J] {
+			n++
+		}
+	}
+	sub := &posegraph.Graph{D: g.D, Edges: make([]posegraph.Edge, 0, n)}
+	for _, e := range g.Edges {
+		if in[e.I] || in[e.J] {
+			e.Meas, e.Info = nil, nil
+			sub.Edges = append(sub.Edges, e)
+		}
+	}
+	return sub
+}
+
+// readParts returns the parts other than k whose poses part k's agent
+// reads, sorted: the parts of the ends of sub's edges (partGraph) outside
+// part k: its neighbours' public poses, its halo and its ring, the parts
+// the rows made from sub read (TestAgentRowsFromPartGraph).
+func readParts(sub *posegraph.Graph, p *Partition, k int) []int {
+	seen := map[int]bool{}
+	for _, e := range sub.Edges {
+		for _, i := range [2]int{e.I, e.J} {
+			if q := p.Part[i]; q != k {
+				seen[q] = true
+			}
+		}
+	}
+	parts := make([]int, 0, len(seen))
+	for q := range seen {
+		parts = append(parts, q)
+	}
+	slices.Sort(parts)
+	return parts
 }
 
 // partitionOfInts decodes the coordinator's partition from an opInit's Ints:
@@ -297,17 +346,6 @@ func partitionInts(p *Partition) []uint32 {
 		ints[1+i] = uint32(q)
 	}
 	return ints
-}
-
-func neighbourParts(l *local, p *Partition) map[int]bool {
-	s := map[int]bool{}
-	for _, q := range l.owner {
-		s[q] = true
-	}
-	if l.ov != nil {
-		l.ov.parts(p, s)
-	}
-	return s
 }
 
 // reject logs a message that is not applied.

@@ -11,16 +11,15 @@ import (
 // The distributed initialization: each agent's chordal estimate of its own
 // poses, moved into its aligned neighbours' frame through the shared edges.
 
-// localChordal is the chordal estimate of the subgraph of the own poses,
-// in its own frame (its first pose at the identity); a part whose
-// subgraph is disconnected gets each component's estimate, each in its
-// own frame, and the alignment through shared edges joins them only as
-// far as the edges reach.
-func localChordal(g *posegraph.Graph, own []int, kind posegraph.Problem) ([]posegraph.Pose, []int, int, error) {
-	sub := g.Subgraph(own)
+// localChordal is the chordal estimate of sub, the subgraph of the own
+// poses (ownGraph), in its own frame (its first pose at the identity); a
+// part whose subgraph is disconnected gets each component's estimate,
+// each in its own frame, and the alignment through shared edges joins
+// them only as far as the edges reach.
+func localChordal(sub *posegraph.Graph, kind posegraph.Problem) ([]posegraph.Pose, []int, int, error) {
 	sub.Fixed = nil
-	out := make([]posegraph.Pose, len(own))
-	compOf := make([]int, len(own))
+	out := make([]posegraph.Pose, sub.N())
+	compOf := make([]int, sub.N())
 	comps := sub.Components()
 	cgs := []*posegraph.Graph{sub}
 	if len(comps) > 1 {
@@ -32,7 +31,7 @@ func localChordal(g *posegraph.Graph, own []int, kind posegraph.Problem) ([]pose
 		var err error
 		switch {
 		case len(comp) == 1:
-			poses = []posegraph.Pose{posegraph.Identity(g.D)}
+			poses = []posegraph.Pose{posegraph.Identity(sub.D)}
 		case kind == posegraph.Rotations:
 			poses, err = rounding.ChordalRotations(cg)
 		default:
@@ -47,6 +46,17 @@ func localChordal(g *posegraph.Graph, own []int, kind posegraph.Problem) ([]pose
 		}
 	}
 	return out, compOf, len(comps), nil
+}
+
+// ownGraph is g's subgraph on the own poses (Subgraph) without the
+// records as read (Meas, Info, which would hold on to the parse's arrays):
+// localChordal's input, made before the agent lets g go.
+func ownGraph(g *posegraph.Graph, own []int) *posegraph.Graph {
+	sub := g.Subgraph(own)
+	for i := range sub.Edges {
+		sub.Edges[i].Meas, sub.Edges[i].Info = nil, nil
+	}
+	return sub
 }
 
 // align moves the own chordal estimate (mu held) into the frame of the

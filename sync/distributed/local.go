@@ -58,14 +58,16 @@ type local struct {
 // newLocal assembles agent k's rows of Q from the edges incident to its
 // poses, at rank r. It uses only those edges.
 func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r int) (*local, error) {
-	return newLocalOf(g, p, k, p.Owned(k), func(i int) bool { return p.Part[i] == k }, kind, r)
+	return newLocalOf(g, p, k, p.Owned(k), func(i int) bool { return p.Part[i] == k }, kind, r, true)
 }
 
 // newLocalOf is newLocal for any set of poses own (sorted; in tells its
 // members) in place of part k's: the rows of Q at them, the poses beyond
-// them that those rows touch, fixed, and their exact local steps. The
-// agents' overlapping subproblems (overlap.go) are made with it.
-func newLocalOf(g *posegraph.Graph, p *Partition, k int, own []int, in func(int) bool, kind posegraph.Problem, r int) (*local, error) {
+// them that those rows touch, fixed, and their exact local steps (the
+// exact translation step only with translations: an agent's updates
+// under an overlap are its overlap's). The agents' overlapping
+// subproblems (overlap.go) are made with it.
+func newLocalOf(g *posegraph.Graph, p *Partition, k int, own []int, in func(int) bool, kind posegraph.Problem, r int, translations bool) (*local, error) {
 	d := g.D
 	b := kind.BlockSize(d)
 	l := &local{d: d, b: b, kind: kind, part: k, own: own, globalToLocal: map[int]int{}}
@@ -117,7 +119,7 @@ func newLocalOf(g *posegraph.Graph, p *Partition, k int, own []int, in func(int)
 	if l.block, err = bsync.NewBlockProblem(l.q, nOwn, d); err != nil {
 		return nil, fmt.Errorf("agent %d: %w", k, err)
 	}
-	if kind == posegraph.Poses {
+	if kind == posegraph.Poses && translations {
 		if err := l.factorTranslations(); err != nil {
 			return nil, fmt.Errorf("agent %d: %w", k, err)
 		}
@@ -213,10 +215,15 @@ func (l *local) factorTranslations() error {
 	return nil
 }
 
-// dropTranslations lets go of the translation step's factor, for an agent
-// whose updates are its overlap's: solveTranslations is then a no-op.
-func (l *local) dropTranslations() {
-	l.chol, l.tIndex, l.nFree, l.rhs = nil, nil, 0, nil
+// releaseStepsFactor lets go of the trust-region steps' factor, the own
+// block's and the overlap's, until the next update makes it again, bit for
+// bit (bsync.BlockProblem.ReleaseFactor): the certificate and the
+// rounding use other factors.
+func (l *local) releaseStepsFactor() {
+	l.block.ReleaseFactor()
+	if l.ov != nil {
+		l.ov.ext.block.ReleaseFactor()
+	}
 }
 
 // solveTranslations minimizes F exactly over the own translations with

@@ -236,7 +236,7 @@ func newOverlapOf(g *posegraph.Graph, p *Partition, l *local, plan overlapPlan) 
 	}
 	set := append(slices.Clone(l.own), halo...)
 	slices.Sort(set)
-	ext, err := newLocalOf(g, p, k, set, func(i int) bool { return in[i] }, l.kind, l.x.R)
+	ext, err := newLocalOf(g, p, k, set, func(i int) bool { return in[i] }, l.kind, l.x.R, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -254,16 +254,6 @@ func newOverlapOf(g *posegraph.Graph, p *Partition, l *local, plan overlapPlan) 
 		pub = append(pub, l.globalToLocal[gi])
 	}
 	return o, pub, nil
-}
-
-// parts adds to s the parts whose poses the overlap reads.
-func (o *overlap) parts(p *Partition, s map[int]bool) {
-	for _, gi := range o.halo {
-		s[p.Part[gi]] = true
-	}
-	for _, q := range o.ext.owner {
-		s[q] = true
-	}
 }
 
 // store copies a published or given block of pose gi into the overlap's

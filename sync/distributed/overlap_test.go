@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bcmsync/bcmsync/internal/sparse"
 	"github.com/bcmsync/bcmsync/posegraph"
 	"github.com/bcmsync/bcmsync/rounding"
 	bsync "github.com/bcmsync/bcmsync/sync"
@@ -130,10 +131,16 @@ func TestOverlapSets(t *testing.T) {
 	}
 }
 
-// An agent with an overlap lets go of its part's own translation factor
-// (its updates are the overlap's), and its updates are the same bits as
-// with the factor kept.
-func TestOverlapDropsPartTranslations(t *testing.T) {
+// An agent builds its rows from its part's graph (partGraph: the edges at
+// its poses and its halo's, without the records as read), so that the
+// graph as read can go first (and its chordal estimate from its poses'
+// subgraph without those records, ownGraph), and
+// under an overlap without its part's own
+// translation factor (its updates are the overlap's): its rows are those
+// made from the whole graph to the bit, it reads the same parts
+// (readParts, neighbourParts), and its updates are the same bits as with
+// the whole graph and the factor.
+func TestAgentRowsFromPartGraph(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		g := testGraph(t, d)
 		poses := rounding.Random(g, 5)
@@ -141,39 +148,112 @@ func TestOverlapDropsPartTranslations(t *testing.T) {
 		p, _ := BFS(g, 3)
 		adj := poseAdjacency(g)
 		for k := 0; k < p.K; k++ {
-			var ls [2]*local
-			for v := range ls {
-				l, err := newLocal(g, p, k, posegraph.Poses, d)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if v == 1 {
-					l.dropTranslations()
-				}
-				if l.ov, _, err = newOverlap(g, adj, p, l, 2); err != nil {
-					t.Fatal(err)
-				}
-				for gi, li := range l.globalToLocal {
-					l.setPose(li, poses[gi])
-				}
-				for gi := range g.IDs {
-					l.ov.store(gi, xg.Block(gi)) // the halo and ring as published
-				}
-				for it := 0; it < 3; it++ {
-					if err := l.improve(1, 1); err != nil {
+			for _, h := range []int{0, 1, 2} {
+				var ls [2]*local
+				for v := range ls {
+					var l *local
+					var err error
+					if v == 0 {
+						if l, err = newLocal(g, p, k, posegraph.Poses, d); err == nil && h > 0 {
+							l.ov, _, err = newOverlap(g, adj, p, l, h)
+						}
+					} else {
+						var plan overlapPlan
+						if h > 0 {
+							plan = planOverlap(adj, p, k, h)
+						}
+						sub := partGraph(g, p, k, plan.halo)
+						if h == 2 {
+							// The records as read do not enter it: the estimate is
+							// the subgraph's, with them or without.
+							want, wc, wn, err1 := localChordal(g.Subgraph(p.Owned(k)), posegraph.Poses)
+							got, gc, gn, err2 := localChordal(ownGraph(g, p.Owned(k)), posegraph.Poses)
+							if err1 != nil || err2 != nil || !slices.Equal(got, want) || !slices.Equal(gc, wc) || gn != wn {
+								t.Fatalf("d=%d part %d: the chordal estimate from the part's graph differs (%v, %v)", d, k, err1, err2)
+							}
+						}
+						for _, e := range sub.Edges {
+							if e.Meas != nil || e.Info != nil {
+								t.Fatalf("d=%d part %d: the part's graph keeps the records as read", d, k)
+							}
+						}
+						got := readParts(sub, p, k)
+						a := &agent{k: k, opts: AgentOptions{Problem: posegraph.Poses}}
+						if l, err = a.buildRows(sub, p, h, plan); err == nil {
+							var want []int
+							for q := range neighbourParts(l, p) {
+								want = append(want, q)
+							}
+							slices.Sort(want)
+							if !slices.Equal(got, want) {
+								t.Fatalf("d=%d part %d h=%d: reads parts %v, its rows %v", d, k, h, got, want)
+							}
+						}
+					}
+					if err != nil {
 						t.Fatal(err)
 					}
+					for gi, li := range l.globalToLocal {
+						l.setPose(li, poses[gi])
+					}
+					if l.ov != nil {
+						for gi := range g.IDs {
+							l.ov.store(gi, xg.Block(gi)) // the halo and ring as published
+						}
+					}
+					for it := 0; it < 3; it++ {
+						if err := l.improve(1, 1); err != nil {
+							t.Fatal(err)
+						}
+					}
+					ls[v] = l
 				}
-				ls[v] = l
-			}
-			if ls[1].chol != nil || ls[0].chol == nil && ls[0].nFree > 0 {
-				t.Fatalf("d=%d part %d: the part's translation factor was not let go", d, k)
-			}
-			for i, v := range ls[0].x.Data {
-				if math.Float64bits(v) != math.Float64bits(ls[1].x.Data[i]) {
-					t.Fatalf("d=%d part %d: entry %d is %v without the part's factor, %v with it", d, k, i, ls[1].x.Data[i], v)
+				a, b := ls[0], ls[1]
+				if (b.chol != nil) != (h == 0) || a.chol == nil && a.nFree > 0 {
+					t.Fatalf("d=%d part %d h=%d: the part's translation factor made %v", d, k, h, b.chol != nil)
+				}
+				sameRows(t, a.q, b.q)
+				if h > 0 {
+					sameRows(t, a.ov.ext.q, b.ov.ext.q)
+				}
+				for i, v := range a.x.Data {
+					if math.Float64bits(v) != math.Float64bits(b.x.Data[i]) {
+						t.Fatalf("d=%d part %d h=%d: entry %d is %v from the part's graph, %v from the whole graph", d, k, h, i, b.x.Data[i], v)
+					}
 				}
 			}
+		}
+	}
+}
+
+// neighbourParts is readParts' oracle: the parts whose poses l's rows
+// read, its neighbours' public poses and, with an overlap, its halo's and
+// its ring's, found from the rows made.
+func neighbourParts(l *local, p *Partition) map[int]bool {
+	s := map[int]bool{}
+	for _, q := range l.owner {
+		s[q] = true
+	}
+	if o := l.ov; o != nil {
+		for _, gi := range o.halo {
+			s[p.Part[gi]] = true
+		}
+		for _, q := range o.ext.owner {
+			s[q] = true
+		}
+	}
+	return s
+}
+
+// sameRows fails unless a and b are the same rows to the bit.
+func sameRows(t *testing.T, a, b *sparse.BlockSym) {
+	t.Helper()
+	if a.N != b.N || !slices.Equal(a.RowPtr, b.RowPtr) || !slices.Equal(a.ColIdx, b.ColIdx) || !slices.Equal(a.Diag, b.Diag) {
+		t.Fatal("the rows' patterns differ")
+	}
+	for i, v := range a.Val {
+		if math.Float64bits(v) != math.Float64bits(b.Val[i]) {
+			t.Fatalf("the rows' entry %d differs: %v and %v", i, v, b.Val[i])
 		}
 	}
 }

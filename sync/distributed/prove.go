@@ -49,10 +49,7 @@ func (a *agent) prove(m, rep *message) error {
 	// The steps' factor is idle until the next rounds, which make it
 	// again, bit for bit: without it the certificate's interior factor
 	// and Schur complement, the agent's peak, do not stack on it.
-	l.block.ReleaseFactor()
-	if l.ov != nil {
-		l.ov.ext.block.ReleaseFactor()
-	}
+	l.releaseStepsFactor()
 	switch m.Op {
 	case opProveSetup:
 		// The boundary poses, their weights, and the blocks of Q to other
@@ -104,7 +101,7 @@ func (a *agent) prove(m, rep *message) error {
 		for x, i := range pr.Boundary {
 			rep.Ints[x] = uint32(i)
 		}
-		rep.Extra = append(append(make([]float64, 0, len(pr.Scale)+len(pr.Schur)), pr.Scale...), pr.Schur...)
+		rep.Extra, rep.extraTail = pr.Scale, pr.Schur
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	stdsync "sync"
 	"testing"
@@ -190,5 +191,71 @@ func TestAgentTakesCoordinatorsPartition(t *testing.T) {
 		if err != nil || (rep.Status == statusOK) != c.ok || (a.l != nil) != c.ok {
 			t.Errorf("opInit %d: %v, status %d %q, part built %v; want accepted %v", i, err, rep.Status, rep.Text, a.l != nil, c.ok)
 		}
+	}
+}
+
+// failingSubscribe is a bus whose next Subscribe calls fail.
+type failingSubscribe struct {
+	Bus
+	fail int
+}
+
+func (b *failingSubscribe) Subscribe(subject string, h func([]byte)) (func(), error) {
+	if b.fail > 0 {
+		b.fail--
+		return nil, fmt.Errorf("no subscription to %s", subject)
+	}
+	return b.Bus.Subscribe(subject, h)
+}
+
+// An agent lets the graph go before it builds its rows (partGraph), after
+// everything that may fail for want of something else than its data: a
+// failed subscription leaves it with the graph, and the next opInit
+// builds its part; a part whose rows cannot be made (here its overlap's
+// translation system, made indefinite) leaves it without the graph, and
+// every later opInit says so instead of building from nothing.
+func TestAgentBuildFailures(t *testing.T) {
+	g := testGraph(t, 2)
+	p, _ := Contiguous(g.N(), 2)
+	opts := AgentOptions{Overlap: 1}
+	opts.defaults()
+	init := func(a *agent, g *posegraph.Graph) *message {
+		t.Helper()
+		fp := fingerprint(g, p, opts.Problem) + overlapTag(opts.Overlap)
+		rep, err := decode(a.onCommand(encode(nil, &message{Kind: kindCmd, Op: opInit, Part: coordinatorPart, Run: 7, Rank: 2, Ints: partitionInts(p), Text: fp})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	bus := &failingSubscribe{Bus: NewMemBus(), fail: 1}
+	a, err := newAgent(bus, g, nil, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := init(a, g); rep.Status != statusError || !strings.Contains(rep.Text, "no subscription") || a.l != nil || a.g == nil {
+		t.Fatalf("a failed subscription: status %d %q, part built %v, graph held %v", rep.Status, rep.Text, a.l != nil, a.g != nil)
+	}
+	if rep := init(a, g); rep.Status != statusOK || a.l == nil || a.g != nil {
+		t.Fatalf("the opInit after a failed subscription: status %d %q, part built %v, graph held %v", rep.Status, rep.Text, a.l != nil, a.g != nil)
+	}
+
+	bad := *g
+	bad.Edges = slices.Clone(g.Edges)
+	for i, e := range bad.Edges {
+		if p.Part[e.I] != 0 && p.Part[e.J] != 0 {
+			bad.Edges[i].Tau = -1e3 // the halo's and ring's edges: part 1's own chordal estimate never sees them
+		}
+	}
+	b, err := newAgent(NewMemBus(), &bad, nil, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := init(b, &bad)
+	if first.Status != statusError || !strings.Contains(first.Text, "translation") || b.l != nil || b.g != nil {
+		t.Fatalf("rows that cannot be made: status %d %q, part built %v, graph held %v", first.Status, first.Text, b.l != nil, b.g != nil)
+	}
+	if rep := init(b, &bad); rep.Status != statusError || !strings.Contains(rep.Text, "restart it") || !strings.Contains(rep.Text, first.Text) {
+		t.Fatalf("the opInit after a failed build: status %d %q", rep.Status, rep.Text)
 	}
 }

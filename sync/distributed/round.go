@@ -60,6 +60,15 @@ func (l *local) ownBlocks() *blockmat.Blocks {
 func (a *agent) roundCmd(m, rep *message) error {
 	l := a.l
 	d := l.d
+	// The rounding uses neither the certificate's rows and interior
+	// factor (its Lambda blocks stay) nor the steps' factor: held, they
+	// sat under the rounding's translation factor, the agent's peak at
+	// the end of a run. The next test or update makes them again, bit for
+	// bit (an escape follows a test, never a rounding).
+	if a.proof != nil {
+		a.proof.Release()
+	}
+	l.releaseStepsFactor()
 	switch m.Op {
 	case opRoundSetup:
 		if len(m.Ints) != 1 {

@@ -2,6 +2,7 @@ package distributed
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,14 +170,26 @@ func TestWireRoundTripAndRejects(t *testing.T) {
 	for k := 0; k < 2*3*4; k++ {
 		m.Values = append(m.Values, float64(k)/3)
 	}
+	m.Ints, m.Extra = []uint32{7, 8, 9}, []float64{0.25, -1}
 	data := encode(nil, m)
+	// One allocation, of the record's size (encodedSize), not a buffer
+	// grown by doubling.
+	if allocs := testing.AllocsPerRun(10, func() { encode(nil, m) }); len(data) != encodedSize(m) || allocs != 1 {
+		t.Fatalf("a record of %d bytes in %v allocations; encodedSize says %d", len(data), allocs, encodedSize(m))
+	}
+	// Extra sent in two pieces is the same record.
+	split := *m
+	split.Extra, split.extraTail = m.Extra[:1], m.Extra[1:]
+	if two := encode(nil, &split); !slices.Equal(two, data) {
+		t.Fatal("Extra sent in two pieces makes another record")
+	}
 	got, err := decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Part != 3 || got.Run != 77 || got.Seq != 9 || got.Rank != 3 || got.B != 4 || got.Round != 5 || got.F != 1.5 ||
 		len(got.Needs) != 2 || got.Needs[1] != (need{2, 8}) || len(got.Index) != 2 || got.Index[1] != 11 ||
-		len(got.Values) != 24 || got.Values[23] != 23.0/3 || got.Text != "hi" {
+		len(got.Values) != 24 || got.Values[23] != 23.0/3 || got.Text != "hi" || !slices.Equal(got.Ints, m.Ints) || !slices.Equal(got.Extra, m.Extra) {
 		t.Fatalf("round trip: %+v", got)
 	}
 	// Every single flipped byte, and every truncation, is rejected.

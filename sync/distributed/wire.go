@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 )
 
 // The wire format. Every message, on any transport, is one binary record:
@@ -106,12 +107,17 @@ type message struct {
 	// blocks of Q, a Schur complement).
 	Ints  []uint32
 	Extra []float64
+	// extraTail, if set, is sent after Extra as its continuation: the
+	// same record as Extra holding both, without a copy of the two (a
+	// reply's Schur complement after its scale, 3 MB at the 10^5 lattice's
+	// parts, at an agent's peak). A decoded message has it all in Extra.
+	extraTail []float64
 }
 
 // encode appends m's record to buf[:0].
 func encode(buf []byte, m *message) []byte {
 	le := binary.LittleEndian
-	buf = buf[:0]
+	buf = slices.Grow(buf[:0], encodedSize(m))
 	buf = le.AppendUint32(buf, wireMagic)
 	buf = append(buf, wireVersion, m.Kind, m.Op, m.Status)
 	buf = le.AppendUint32(buf, uint32(int32(m.Part)))
@@ -142,13 +148,26 @@ func encode(buf []byte, m *message) []byte {
 	for _, i := range m.Ints {
 		buf = le.AppendUint32(buf, i)
 	}
-	buf = le.AppendUint32(buf, uint32(len(m.Extra)))
+	buf = le.AppendUint32(buf, uint32(len(m.Extra)+len(m.extraTail)))
 	for _, v := range m.Extra {
+		buf = le.AppendUint64(buf, math.Float64bits(v))
+	}
+	for _, v := range m.extraTail {
 		buf = le.AppendUint64(buf, math.Float64bits(v))
 	}
 	buf = le.AppendUint32(buf, uint32(len(m.Text)))
 	buf = append(buf, m.Text...)
 	return le.AppendUint32(buf, crc32.ChecksumIEEE(buf))
+}
+
+// encodedSize is the length of m's record, which encode makes room for
+// at once: grown by appending, the buffer of an agent's largest reply (its
+// Schur complement, 3 MB at the 10^5 lattice's parts) was reallocated at
+// each doubling, its copies garbage and its last up to twice the record,
+// at the certificate's peak.
+func encodedSize(m *message) int {
+	return headerSize + 4 + 12*len(m.Needs) + 4 + 4*len(m.Index) + 8*len(m.Values) + 4 + 4*len(m.Ints) +
+		4 + 8*(len(m.Extra)+len(m.extraTail)) + 4 + len(m.Text) + 4
 }
 
 var errShort = errors.New("truncated")
