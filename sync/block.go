@@ -37,7 +37,7 @@ type BlockProblem struct {
 	pre  *lazyFactor // of Q_BB + sigma I
 	// solver and buffers are the trust region's preconditioner solves and
 	// vectors, kept from one TrustRegion to the next (rtrBuffers) and let
-	// go with the factor; nil buffers makes them anew for each run.
+	// go with the factor.
 	solver  *rowSolver
 	buffers *rtrBuffers
 	// At the current rank: the manifold of the block with its linear
@@ -106,11 +106,7 @@ func (p *BlockProblem) Reset() {
 // begins, whose own factor and Schur complement set the agent's peak
 // memory while these would sit idle.
 func (p *BlockProblem) ReleaseFactor() {
-	p.pre.chol = nil
-	p.solver = nil
-	if p.buffers != nil {
-		p.buffers = &rtrBuffers{}
-	}
+	p.pre.chol, p.solver, p.buffers = nil, nil, &rtrBuffers{}
 }
 
 // at returns the block's part of x (aliasing x's first n blocks) and
@@ -171,14 +167,12 @@ func (p *BlockProblem) TrustRegion(ctx context.Context, x *blockmat.Blocks, step
 		return 0, nil
 	}
 	xb := p.at(x)
-	pre := p.solver
-	if pre == nil || p.buffers == nil {
-		pre = newRowSolver(p.pre)
+	if p.solver == nil {
+		// kept, as its right-hand sides (made at its first solve and
+		// overwritten by each) are
+		p.solver = newRowSolver(p.pre)
 	}
-	if p.buffers != nil {
-		p.solver = pre // its right-hand sides, made at the first solve, are overwritten by each
-	}
-	rr, err := rtr(ctx, p.m, xb, pre, nil, rtrOptions{MaxIter: steps, MaxInner: maxInner, Radius: p.radius, buffers: p.buffers})
+	rr, err := rtr(ctx, p.m, xb, p.solver, nil, rtrOptions{MaxIter: steps, MaxInner: maxInner, Radius: p.radius, buffers: p.buffers})
 	p.radius = rr.Radius
 	return rr.Iterations, err
 }

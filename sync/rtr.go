@@ -51,9 +51,11 @@ type rtrOptions struct {
 // distributed agent's BlockProblem, a few steps per update): made anew,
 // they were most of the memory an agent allocated per update, 13 MB at
 // the 10^5 lattice's parts, and the collections and page faults to
-// recycle them were a third of its time under a tight heap goal. A kept
-// vector is cleared before it is used again, so a run starts from the
-// zero vectors a fresh one would (the same bits).
+// recycle them were a third of its time under a tight heap goal. The
+// bits are the same as with fresh vectors because every vector is written
+// before it is read (tCG zeroes its own); a kept vector is cleared before
+// it is used again all the same, as a guard against a change that reads
+// one first, at the cost of a memset of each.
 type rtrBuffers struct {
 	r, b, n int
 	blocks  []*sparse.Blocks // in the order newTrustRegion takes them

@@ -70,8 +70,8 @@ func gcPolicy(t *testing.T, cmd string, want int) {
 	// Past hugeHeap live (lowered for the test), the smaller percentage.
 	defer func(h uint64) { hugeHeap = h }(hugeHeap)
 	hugeHeap = 2 * largeHeap
-	// (An agent's large percentage may be the huge one already: the end of
-	// the watch then shows in its memory limit, which goes.)
+	// (An agent's large percentage is at or below the huge one already:
+	// the end of the watch then shows in its memory limit, which goes.)
 	collectUntil(t, 2*largeHeap+1<<20, min(hugeHeapGCPercent, want), func() bool { return debug.SetMemoryLimit(-1) == math.MaxInt64 })
 }
 

@@ -264,7 +264,7 @@ func (a *agent) build(p *Partition, want string) error {
 // its own, which would never be used.
 func (a *agent) buildRows(sub *posegraph.Graph, p *Partition, h int, plan overlapPlan) (*local, error) {
 	k := a.k
-	l, err := newLocalOf(sub, p, k, p.Owned(k), func(i int) bool { return p.Part[i] == k }, a.opts.Problem, sub.D, h == 0)
+	l, err := newLocal(sub, p, k, a.opts.Problem, sub.D, h == 0)
 	if err != nil {
 		return nil, err
 	}

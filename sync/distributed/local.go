@@ -56,9 +56,10 @@ type local struct {
 }
 
 // newLocal assembles agent k's rows of Q from the edges incident to its
-// poses, at rank r. It uses only those edges.
-func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r int) (*local, error) {
-	return newLocalOf(g, p, k, p.Owned(k), func(i int) bool { return p.Part[i] == k }, kind, r, true)
+// poses, at rank r, with the exact translation step when translations is
+// set. It uses only those edges.
+func newLocal(g *posegraph.Graph, p *Partition, k int, kind posegraph.Problem, r int, translations bool) (*local, error) {
+	return newLocalOf(g, p, k, p.Owned(k), func(i int) bool { return p.Part[i] == k }, kind, r, translations)
 }
 
 // newLocalOf is newLocal for any set of poses own (sorted; in tells its

@@ -117,7 +117,7 @@ func TestOverlapSets(t *testing.T) {
 						t.Fatalf("d=%d K=%d h=%d part %d: reads from %v, want %v", d, K, h, k, nb[k], want)
 					}
 					if h == 0 {
-						l, err := newLocal(g, p, k, posegraph.Poses, d)
+						l, err := newLocal(g, p, k, posegraph.Poses, d, true)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -154,7 +154,7 @@ func TestAgentRowsFromPartGraph(t *testing.T) {
 					var l *local
 					var err error
 					if v == 0 {
-						if l, err = newLocal(g, p, k, posegraph.Poses, d); err == nil && h > 0 {
+						if l, err = newLocal(g, p, k, posegraph.Poses, d, true); err == nil && h > 0 {
 							l.ov, _, err = newOverlap(g, adj, p, l, h)
 						}
 					} else {
@@ -271,7 +271,7 @@ func TestOutsideBytes(t *testing.T) {
 		p, _ := BFS(g, 3)
 		for _, h := range []int{0, 1, 3} {
 			for k := 0; k < p.K; k++ {
-				l, err := newLocal(g, p, k, posegraph.Poses, d)
+				l, err := newLocal(g, p, k, posegraph.Poses, d, true)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -27,12 +27,14 @@ func serveAgents(t *testing.T, bus Bus, k int, build func(k int) (*agent, error)
 }
 
 // The rounding by parts lets go of the certificate's rows and interior
-// factor (PartCertifier.Release) and of the steps' factor: at the end of
-// a run they sat under the rounding's own translation factor, an agent's
-// last peak. After a certified run rounded by parts, every agent's
-// certificate holds no rows, and the run is certified at the central
-// optimum (the next test would make them again, bit for bit:
-// TestPartCertifierRelease).
+// factor (PartCertifier.Release): at the end of a run they sat under the
+// rounding's own translation factor, an agent's last peak. After a
+// certified run rounded by parts, every agent's certificate holds no
+// rows, and the run is certified at the central optimum (the next test
+// would make them again, bit for bit: TestPartCertifierRelease). (The
+// rounding lets go of the steps' factor too, which matters only where it
+// follows updates without a test between; this run's test let it go
+// already, so that is not checked here.)
 func TestRoundingReleasesCertificate(t *testing.T) {
 	g, central, p := lattice(t, 200, 10, 13, 4)
 	bus := NewMemBus()

@@ -39,7 +39,7 @@ func TestLocalRowsMatchLaplacian(t *testing.T) {
 			q := g.Laplacian(kind)
 			p, _ := BFS(g, 3)
 			for k := 0; k < p.K; k++ {
-				l, err := newLocal(g, p, k, kind, d)
+				l, err := newLocal(g, p, k, kind, d, true)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -89,7 +89,7 @@ func TestStatsShares(t *testing.T) {
 		p, _ := BFS(g, 4)
 		var f, g2 float64
 		for k := 0; k < p.K; k++ {
-			l, err := newLocal(g, p, k, posegraph.Poses, d)
+			l, err := newLocal(g, p, k, posegraph.Poses, d, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +139,7 @@ func TestImproveDescends(t *testing.T) {
 		poses := rounding.Random(g, 5)
 		p, _ := BFS(g, 3)
 		for k := 0; k < p.K; k++ {
-			l, err := newLocal(g, p, k, posegraph.Poses, d)
+			l, err := newLocal(g, p, k, posegraph.Poses, d, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -110,7 +110,8 @@ type message struct {
 	// extraTail, if set, is sent after Extra as its continuation: the
 	// same record as Extra holding both, without a copy of the two (a
 	// reply's Schur complement after its scale, 3 MB at the 10^5 lattice's
-	// parts, at an agent's peak). A decoded message has it all in Extra.
+	// parts, at an agent's peak; with --key the seal still copies the
+	// encoded record once). A decoded message has it all in Extra.
 	extraTail []float64
 }
 
