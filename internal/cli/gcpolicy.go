@@ -34,8 +34,8 @@ const (
 	// trust-region vectors for the whole run (sync.BlockProblem keeps
 	// them) and allocates little per update, and its resident set follows
 	// its heap goal (its memory limit, memoryLimitFor), so the headroom is
-	// the peak's margin over the live heap at little cost in collections
-	// (the runs at 5 and 20: docs/distributed.md, "Memory").
+	// the peak's margin over the live heap (the runs at 5, 10 and 20,
+	// their peaks and CPU time: docs/distributed.md, "Memory").
 	agentGCPercent = 5
 	// hugeHeapGCPercent is the percentage once a collection finds more
 	// than hugeHeap bytes live: a solve of that size holds its factors and

@@ -136,7 +136,7 @@ func (a *agent) roundCmd(m, rep *message) error {
 		if err != nil {
 			return err
 		}
-		rep.Extra = append(append(make([]float64, 0, len(schur)+len(z)), schur...), z...)
+		rep.Extra, rep.extraTail = schur, z // one record, without a copy of the complement
 	case opRoundBack:
 		if a.round.rot == nil || a.round.own == nil {
 			return errors.New("rounding: back before reduce")
